@@ -1,0 +1,429 @@
+/*
+ * virtio-rdma device: QOM type, properties, virtqueues, control queue and
+ * the host-ops the C++ core uses to reach guest memory and QMP.
+ *
+ * Everything here runs under the BQL.  Guest requests are copied out of the
+ * ring once (iov_to_buf) and handed to the core, which validates them.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qapi/qapi-events-rdma-virtio.h"
+#include "qemu/iov.h"
+#include "qemu/main-loop.h"
+#include "qemu/module.h"
+#include "exec/memory.h"
+#include "system/dma.h"
+#include "hw/qdev-properties.h"
+#include "hw/virtio/virtio.h"
+#include "hw/virtio/virtio-net.h"
+#include "hw/virtio/virtio-rdma.h"
+#include "migration/vmstate.h"
+#include "net/net.h"
+#include "trace.h"
+
+#define VIRTIO_RDMA_DEFAULT_MTU 1500
+
+/* ---- host-ops for the core ----------------------------------------------- */
+
+/*
+ * Long-lived mapping of guest RAM (MR pages).  address_space_map() would
+ * hand out a bounce buffer for MMIO; the core needs real RAM, so translate
+ * first and refuse anything else.
+ */
+static void *vrdma_host_map(void *opaque, uint64_t gpa, uint64_t len,
+                            bool is_write)
+{
+    VirtIORdma *r = opaque;
+    AddressSpace *as = VIRTIO_DEVICE(r)->dma_as;
+    hwaddr xlat, plen = len;
+    void *host;
+
+    WITH_RCU_READ_LOCK_GUARD() {
+        MemoryRegion *mr = address_space_translate(as, gpa, &xlat, &plen,
+                                                   is_write,
+                                                   MEMTXATTRS_UNSPECIFIED);
+        if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
+            (is_write && mr->readonly) || plen < len) {
+            trace_virtio_rdma_err_map(gpa, len, is_write);
+            return NULL;
+        }
+    }
+    plen = len;
+    host = address_space_map(as, gpa, &plen, is_write, MEMTXATTRS_UNSPECIFIED);
+    if (host && plen < len) {
+        address_space_unmap(as, host, plen, is_write, 0);
+        host = NULL;
+    }
+    if (!host) {
+        trace_virtio_rdma_err_map(gpa, len, is_write);
+    }
+    return host;
+}
+
+static void vrdma_host_unmap(void *opaque, void *host, uint64_t len,
+                             bool is_write)
+{
+    VirtIORdma *r = opaque;
+
+    address_space_unmap(VIRTIO_DEVICE(r)->dma_as, host, len, is_write,
+                        is_write ? len : 0);
+}
+
+static int vrdma_host_read(void *opaque, uint64_t gpa, void *buf, uint64_t len)
+{
+    VirtIORdma *r = opaque;
+
+    return dma_memory_read(VIRTIO_DEVICE(r)->dma_as, gpa, buf, len,
+                           MEMTXATTRS_UNSPECIFIED) == MEMTX_OK ? 0 : -1;
+}
+
+static int vrdma_host_write(void *opaque, uint64_t gpa, const void *buf,
+                            uint64_t len)
+{
+    VirtIORdma *r = opaque;
+
+    return dma_memory_write(VIRTIO_DEVICE(r)->dma_as, gpa, buf, len,
+                            MEMTXATTRS_UNSPECIFIED) == MEMTX_OK ? 0 : -1;
+}
+
+/*
+ * pvrdma's event, unchanged, so libvirt's handler works: subnet-prefix and
+ * interface-id are the GID's two halves in network byte order, copied raw.
+ */
+static void vrdma_host_gid_changed(void *opaque, uint32_t port, uint32_t index,
+                                   const uint8_t gid[16], uint32_t gid_type,
+                                   bool added)
+{
+    VirtIORdma *r = opaque;
+    uint64_t subnet_prefix, interface_id;
+
+    memcpy(&subnet_prefix, gid, 8);
+    memcpy(&interface_id, gid + 8, 8);
+    trace_virtio_rdma_gid_changed(r->netdev_name, port, index, added);
+    qapi_event_send_rdma_gid_status_changed(r->netdev_name, added,
+                                            subnet_prefix, interface_id);
+}
+
+static void vrdma_host_guest_error(void *opaque, uint8_t cmd, VrdmaErr err,
+                                   uint64_t a, uint64_t b)
+{
+    trace_virtio_rdma_err_cmd(vrdma_cmd_name(cmd), vrdma_err_name(err), a, b);
+}
+
+/* ---- control queue ---------------------------------------------------------- */
+
+/* @returns false when the ring is broken (virtio_error() was raised). */
+static bool virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
+                                 VirtQueueElement *elem)
+{
+    /* One byte more than any request: an over-long one is still refused. */
+    uint8_t req[1 + VRDMA_CTRL_REQ_MAX + 1];
+    uint8_t rsp[VRDMA_CTRL_RSP_MAX];
+    size_t out_len = iov_size(elem->out_sg, elem->out_num);
+    size_t in_len = iov_size(elem->in_sg, elem->in_num);
+    size_t req_len, rsp_len = 0;
+    uint8_t status;
+
+    if (out_len < 1 || in_len < 1) {
+        trace_virtio_rdma_err_ctrl_framing(out_len, in_len);
+        virtio_error(VIRTIO_DEVICE(r),
+                     "virtio-rdma: control request without %s byte",
+                     out_len < 1 ? "command" : "status");
+        virtqueue_detach_element(vq, elem, 0);
+        return false;
+    }
+    req_len = iov_to_buf(elem->out_sg, elem->out_num, 0, req, sizeof(req));
+    status = vrdma_core_ctrl(r->core, req[0], req + 1, req_len - 1, rsp,
+                             MIN(in_len - 1, sizeof(rsp)), &rsp_len);
+    trace_virtio_rdma_ctrl_cmd(vrdma_cmd_name(req[0]), status, rsp_len);
+
+    iov_from_buf(elem->in_sg, elem->in_num, 0, &status, 1);
+    if (rsp_len) {
+        iov_from_buf(elem->in_sg, elem->in_num, 1, rsp, rsp_len);
+    }
+    virtqueue_push(vq, elem, 1 + rsp_len);
+    return true;
+}
+
+/*
+ * The driver busy-polls the control queue, so every command completes before
+ * the kick returns.  Work per call is bounded by the ring size; the rest is
+ * picked up by a bottom half.
+ */
+static void virtio_rdma_handle_ctrl(VirtIODevice *vdev, VirtQueue *vq)
+{
+    VirtIORdma *r = VIRTIO_RDMA(vdev);
+    unsigned budget = virtio_queue_get_num(vdev, virtio_get_queue_index(vq));
+    unsigned done = 0;
+    VirtQueueElement *elem;
+
+    if (vdev->broken) {
+        return;
+    }
+    while (done < budget && (elem = virtqueue_pop(vq, sizeof(*elem)))) {
+        bool ok = virtio_rdma_ctrl_one(r, vq, elem);
+
+        g_free(elem);
+        done++;
+        if (!ok) {
+            break;
+        }
+    }
+    if (done) {
+        virtio_notify(vdev, vq);
+    }
+    if (done == budget && !virtio_queue_empty(vq)) {
+        trace_virtio_rdma_ctrl_budget(done);
+        qemu_bh_schedule(r->ctrl_bh);
+    }
+}
+
+static void virtio_rdma_ctrl_bh(void *opaque)
+{
+    VirtIORdma *r = opaque;
+
+    virtio_rdma_handle_ctrl(VIRTIO_DEVICE(r), r->ctrl_vq);
+}
+
+/* ---- virtio device ---------------------------------------------------------- */
+
+static void virtio_rdma_get_config(VirtIODevice *vdev, uint8_t *config)
+{
+    VirtIORdma *r = VIRTIO_RDMA(vdev);
+    struct virtio_rdma_config cfg;
+
+    vrdma_core_get_config(r->core, &cfg);
+    memcpy(config, &cfg, sizeof(cfg));
+}
+
+static uint64_t virtio_rdma_get_features(VirtIODevice *vdev, uint64_t features,
+                                         Error **errp)
+{
+    /* The userspace provider only understands VRING_USED_F_NO_NOTIFY. */
+    virtio_clear_feature(&features, VIRTIO_RING_F_EVENT_IDX);
+    return features;
+}
+
+static void virtio_rdma_reset(VirtIODevice *vdev)
+{
+    VirtIORdma *r = VIRTIO_RDMA(vdev);
+    VrdmaStats st;
+
+    qemu_bh_cancel(r->ctrl_bh);
+    vrdma_core_get_stats(r->core, &st);
+    trace_virtio_rdma_reset(st.pds, st.cqs, st.qps, st.mrs);
+    vrdma_core_reset(r->core);
+}
+
+void virtio_rdma_set_nic(VirtIORdma *r, VirtIONet *nic)
+{
+    r->nic = nic;
+}
+
+static bool virtio_rdma_check_limit(const char *name, uint64_t val,
+                                    uint64_t min, uint64_t max, Error **errp)
+{
+    if (val < min || val > max) {
+        error_setg(errp, "virtio-rdma: %s=%" PRIu64 " is outside %" PRIu64
+                   "..%" PRIu64, name, val, min, max);
+        return false;
+    }
+    return true;
+}
+
+static bool virtio_rdma_check_conf(const VirtIORdmaConf *c, Error **errp)
+{
+    uint64_t nvq;
+
+    if (!virtio_rdma_check_limit("max-qp", c->max_qp, 2,
+                                 VIRTIO_RDMA_LIMIT_MAX, errp) ||
+        !virtio_rdma_check_limit("max-cq", c->max_cq, VIRTIO_RDMA_LIMIT_MIN,
+                                 VIRTIO_RDMA_LIMIT_MAX, errp) ||
+        !virtio_rdma_check_limit("max-mr", c->max_mr, VIRTIO_RDMA_LIMIT_MIN,
+                                 VIRTIO_RDMA_LIMIT_MAX, errp) ||
+        !virtio_rdma_check_limit("max-pd", c->max_pd, VIRTIO_RDMA_LIMIT_MIN,
+                                 VIRTIO_RDMA_LIMIT_MAX, errp) ||
+        !virtio_rdma_check_limit("max-ah", c->max_ah, VIRTIO_RDMA_LIMIT_MIN,
+                                 VIRTIO_RDMA_LIMIT_MAX, errp) ||
+        !virtio_rdma_check_limit("max-sge", c->max_sge, 1, 32, errp) ||
+        !virtio_rdma_check_limit("max-mr-size", c->max_mr_size,
+                                 VIRTIO_RDMA_PAGE_SIZE,
+                                 (uint64_t)VIRTIO_RDMA_MAX_MR_PAGES *
+                                 VIRTIO_RDMA_PAGE_SIZE, errp) ||
+        !virtio_rdma_check_limit("queue-size", c->queue_size, 2,
+                                 VIRTQUEUE_MAX_SIZE, errp)) {
+        return false;
+    }
+    if (!is_power_of_2(c->queue_size)) {
+        error_setg(errp, "virtio-rdma: queue-size=%u is not a power of 2",
+                   c->queue_size);
+        return false;
+    }
+    nvq = 1 + (uint64_t)c->max_cq + 2 * (uint64_t)c->max_qp;
+    if (nvq > VIRTIO_QUEUE_MAX) {
+        error_setg(errp, "virtio-rdma: 1 + max-cq + 2 * max-qp = %" PRIu64
+                   " virtqueues, more than QEMU's limit of %d", nvq,
+                   VIRTIO_QUEUE_MAX);
+        error_append_hint(errp, "Lower max-cq or max-qp (max-cq=%u max-qp=%u)"
+                          "\n", c->max_cq, c->max_qp);
+        return false;
+    }
+    return true;
+}
+
+/* EUI-64 from the NIC's MAC, as Linux derives a RoCE node GUID. */
+static uint64_t virtio_rdma_guid_from_mac(const uint8_t mac[6])
+{
+    uint8_t eui[8] = { mac[0] ^ 2, mac[1], mac[2], 0xff, 0xfe,
+                       mac[3], mac[4], mac[5] };
+    uint64_t guid;
+
+    memcpy(&guid, eui, 8);          /* network byte order in memory */
+    return guid;
+}
+
+static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
+{
+    VirtIODevice *vdev = VIRTIO_DEVICE(dev);
+    VirtIORdma *r = VIRTIO_RDMA(dev);
+    VirtIORdmaConf *c = &r->conf;
+    NetClientState *peer;
+    VrdmaLimits lim;
+    VrdmaHostOps ops = {
+        .opaque = r,
+        .map = vrdma_host_map,
+        .unmap = vrdma_host_unmap,
+        .read = vrdma_host_read,
+        .write = vrdma_host_write,
+        .gid_changed = vrdma_host_gid_changed,
+        .guest_error = vrdma_host_guest_error,
+    };
+    unsigned i;
+
+    if (!r->nic) {
+        error_setg(errp, "virtio-rdma: no paired virtio-net device");
+        error_append_hint(errp, "Use -device virtio-rdma-pci at function 1 of "
+                          "a slot whose function 0 is virtio-net-pci\n");
+        return;
+    }
+    if (!virtio_rdma_check_conf(c, errp)) {
+        return;
+    }
+    object_ref(OBJECT(r->nic));
+
+    memcpy(r->mac, r->nic->nic_conf.macaddr.a, sizeof(r->mac));
+    peer = r->nic->nic_conf.peers.ncs[0];
+    r->netdev_name = g_strdup(c->netdev ? c->netdev :
+                              peer ? peer->name : "");
+
+    lim = (VrdmaLimits) {
+        .max_qp = c->max_qp,
+        .max_cq = c->max_cq,
+        .max_mr = c->max_mr,
+        .max_pd = c->max_pd,
+        .max_ah = c->max_ah,
+        .max_mr_size = c->max_mr_size,
+        .queue_size = c->queue_size,
+        .max_sge = c->max_sge,
+        .sys_image_guid = c->node_guid ? cpu_to_be64(c->node_guid) :
+                          virtio_rdma_guid_from_mac(r->mac),
+        .phys_mtu = r->nic->net_conf.mtu ? r->nic->net_conf.mtu :
+                    VIRTIO_RDMA_DEFAULT_MTU,
+    };
+    r->core = vrdma_core_new(&lim, &ops);
+    if (!r->core) {
+        error_setg(errp, "virtio-rdma: the core refused the limits");
+        object_unref(OBJECT(r->nic));
+        g_clear_pointer(&r->netdev_name, g_free);
+        return;
+    }
+
+    virtio_init(vdev, VIRTIO_ID_RDMA_DEVICE, sizeof(struct virtio_rdma_config));
+    r->ctrl_vq = virtio_add_queue(vdev, c->queue_size, virtio_rdma_handle_ctrl);
+    /*
+     * CQ and SQ/RQ queues exist from realize on (the driver sets them all up
+     * at probe).  The data path that consumes them is the soft-RoCE engine's.
+     */
+    r->num_data_vqs = c->max_cq + 2 * c->max_qp;
+    r->data_vqs = g_new0(VirtQueue *, r->num_data_vqs);
+    for (i = 0; i < r->num_data_vqs; i++) {
+        r->data_vqs[i] = virtio_add_queue(vdev, c->queue_size, NULL);
+    }
+    r->ctrl_bh = virtio_bh_new_guarded(dev, virtio_rdma_ctrl_bh, r);
+    trace_virtio_rdma_realize(c->max_qp, c->max_cq, 1 + r->num_data_vqs,
+                              r->netdev_name);
+}
+
+static void virtio_rdma_device_unrealize(DeviceState *dev)
+{
+    VirtIODevice *vdev = VIRTIO_DEVICE(dev);
+    VirtIORdma *r = VIRTIO_RDMA(dev);
+    unsigned i;
+
+    qemu_bh_delete(r->ctrl_bh);
+    vrdma_core_free(r->core);
+    r->core = NULL;
+    for (i = 0; i < r->num_data_vqs; i++) {
+        virtio_delete_queue(r->data_vqs[i]);
+    }
+    g_free(r->data_vqs);
+    virtio_delete_queue(r->ctrl_vq);
+    virtio_cleanup(vdev);
+    g_clear_pointer(&r->netdev_name, g_free);
+    object_unref(OBJECT(r->nic));
+}
+
+/* QP state lives in the core and on the wire: not migratable yet. */
+static const VMStateDescription vmstate_virtio_rdma = {
+    .name = "virtio-rdma",
+    .unmigratable = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const Property virtio_rdma_properties[] = {
+    DEFINE_PROP_UINT32("max-qp", VirtIORdma, conf.max_qp, 64),
+    DEFINE_PROP_UINT32("max-cq", VirtIORdma, conf.max_cq, 64),
+    DEFINE_PROP_UINT32("max-mr", VirtIORdma, conf.max_mr, 1024),
+    DEFINE_PROP_UINT32("max-pd", VirtIORdma, conf.max_pd, 256),
+    DEFINE_PROP_UINT32("max-ah", VirtIORdma, conf.max_ah, 256),
+    DEFINE_PROP_UINT32("max-sge", VirtIORdma, conf.max_sge, 8),
+    DEFINE_PROP_SIZE("max-mr-size", VirtIORdma, conf.max_mr_size,
+                     (uint64_t)VIRTIO_RDMA_MAX_MR_PAGES * VIRTIO_RDMA_PAGE_SIZE),
+    DEFINE_PROP_UINT32("queue-size", VirtIORdma, conf.queue_size, 256),
+    DEFINE_PROP_UINT64("node-guid", VirtIORdma, conf.node_guid, 0),
+    DEFINE_PROP_STRING("netdev", VirtIORdma, conf.netdev),
+};
+
+static void virtio_rdma_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    VirtioDeviceClass *vdc = VIRTIO_DEVICE_CLASS(klass);
+
+    device_class_set_props(dc, virtio_rdma_properties);
+    dc->vmsd = &vmstate_virtio_rdma;
+    set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
+    vdc->realize = virtio_rdma_device_realize;
+    vdc->unrealize = virtio_rdma_device_unrealize;
+    vdc->get_config = virtio_rdma_get_config;
+    vdc->get_features = virtio_rdma_get_features;
+    vdc->reset = virtio_rdma_reset;
+}
+
+static const TypeInfo virtio_rdma_info = {
+    .name = TYPE_VIRTIO_RDMA,
+    .parent = TYPE_VIRTIO_DEVICE,
+    .instance_size = sizeof(VirtIORdma),
+    .class_init = virtio_rdma_class_init,
+};
+
+static void virtio_rdma_register_types(void)
+{
+    type_register_static(&virtio_rdma_info);
+}
+
+type_init(virtio_rdma_register_types)

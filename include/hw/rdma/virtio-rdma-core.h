@@ -1,0 +1,138 @@
+/*
+ * virtio-rdma core: the C interface between QEMU's thin device and the C++
+ * engine (hw/rdma/virtio/core/).  The core includes no QEMU header; it
+ * reaches guest memory and the management plane only through VrdmaHostOps.
+ *
+ * Threading: every function must be called with the same lock held that
+ * serialises the device (in QEMU: the BQL).  The core never calls back into
+ * the host from another thread.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_RDMA_VIRTIO_RDMA_CORE_H
+#define HW_RDMA_VIRTIO_RDMA_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hw/rdma/virtio-rdma-abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct VrdmaCore VrdmaCore;
+
+/* Largest request / response payload of any control command (bytes). */
+#define VRDMA_CTRL_REQ_MAX 256
+#define VRDMA_CTRL_RSP_MAX 256
+
+/* GID table entries per port. */
+#define VRDMA_GID_TABLE_LEN 16
+/* P_Key table: one entry, the default full-membership key. */
+#define VRDMA_PKEY_TABLE_LEN 1
+#define VRDMA_DEFAULT_PKEY 0xffff
+
+/* Device limits, fixed at realize. */
+typedef struct VrdmaLimits {
+    uint32_t max_qp;         /* QP numbers 0..max_qp-1; 0 unused, 1 = GSI */
+    uint32_t max_cq;         /* CQ numbers 0..max_cq-1 */
+    uint32_t max_mr;
+    uint32_t max_pd;
+    uint32_t max_ah;
+    uint64_t max_mr_size;    /* bytes; at most 512*512 pages of 4 KiB */
+    uint32_t queue_size;     /* vring size: bounds max_qp_wr and max_cqe */
+    uint32_t max_sge;        /* per WQE, send and receive */
+    uint64_t sys_image_guid; /* network byte order as stored in config */
+    uint32_t phys_mtu;       /* bytes, from the paired NIC */
+} VrdmaLimits;
+
+/* Why a guest request was refused; names via vrdma_err_name(). */
+typedef enum VrdmaErr {
+    VRDMA_ERR_NONE = 0,
+    VRDMA_ERR_UNKNOWN_CMD,
+    VRDMA_ERR_REQ_SIZE,        /* request length != sizeof(struct) */
+    VRDMA_ERR_RSP_SIZE,        /* response buffer too small */
+    VRDMA_ERR_BAD_HANDLE,      /* out of range, stale or wrong type */
+    VRDMA_ERR_TABLE_FULL,
+    VRDMA_ERR_IN_USE,          /* object still referenced */
+    VRDMA_ERR_BAD_ARG,         /* a field outside its allowed values */
+    VRDMA_ERR_LIMIT,           /* a size/count outside device limits */
+    VRDMA_ERR_OVERFLOW,        /* 64-bit arithmetic would overflow */
+    VRDMA_ERR_BAD_ADDR,        /* guest address not (entirely) in RAM */
+    VRDMA_ERR_BAD_STATE,       /* invalid QP state transition */
+    VRDMA_ERR_BAD_MASK,        /* attr mask wrong for the transition */
+    VRDMA_ERR_BAD_PORT,
+    VRDMA_ERR_BAD_INDEX,       /* GID/P_Key index out of range */
+    VRDMA_ERR__COUNT,
+} VrdmaErr;
+
+const char *vrdma_err_name(VrdmaErr err);
+const char *vrdma_cmd_name(uint8_t cmd);
+
+typedef struct VrdmaHostOps {
+    void *opaque;
+    /*
+     * Map [gpa, gpa + len) for long-lived access.  Returns a host pointer
+     * only if the whole range is guest RAM; NULL otherwise.  Every non-NULL
+     * map is paired with exactly one unmap of the same range.
+     */
+    void *(*map)(void *opaque, uint64_t gpa, uint64_t len, bool is_write);
+    void (*unmap)(void *opaque, void *host, uint64_t len, bool is_write);
+    /* Copy from / to guest memory.  @returns 0, or -1 if not accessible. */
+    int (*read)(void *opaque, uint64_t gpa, void *buf, uint64_t len);
+    int (*write)(void *opaque, uint64_t gpa, const void *buf, uint64_t len);
+    /* A GID was added (added = true) or deleted on @port at @index. */
+    void (*gid_changed)(void *opaque, uint32_t port, uint32_t index,
+                        const uint8_t gid[16], uint32_t gid_type, bool added);
+    /* A guest request was refused: one call per refusal (trace point). */
+    void (*guest_error)(void *opaque, uint8_t cmd, VrdmaErr err,
+                        uint64_t a, uint64_t b);
+} VrdmaHostOps;
+
+/*
+ * @returns a new core, or NULL if @lim is invalid (a limit 0 or above
+ * VIRTIO_RDMA_LIMIT_MAX, max_mr_size 0 or above the page-table maximum).
+ * @ops is copied.
+ */
+VrdmaCore *vrdma_core_new(const VrdmaLimits *lim, const VrdmaHostOps *ops);
+/* Frees every object (unmapping every mapped page), then the core. */
+void vrdma_core_free(VrdmaCore *core);
+/* Frees every object; the core is as new afterwards (device reset). */
+void vrdma_core_reset(VrdmaCore *core);
+
+/* The config space this core presents, fields little-endian. */
+void vrdma_core_get_config(const VrdmaCore *core, struct virtio_rdma_config *cfg);
+
+/*
+ * Execute one control command.  @req holds the request bytes after the
+ * command byte, already copied out of guest memory (the core never reads a
+ * request twice).  On VIRTIO_RDMA_OK the response (if any) is in @rsp and
+ * *rsp_len says how long it is; on error nothing has changed, *rsp_len is 0
+ * and guest_error() was called once.
+ * @rsp_cap is the room the guest gave for the response.
+ * @returns the status byte (enum virtio_rdma_status).
+ */
+uint8_t vrdma_core_ctrl(VrdmaCore *core, uint8_t cmd,
+                        const void *req, size_t req_len,
+                        void *rsp, size_t rsp_cap, size_t *rsp_len);
+
+typedef struct VrdmaStats {
+    uint32_t pds, cqs, qps, mrs, ahs, gids;
+    uint64_t mapped_pages;      /* guest pages held by MRs */
+    uint64_t cmds;              /* control commands executed */
+    uint64_t cmd_errors;        /* of which refused */
+    uint64_t err_count[VRDMA_ERR__COUNT];
+} VrdmaStats;
+
+void vrdma_core_get_stats(const VrdmaCore *core, VrdmaStats *stats);
+
+/* CQ number -> armed flags (VIRTIO_RDMA_NOTIFY_*), 0 if not armed/not live. */
+uint32_t vrdma_core_cq_armed(const VrdmaCore *core, uint32_t cqn);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HW_RDMA_VIRTIO_RDMA_CORE_H */

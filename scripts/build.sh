@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Build QEMU (x86_64-softmmu, lean device set) with virtio-rdma overlaid.
+#   scripts/build.sh          -> build/qemu
+#   scripts/build.sh --san    -> build/qemu-san (AddressSanitizer + UBSan)
+# Incremental: configure runs once per build directory, then ninja.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/config.sh"
+
+san=0
+[ "${1:-}" = "--san" ] && san=1
+bdir=$BUILD_QEMU
+[ $san = 1 ] && bdir=$BUILD_QEMU_SAN
+
+bash "$top/scripts/fetch-qemu.sh"
+bash "$top/scripts/overlay.sh"
+
+q=$top/subprojects/qemu
+flags=(
+    --python=/usr/bin/python3          # Debian's, which has meson from backports
+    --target-list=x86_64-softmmu
+    --without-default-features
+    --without-default-devices --with-devices-x86_64=virtio-rdma
+    --enable-tcg --enable-slirp --enable-attr --enable-virtfs --enable-cap-ng
+    --enable-fdt=system
+    --disable-install-blobs --disable-docs
+    --cc="ccache gcc" --cxx="ccache g++"
+)
+[ $san = 1 ] && flags+=(--enable-asan --enable-ubsan --disable-werror)
+
+# Reconfigure when the flags change (or on a fresh directory).
+want=$(printf '%s\n' "${flags[@]}")
+if [ ! -f "$bdir/build.ninja" ] || [ "$(cat "$bdir/.virtio-rdma-flags" 2>/dev/null)" != "$want" ]; then
+    rm -rf "$bdir"
+    mkdir -p "$bdir"
+    echo "build: configuring $bdir"
+    (cd "$bdir" && "$q/configure" "${flags[@]}" >configure.log 2>&1) ||
+        { tail -n 40 "$bdir/configure.log" >&2; echo "build: configure failed ($bdir/configure.log)" >&2; exit 1; }
+    printf '%s\n' "$want" > "$bdir/.virtio-rdma-flags"
+fi
+
+# Firmware for the uninstalled binary: QEMU looks in qemu-bundle/<datadir>.
+datadir=$(cd "$bdir" && find qemu-bundle -type d -path '*/share/qemu' | head -n 1)
+[ -n "$datadir" ] || { datadir=qemu-bundle/usr/local/share/qemu; mkdir -p "$bdir/$datadir"; }
+for f in /usr/share/seabios/*.bin /usr/lib/ipxe/qemu/*.rom; do
+    [ -e "$bdir/$datadir/$(basename "$f")" ] || ln -s "$f" "$bdir/$datadir/"
+done
+
+echo "build: ninja -C $bdir"
+ccache -z >/dev/null 2>&1 || true
+ninja -C "$bdir" -j "$JOBS" qemu-system-x86_64 ${BUILD_TARGETS:-}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Install everything the build and the tests need, from Debian's packages.
+# Skips apt entirely when all packages are already installed.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+
+packages=(
+    # QEMU build
+    build-essential ninja-build pkg-config python3-venv flex bison ccache
+    dpkg-dev libglib2.0-dev libpixman-1-dev libslirp-dev libattr1-dev
+    libcap-ng-dev libfdt-dev zlib1g-dev
+    # firmware for the uninstalled QEMU (the +ds source ships none)
+    seabios ipxe-qemu
+    # core and its tests
+    libgtest-dev libgmock-dev
+)
+backports=(meson)          # QEMU 10.0 needs meson >= 1.5
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+meson_ok=0
+if dpkg-query -W -f='${Version}' meson 2>/dev/null | grep -q bpo; then meson_ok=1; fi
+
+sudo=""
+[ "$(id -u)" = 0 ] || sudo=sudo
+if [ ${#missing[@]} -gt 0 ] || [ $meson_ok = 0 ] || ! apt-cache showsrc qemu 2>/dev/null | grep -q '^Version: 1:10\.0'; then
+    $sudo bash "$top/scripts/apt-sources.sh"
+    echo "deps: apt-get update"
+    $sudo apt-get update -q >/dev/null
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "deps: installing ${missing[*]}"
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+    fi
+    if [ $meson_ok = 0 ]; then
+        echo "deps: installing ${backports[*]} from bookworm-backports"
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -t bookworm-backports "${backports[@]}" >/dev/null
+    fi
+fi

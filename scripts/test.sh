@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Run every test tier and end with one summary line "N passed, N failed".
+#   unit      GoogleTest on the C++ core, plain and under ASan/UBSan
+#   qtest     the libqos driver tests + demo against QEMU, plain and under ASan/UBSan
+# Builds what is missing first (incremental).
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/config.sh"
+
+passed=0 failed=0
+failures=()
+log=$top/build/test-logs
+mkdir -p "$log"
+
+# Count one tier from a log in TAP ("ok"/"not ok") form.
+count_tap() {
+    local name=$1 file=$2 rc=$3 p f
+    p=$(grep -cE '^ *ok [0-9]+' "$file" || true)
+    f=$(grep -cE '^ *not ok [0-9]+' "$file" || true)
+    if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi   # crashed or hung
+    if [ "$p" = 0 ] && [ "$f" = 0 ]; then f=1; fi     # ran nothing: a failure
+    echo "$name: $p passed, $f failed"
+    passed=$((passed + p)); failed=$((failed + f))
+    [ "$f" = 0 ] || failures+=("$name (see $file)")
+}
+
+run_unit() {
+    local name=$1 bdir=$2; shift 2
+    echo "== $name"
+    if [ ! -f "$bdir/build.ninja" ]; then
+        meson setup "$bdir" "$top" "$@" >"$log/$name-setup.log" 2>&1 ||
+            { cat "$log/$name-setup.log"; failed=$((failed + 1)); failures+=("$name setup"); return; }
+    fi
+    ninja -C "$bdir" -j "$JOBS" >"$log/$name-build.log" 2>&1 ||
+        { tail -n 40 "$log/$name-build.log"; failed=$((failed + 1)); failures+=("$name build"); return; }
+    local rc=0 p f
+    meson test -C "$bdir" --suite unit --verbose --num-processes "$JOBS" >"$log/$name.log" 2>&1 || rc=1
+    # Count test cases from GoogleTest's own summaries.
+    p=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) tests?.*/\1/p' "$log/$name.log" | awk '{s+=$1} END {print s+0}')
+    f=$(sed -nE 's/^\[  FAILED  \] ([0-9]+) tests?, listed below.*/\1/p' "$log/$name.log" | awk '{s+=$1} END {print s+0}')
+    p=${p:-0} f=${f:-0}
+    if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
+    if [ "$p" = 0 ] && [ "$f" = 0 ]; then f=1; fi
+    echo "$name: $p passed, $f failed"
+    passed=$((passed + p)); failed=$((failed + f))
+    [ "$f" = 0 ] || { grep -E '^\[  FAILED  \]' "$log/$name.log" | sort -u; failures+=("$name (see $log/$name.log)"); }
+}
+
+run_qtest() {
+    local name=$1 bdir=$2
+    echo "== $name"
+    BUILD_TARGETS="tests/qtest/qos-test tests/qtest/virtio-rdma-demo" \
+        bash "$top/scripts/build.sh" $([ "$name" = qtest-san ] && echo --san) >"$log/$name-build.log" 2>&1 ||
+        { tail -n 40 "$log/$name-build.log"; failed=$((failed + 1)); failures+=("$name build"); return; }
+    local qos_path rc
+    export QTEST_QEMU_BINARY=$bdir/qemu-system-x86_64
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+    : >"$log/$name.log"
+    rc=0
+    # Every qos path that ends in virtio-rdma (the graph finds them; pc and q35).
+    for qos_path in $("$bdir/tests/qtest/qos-test" -l 2>/dev/null | grep virtio-rdma | sed 's#/[^/]*$##' | sort -u); do
+        timeout 600 "$bdir/tests/qtest/qos-test" --tap -k -p "$qos_path" >>"$log/$name.log" 2>&1 || rc=1
+    done
+    timeout 300 "$bdir/tests/qtest/virtio-rdma-demo" --tap -k >>"$log/$name.log" 2>&1 || rc=1
+    count_tap "$name" "$log/$name.log" "$rc"
+}
+
+tiers=${TIERS:-unit unit-san qtest qtest-san}
+for t in $tiers; do
+    case $t in
+    unit)      run_unit unit "$BUILD_UNIT" ;;
+    unit-san)  run_unit unit-san "$BUILD_UNIT_SAN" -Db_sanitize=address,undefined -Db_lundef=false ;;
+    qtest)     run_qtest qtest "$BUILD_QEMU" ;;
+    qtest-san) run_qtest qtest-san "$BUILD_QEMU_SAN" ;;
+    *) echo "test.sh: unknown tier $t" >&2; exit 2 ;;
+    esac
+done
+
+[ ${#failures[@]} = 0 ] || printf 'FAILED: %s\n' "${failures[@]}"
+echo "tests: $passed passed, $failed failed"
+[ "$failed" = 0 ]

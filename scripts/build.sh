@@ -46,6 +46,8 @@ for f in /usr/share/seabios/*.bin /usr/lib/ipxe/qemu/*.rom; do
     [ -e "$bdir/$datadir/$(basename "$f")" ] || ln -s "$f" "$bdir/$datadir/"
 done
 
+# Paths relative to the checkout, so a fresh clone (CI) reuses the cache.
+export CCACHE_BASEDIR=$top CCACHE_NOHASHDIR=1
 echo "build: ninja -C $bdir"
 ccache -z >/dev/null 2>&1 || true
 ninja -C "$bdir" -j "$JOBS" qemu-system-x86_64 ${BUILD_TARGETS:-}

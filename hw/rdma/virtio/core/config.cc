@@ -1,0 +1,84 @@
+/*
+ * virtio-rdma core: device limits and the config space derived from them.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "config.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "wire.h"
+
+namespace vrdma {
+
+namespace {
+
+bool object_limit_ok(uint32_t v)
+{
+    return v >= VIRTIO_RDMA_LIMIT_MIN && v <= VIRTIO_RDMA_LIMIT_MAX;
+}
+
+} // namespace
+
+bool limits_valid(const VrdmaLimits &lim)
+{
+    return object_limit_ok(lim.max_qp) && lim.max_qp >= 2 && /* qpn 0 unused */
+           object_limit_ok(lim.max_cq) && object_limit_ok(lim.max_mr) &&
+           object_limit_ok(lim.max_pd) && object_limit_ok(lim.max_ah) &&
+           lim.max_sge >= 1 && lim.max_sge <= kMaxSge &&
+           lim.queue_size >= 2 && lim.queue_size <= kMaxQueueSize &&
+           std::has_single_bit(lim.queue_size) &&
+           lim.max_mr_size >= kPageSize && lim.max_mr_size <= kMaxMrSize;
+}
+
+DeviceCaps device_caps(const VrdmaLimits &lim)
+{
+    return DeviceCaps{
+        .max_fast_reg_page_list_len = static_cast<uint32_t>(
+            std::min<uint64_t>(lim.max_mr_size / kPageSize,
+                               VIRTIO_RDMA_MAX_MR_PAGES)),
+        .max_qp_rd_atom = kMaxQpRdAtom,
+        .max_qp_init_rd_atom = kMaxQpRdAtom,
+    };
+}
+
+void fill_config(const VrdmaLimits &lim, virtio_rdma_config &cfg)
+{
+    const DeviceCaps caps = device_caps(lim);
+    const uint64_t res_rd_atom =
+        std::min<uint64_t>(uint64_t{kMaxQpRdAtom} * lim.max_qp, UINT32_MAX);
+
+    std::memset(&cfg, 0, sizeof(cfg));
+    cfg.phys_port_cnt = le<uint32_t>(1);
+    /* Already in network byte order as the config holds it: copy as is. */
+    cfg.sys_image_guid = lim.sys_image_guid;
+    cfg.vendor_id = le<uint32_t>(0x1af4);
+    cfg.vendor_part_id = le<uint32_t>(VIRTIO_RDMA_PCI_DEVICE_ID);
+    cfg.hw_ver = le<uint32_t>(1);
+    cfg.max_mr_size = le(lim.max_mr_size);
+    cfg.page_size_cap = le(kPageSize);
+    cfg.max_qp = le(lim.max_qp);
+    cfg.max_qp_wr = le(lim.queue_size);
+    cfg.device_cap_flags = le<uint64_t>(VIRTIO_RDMA_DEV_RC_RNR_NAK_GEN |
+                                        VIRTIO_RDMA_DEV_MEM_MGT_EXTENSIONS |
+                                        VIRTIO_RDMA_DEV_SYS_IMAGE_GUID);
+    cfg.max_send_sge = le(lim.max_sge);
+    cfg.max_recv_sge = le(lim.max_sge);
+    cfg.max_sge_rd = le(lim.max_sge);
+    cfg.max_cq = le(lim.max_cq);
+    cfg.max_cqe = le(lim.queue_size);
+    cfg.max_mr = le(lim.max_mr);
+    cfg.max_pd = le(lim.max_pd);
+    cfg.max_qp_rd_atom = le(caps.max_qp_rd_atom);
+    cfg.max_res_rd_atom = le(static_cast<uint32_t>(res_rd_atom));
+    cfg.max_qp_init_rd_atom = le(caps.max_qp_init_rd_atom);
+    cfg.atomic_cap = le<uint32_t>(VIRTIO_RDMA_ATOMIC_HCA);
+    cfg.max_ah = le(lim.max_ah);
+    cfg.max_fast_reg_page_list_len = le(caps.max_fast_reg_page_list_len);
+    cfg.max_pkeys = le<uint16_t>(VRDMA_PKEY_TABLE_LEN);
+    cfg.local_ca_ack_delay = 15;
+}
+
+} // namespace vrdma

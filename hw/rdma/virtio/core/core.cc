@@ -1,0 +1,270 @@
+/*
+ * virtio-rdma core: the C interface (include/hw/rdma/virtio-rdma-core.h)
+ * and control command dispatch.
+ *
+ * Every command goes through the same gate, in this order: the command is
+ * known (UNKNOWN_CMD), the request is exactly its struct's size (REQ_SIZE),
+ * the response fits (RSP_SIZE); then the command's handler checks every
+ * field before it changes anything.  A refusal is reported exactly once
+ * through guest_error() and leaves the device unchanged.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "core.h"
+
+#include <cstring>
+#include <new>
+
+#include "errors.h"
+#include "wire.h"
+
+using vrdma::NoPayload;
+using vrdma::Status;
+
+VrdmaCore::VrdmaCore(const VrdmaLimits &lim_, const VrdmaHostOps &ops_)
+    : lim(lim_), ops(ops_), caps(vrdma::device_caps(lim_)), pds(lim_.max_pd),
+      cqs(lim_.max_cq), mrs(lim_.max_mr), qps(lim_.max_qp),
+      port(lim_.phys_mtu)
+{
+}
+
+VrdmaCore::~VrdmaCore()
+{
+    reset();
+}
+
+void VrdmaCore::reset()
+{
+    /* QPs first: they hold references on CQs and PDs, MRs on PDs. */
+    qps.clear();
+    mrs.clear();
+    cqs.clear();
+    pds.clear();
+    for (uint32_t i = 0; i < port.gids.size(); i++) {
+        if (const vrdma::GidEntry *e = port.gid(i)) {
+            const vrdma::GidEntry old = *e;
+            port.gids[i] = vrdma::GidEntry{};
+            gid_changed(i, old, false);
+        }
+    }
+    /* cmds / cmd_errors / err_count are monitoring counters: they stay. */
+}
+
+namespace {
+
+template <typename T>
+constexpr size_t wire_size()
+{
+    if constexpr (std::is_same_v<T, NoPayload>) {
+        return 0;
+    } else {
+        return sizeof(T);
+    }
+}
+
+using Runner = Status (*)(VrdmaCore &, const void *req, void *rsp);
+
+struct Command {
+    size_t req_size;
+    size_t rsp_size;
+    Runner run;
+};
+
+/*
+ * Copies the request once into its struct, converts it to host order,
+ * runs @F, and on success writes the response back in guest order.
+ */
+template <typename Req, typename Rsp,
+          Status (*F)(VrdmaCore &, const Req &, Rsp &)>
+Status run(VrdmaCore &c, const void *req_bytes, void *rsp_bytes)
+{
+    Req req{};
+    Rsp rsp{};
+
+    if constexpr (wire_size<Req>() != 0) {
+        std::memcpy(&req, req_bytes, sizeof(req));
+    }
+    vrdma::le_fields(req);
+    const Status s = F(c, req, rsp);
+    if (s.ok() && wire_size<Rsp>() != 0) {
+        vrdma::le_fields(rsp);
+        std::memcpy(rsp_bytes, &rsp, wire_size<Rsp>());
+    }
+    return s;
+}
+
+template <typename Req, typename Rsp,
+          Status (*F)(VrdmaCore &, const Req &, Rsp &)>
+constexpr Command command()
+{
+    return Command{wire_size<Req>(), wire_size<Rsp>(), &run<Req, Rsp, F>};
+}
+
+const Command *find_command(uint8_t cmd)
+{
+    using namespace vrdma;
+    static const Command kQueryPort =
+        command<virtio_rdma_cmd_query_port, virtio_rdma_port_attr,
+                cmd_query_port>();
+    static const Command kCreateCq =
+        command<virtio_rdma_cmd_create_cq, virtio_rdma_rsp_create_cq,
+                cmd_create_cq>();
+    static const Command kDestroyCq =
+        command<virtio_rdma_cmd_destroy_cq, NoPayload, cmd_destroy_cq>();
+    static const Command kCreatePd =
+        command<NoPayload, virtio_rdma_rsp_create_pd, cmd_create_pd>();
+    static const Command kDestroyPd =
+        command<virtio_rdma_cmd_destroy_pd, NoPayload, cmd_destroy_pd>();
+    static const Command kGetDmaMr =
+        command<virtio_rdma_cmd_get_dma_mr, virtio_rdma_rsp_mr,
+                cmd_get_dma_mr>();
+    static const Command kCreateMr =
+        command<virtio_rdma_cmd_create_mr, virtio_rdma_rsp_mr,
+                cmd_create_mr>();
+    static const Command kMapMrSg =
+        command<virtio_rdma_cmd_map_mr_sg, virtio_rdma_rsp_map_mr_sg,
+                cmd_map_mr_sg>();
+    static const Command kRegUserMr =
+        command<virtio_rdma_cmd_reg_user_mr, virtio_rdma_rsp_mr,
+                cmd_reg_user_mr>();
+    static const Command kDeregMr =
+        command<virtio_rdma_cmd_dereg_mr, NoPayload, cmd_dereg_mr>();
+    static const Command kCreateQp =
+        command<virtio_rdma_cmd_create_qp, virtio_rdma_rsp_create_qp,
+                cmd_create_qp>();
+    static const Command kModifyQp =
+        command<virtio_rdma_cmd_modify_qp, NoPayload, cmd_modify_qp>();
+    static const Command kQueryQp =
+        command<virtio_rdma_cmd_query_qp, virtio_rdma_qp_attr,
+                cmd_query_qp>();
+    static const Command kDestroyQp =
+        command<virtio_rdma_cmd_destroy_qp, NoPayload, cmd_destroy_qp>();
+    static const Command kQueryPkey =
+        command<virtio_rdma_cmd_query_pkey, virtio_rdma_rsp_query_pkey,
+                cmd_query_pkey>();
+    static const Command kAddGid =
+        command<virtio_rdma_cmd_add_gid, NoPayload, cmd_add_gid>();
+    static const Command kDelGid =
+        command<virtio_rdma_cmd_del_gid, NoPayload, cmd_del_gid>();
+    static const Command kReqNotifyCq =
+        command<virtio_rdma_cmd_req_notify, NoPayload, cmd_req_notify_cq>();
+
+    switch (cmd) {
+    case VIRTIO_RDMA_CMD_QUERY_PORT: return &kQueryPort;
+    case VIRTIO_RDMA_CMD_CREATE_CQ: return &kCreateCq;
+    case VIRTIO_RDMA_CMD_DESTROY_CQ: return &kDestroyCq;
+    case VIRTIO_RDMA_CMD_CREATE_PD: return &kCreatePd;
+    case VIRTIO_RDMA_CMD_DESTROY_PD: return &kDestroyPd;
+    case VIRTIO_RDMA_CMD_GET_DMA_MR: return &kGetDmaMr;
+    case VIRTIO_RDMA_CMD_CREATE_MR: return &kCreateMr;
+    case VIRTIO_RDMA_CMD_MAP_MR_SG: return &kMapMrSg;
+    case VIRTIO_RDMA_CMD_REG_USER_MR: return &kRegUserMr;
+    case VIRTIO_RDMA_CMD_DEREG_MR: return &kDeregMr;
+    case VIRTIO_RDMA_CMD_CREATE_QP: return &kCreateQp;
+    case VIRTIO_RDMA_CMD_MODIFY_QP: return &kModifyQp;
+    case VIRTIO_RDMA_CMD_QUERY_QP: return &kQueryQp;
+    case VIRTIO_RDMA_CMD_DESTROY_QP: return &kDestroyQp;
+    case VIRTIO_RDMA_CMD_QUERY_PKEY: return &kQueryPkey;
+    case VIRTIO_RDMA_CMD_ADD_GID: return &kAddGid;
+    case VIRTIO_RDMA_CMD_DEL_GID: return &kDelGid;
+    case VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ: return &kReqNotifyCq;
+    default: return nullptr;
+    }
+}
+
+Status dispatch(VrdmaCore &c, uint8_t cmd, const void *req, size_t req_len,
+                void *rsp, size_t rsp_cap, size_t &rsp_len)
+{
+    const Command *command = find_command(cmd);
+
+    if (!command) {
+        return vrdma::fail(VRDMA_ERR_UNKNOWN_CMD, cmd, VIRTIO_RDMA_CMD_MAX);
+    }
+    if (req_len != command->req_size) {
+        return vrdma::fail(VRDMA_ERR_REQ_SIZE, req_len, command->req_size);
+    }
+    if (rsp_cap < command->rsp_size) {
+        return vrdma::fail(VRDMA_ERR_RSP_SIZE, rsp_cap, command->rsp_size);
+    }
+    const Status s = command->run(c, req, rsp);
+    if (s.ok()) {
+        rsp_len = command->rsp_size;
+    }
+    return s;
+}
+
+} // namespace
+
+static_assert(sizeof(virtio_rdma_cmd_modify_qp) <= VRDMA_CTRL_REQ_MAX);
+static_assert(sizeof(virtio_rdma_port_attr) <= VRDMA_CTRL_RSP_MAX);
+static_assert(sizeof(virtio_rdma_qp_attr) <= VRDMA_CTRL_RSP_MAX);
+
+extern "C" {
+
+VrdmaCore *vrdma_core_new(const VrdmaLimits *lim, const VrdmaHostOps *ops)
+{
+    if (!lim || !ops || !ops->map || !ops->unmap || !ops->read ||
+        !vrdma::limits_valid(*lim)) {
+        return nullptr;
+    }
+    return new (std::nothrow) VrdmaCore(*lim, *ops);
+}
+
+void vrdma_core_free(VrdmaCore *core)
+{
+    delete core;
+}
+
+void vrdma_core_reset(VrdmaCore *core)
+{
+    core->reset();
+}
+
+void vrdma_core_get_config(const VrdmaCore *core, struct virtio_rdma_config *cfg)
+{
+    vrdma::fill_config(core->lim, *cfg);
+}
+
+uint8_t vrdma_core_ctrl(VrdmaCore *core, uint8_t cmd, const void *req,
+                        size_t req_len, void *rsp, size_t rsp_cap,
+                        size_t *rsp_len)
+{
+    *rsp_len = 0;
+    core->cmds++;
+    const Status s = dispatch(*core, cmd, req, req_len, rsp, rsp_cap, *rsp_len);
+    if (!s.ok()) {
+        core->cmd_errors++;
+        core->err_count[s.err]++;
+        if (core->ops.guest_error) {
+            core->ops.guest_error(core->ops.opaque, cmd, s.err, s.a, s.b);
+        }
+    }
+    return vrdma::status_of(s.err);
+}
+
+void vrdma_core_get_stats(const VrdmaCore *core, VrdmaStats *stats)
+{
+    std::memset(stats, 0, sizeof(*stats));
+    stats->pds = core->pds.live();
+    stats->cqs = core->cqs.live();
+    stats->qps = core->qps.live();
+    stats->mrs = core->mrs.objects().live();
+    stats->ahs = 0; /* no AH objects: UD sends carry their address vector */
+    stats->gids = core->port.gid_count();
+    core->mrs.objects().for_each([&](uint32_t, const vrdma::Mr &mr) {
+        stats->mapped_pages += mr.pages.count();
+    });
+    stats->cmds = core->cmds;
+    stats->cmd_errors = core->cmd_errors;
+    for (size_t i = 0; i < core->err_count.size(); i++) {
+        stats->err_count[i] = core->err_count[i];
+    }
+}
+
+uint32_t vrdma_core_cq_armed(const VrdmaCore *core, uint32_t cqn)
+{
+    const vrdma::Cq *cq = core->cqs.at(cqn);
+    return cq ? cq->armed : 0;
+}
+
+} // extern "C"

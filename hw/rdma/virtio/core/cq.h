@@ -1,0 +1,31 @@
+/*
+ * virtio-rdma core: completion queues.  CQ number n is virtqueue 1 + n.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_RDMA_VIRTIO_CORE_CQ_H
+#define HW_RDMA_VIRTIO_CORE_CQ_H
+
+#include <cstdint>
+
+#include "errors.h"
+#include "wire.h"
+
+namespace vrdma {
+
+struct Cq {
+    uint32_t cqe = 0;   /* requested depth */
+    uint32_t armed = 0; /* VIRTIO_RDMA_NOTIFY_* until the next event */
+    uint32_t refs = 0;  /* QP send/receive queues completing here */
+};
+
+Status cmd_create_cq(VrdmaCore &c, const virtio_rdma_cmd_create_cq &req,
+                     virtio_rdma_rsp_create_cq &rsp);
+Status cmd_destroy_cq(VrdmaCore &c, const virtio_rdma_cmd_destroy_cq &req,
+                      NoPayload &rsp);
+Status cmd_req_notify_cq(VrdmaCore &c, const virtio_rdma_cmd_req_notify &req,
+                         NoPayload &rsp);
+
+} // namespace vrdma
+
+#endif

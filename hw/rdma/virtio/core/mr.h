@@ -1,0 +1,78 @@
+/*
+ * virtio-rdma core: memory regions.
+ *
+ * Keys: lkey = MR index << 8 | key byte, where the key byte comes from a
+ * per-slot counter that changes on every registration in that slot (and
+ * never makes a key 0); rkey = lkey if remote access was requested, else 0.
+ * The data path finds an MR by key >> 8 and then checks the whole key.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_RDMA_VIRTIO_CORE_MR_H
+#define HW_RDMA_VIRTIO_CORE_MR_H
+
+#include <cstdint>
+#include <vector>
+
+#include "errors.h"
+#include "object_table.h"
+#include "page_table.h"
+#include "wire.h"
+
+namespace vrdma {
+
+enum class MrKind : uint8_t {
+    kDma,     /* GET_DMA_MR: addresses are guest-physical, no pages */
+    kFastReg, /* CREATE_MR: pages come from MAP_MR_SG */
+    kUser,    /* REG_USER_MR */
+};
+
+struct Mr {
+    MrKind kind = MrKind::kDma;
+    uint32_t pd_index = 0;
+    uint32_t access = 0;     /* VIRTIO_RDMA_ACCESS_* */
+    uint32_t lkey = 0;
+    uint32_t rkey = 0;       /* 0: no remote access */
+    uint32_t max_num_sg = 0; /* kFastReg: capacity of the page list */
+    uint64_t iova = 0;       /* address of the first byte, as the guest names it */
+    uint64_t length = 0;
+    GuestPages pages;        /* data pages, pre-translated */
+};
+
+class MrTable {
+public:
+    explicit MrTable(uint32_t capacity)
+        : objects_(capacity), key_byte_(capacity, 0)
+    {
+    }
+
+    ObjectTable<Mr> &objects() { return objects_; }
+    const ObjectTable<Mr> &objects() const { return objects_; }
+
+    /* A fresh lkey for a registration in slot @index. */
+    uint32_t next_key(uint32_t index);
+    /* The MR whose lkey (rkey) is exactly @key, or nullptr. */
+    Mr *lookup_lkey(uint32_t key) const;
+    Mr *lookup_rkey(uint32_t key) const;
+    /* Frees every MR (unmapping its pages); keys restart. */
+    void clear();
+
+private:
+    ObjectTable<Mr> objects_;
+    std::vector<uint8_t> key_byte_;
+};
+
+Status cmd_get_dma_mr(VrdmaCore &c, const virtio_rdma_cmd_get_dma_mr &req,
+                      virtio_rdma_rsp_mr &rsp);
+Status cmd_create_mr(VrdmaCore &c, const virtio_rdma_cmd_create_mr &req,
+                     virtio_rdma_rsp_mr &rsp);
+Status cmd_map_mr_sg(VrdmaCore &c, const virtio_rdma_cmd_map_mr_sg &req,
+                     virtio_rdma_rsp_map_mr_sg &rsp);
+Status cmd_reg_user_mr(VrdmaCore &c, const virtio_rdma_cmd_reg_user_mr &req,
+                       virtio_rdma_rsp_mr &rsp);
+Status cmd_dereg_mr(VrdmaCore &c, const virtio_rdma_cmd_dereg_mr &req,
+                    NoPayload &rsp);
+
+} // namespace vrdma
+
+#endif

@@ -1,0 +1,110 @@
+/*
+ * virtio-rdma core: MR page tables (see page_table.h).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "page_table.h"
+
+#include <algorithm>
+#include <array>
+
+#include "config.h"
+#include "wire.h"
+
+namespace vrdma {
+
+bool GuestPages::map(uint64_t gpa)
+{
+    void *host = ops_->map(ops_->opaque, gpa, kPageSize, is_write_);
+    if (!host) {
+        return false;
+    }
+    pages_.push_back(host);
+    return true;
+}
+
+void GuestPages::release()
+{
+    for (void *host : pages_) {
+        ops_->unmap(ops_->opaque, host, kPageSize, is_write_);
+    }
+    pages_.clear();
+}
+
+void GuestPages::take(GuestPages &o)
+{
+    ops_ = o.ops_;
+    is_write_ = o.is_write_;
+    pages_ = std::move(o.pages_);
+    o.pages_.clear();
+}
+
+namespace {
+
+using TablePage = std::array<uint64_t, VIRTIO_RDMA_PT_ENTRIES>;
+
+/*
+ * Copies the first @n entries of the table page at @gpa into @buf (one read,
+ * so the guest cannot change an entry between check and use), validating
+ * that each is 4 KiB aligned; appends them to @out in host byte order.
+ */
+Status read_table_page(const VrdmaHostOps &ops, uint64_t gpa, uint32_t n,
+                       TablePage &buf, std::vector<uint64_t> &out)
+{
+    const uint64_t len = uint64_t{n} * sizeof(uint64_t);
+
+    if (ops.read(ops.opaque, gpa, buf.data(), len) != 0) {
+        return fail(VRDMA_ERR_BAD_ADDR, gpa, len);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const uint64_t entry = le(buf[i]);
+        if (entry & kPageMask) {
+            return fail(VRDMA_ERR_BAD_ARG, entry, gpa);
+        }
+        out.push_back(entry);
+    }
+    return kOk;
+}
+
+} // namespace
+
+Status map_page_table(const VrdmaHostOps &ops, uint64_t table_gpa,
+                      uint32_t npages, bool is_write, GuestPages &out)
+{
+    const uint32_t n_l2 =
+        (npages + VIRTIO_RDMA_PT_ENTRIES - 1) / VIRTIO_RDMA_PT_ENTRIES;
+    TablePage buf;
+    std::vector<uint64_t> l2_gpas;
+    std::vector<uint64_t> data_gpas;
+
+    if (table_gpa & kPageMask) {
+        return fail(VRDMA_ERR_BAD_ARG, table_gpa, 0);
+    }
+    /* Every table page is read and checked before anything is mapped. */
+    l2_gpas.reserve(n_l2);
+    if (Status s = read_table_page(ops, table_gpa, n_l2, buf, l2_gpas);
+        !s.ok()) {
+        return s;
+    }
+    data_gpas.reserve(npages);
+    for (uint32_t i = 0; i < n_l2; i++) {
+        const uint32_t n = std::min<uint32_t>(
+            npages - i * VIRTIO_RDMA_PT_ENTRIES, VIRTIO_RDMA_PT_ENTRIES);
+        if (Status s = read_table_page(ops, l2_gpas[i], n, buf, data_gpas);
+            !s.ok()) {
+            return s;
+        }
+    }
+
+    GuestPages pages(&ops, is_write);
+    pages.reserve(npages);
+    for (uint32_t i = 0; i < npages; i++) {
+        if (!pages.map(data_gpas[i])) {
+            return fail(VRDMA_ERR_BAD_ADDR, data_gpas[i], i); /* unmaps all */
+        }
+    }
+    out = std::move(pages);
+    return kOk;
+}
+
+} // namespace vrdma

@@ -1,0 +1,40 @@
+/*
+ * virtio-rdma core: protection domains.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "pd.h"
+
+#include <memory>
+
+#include "core.h"
+
+namespace vrdma {
+
+Status cmd_create_pd(VrdmaCore &c, const NoPayload &,
+                     virtio_rdma_rsp_create_pd &rsp)
+{
+    const auto index = c.pds.lowest_free();
+    if (!index) {
+        return fail(VRDMA_ERR_TABLE_FULL, c.pds.capacity());
+    }
+    c.pds.insert(*index, std::make_unique<Pd>());
+    rsp.pdn = c.pds.handle_of(*index);
+    return kOk;
+}
+
+Status cmd_destroy_pd(VrdmaCore &c, const virtio_rdma_cmd_destroy_pd &req,
+                      NoPayload &)
+{
+    const Pd *pd = c.pds.find(req.pdn);
+    if (!pd) {
+        return fail(VRDMA_ERR_BAD_HANDLE, req.pdn);
+    }
+    if (pd->refs) {
+        return fail(VRDMA_ERR_IN_USE, req.pdn, pd->refs);
+    }
+    c.pds.erase(req.pdn & kHandleIndexMask);
+    return kOk;
+}
+
+} // namespace vrdma

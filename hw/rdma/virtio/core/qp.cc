@@ -1,0 +1,299 @@
+/*
+ * virtio-rdma core: queue pairs.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qp.h"
+
+#include <memory>
+
+#include "core.h"
+#include "qp_state.h"
+
+namespace vrdma {
+
+namespace {
+
+constexpr uint32_t kPsnMax = (1u << 24) - 1;       /* PSNs and QPNs: 24 bits */
+constexpr uint32_t kQpAccess =
+    VIRTIO_RDMA_ACCESS_LOCAL_WRITE | VIRTIO_RDMA_ACCESS_REMOTE;
+constexpr uint32_t kTimerMax = 31;                 /* 5-bit IBA fields */
+constexpr uint32_t kRetryMax = 7;                  /* 3-bit IBA fields */
+
+bool qp_type_supported(uint8_t type)
+{
+    switch (type) {
+    case VIRTIO_RDMA_QPT_GSI:
+    case VIRTIO_RDMA_QPT_RC:
+    case VIRTIO_RDMA_QPT_UC:
+    case VIRTIO_RDMA_QPT_UD:
+        return true;
+    default:
+        return false; /* SMI: there is no subnet manager on RoCE */
+    }
+}
+
+/* The primary path's address vector (RoCE: always with a GRH). */
+Status check_av(const VrdmaCore &c, const virtio_rdma_ah_attr &ah)
+{
+    if (!(ah.ah_flags & VIRTIO_RDMA_AH_GRH)) {
+        return fail(VRDMA_ERR_BAD_ARG, ah.ah_flags, VIRTIO_RDMA_AH_GRH);
+    }
+    if (ah.port_num != kPortNum) {
+        return fail(VRDMA_ERR_BAD_PORT, ah.port_num, kPortNum);
+    }
+    if (ah.grh.sgid_index >= VRDMA_GID_TABLE_LEN) {
+        return fail(VRDMA_ERR_BAD_INDEX, ah.grh.sgid_index,
+                    VRDMA_GID_TABLE_LEN);
+    }
+    if (!c.port.gid(ah.grh.sgid_index)) {
+        return fail(VRDMA_ERR_BAD_INDEX, ah.grh.sgid_index);
+    }
+    return kOk;
+}
+
+/* Value checks of the attributes in @mask (IBA 11.2.4.2). */
+Status check_values(const VrdmaCore &c, uint32_t mask,
+                    const virtio_rdma_qp_attr &a)
+{
+    struct Bound {
+        uint32_t bit;
+        uint64_t value;
+        uint64_t max;
+    };
+    const Bound bounds[] = {
+        {VIRTIO_RDMA_QP_EN_SQD_ASYNC_NOTIFY, a.en_sqd_async_notify, 1},
+        {VIRTIO_RDMA_QP_RQ_PSN, a.rq_psn, kPsnMax},
+        {VIRTIO_RDMA_QP_SQ_PSN, a.sq_psn, kPsnMax},
+        {VIRTIO_RDMA_QP_DEST_QPN, a.dest_qp_num, kPsnMax},
+        {VIRTIO_RDMA_QP_TIMEOUT, a.timeout, kTimerMax},
+        {VIRTIO_RDMA_QP_RETRY_CNT, a.retry_cnt, kRetryMax},
+        {VIRTIO_RDMA_QP_RNR_RETRY, a.rnr_retry, kRetryMax},
+        {VIRTIO_RDMA_QP_MIN_RNR_TIMER, a.min_rnr_timer, kTimerMax},
+        {VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC, a.max_rd_atomic,
+         c.caps.max_qp_init_rd_atom},
+        {VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC, a.max_dest_rd_atomic,
+         c.caps.max_qp_rd_atom},
+    };
+
+    if ((mask & VIRTIO_RDMA_QP_PORT) && a.port_num != kPortNum) {
+        return fail(VRDMA_ERR_BAD_PORT, a.port_num, kPortNum);
+    }
+    if ((mask & VIRTIO_RDMA_QP_PKEY_INDEX) &&
+        a.pkey_index >= VRDMA_PKEY_TABLE_LEN) {
+        return fail(VRDMA_ERR_BAD_INDEX, a.pkey_index, VRDMA_PKEY_TABLE_LEN);
+    }
+    if ((mask & VIRTIO_RDMA_QP_PATH_MTU) &&
+        (a.path_mtu < VIRTIO_RDMA_MTU_256 || a.path_mtu > c.port.active_mtu)) {
+        return fail(VRDMA_ERR_BAD_ARG, a.path_mtu, c.port.active_mtu);
+    }
+    if ((mask & VIRTIO_RDMA_QP_ACCESS_FLAGS) &&
+        (a.qp_access_flags & ~kQpAccess)) {
+        return fail(VRDMA_ERR_BAD_ARG, a.qp_access_flags, kQpAccess);
+    }
+    for (const Bound &b : bounds) {
+        if ((mask & b.bit) && b.value > b.max) {
+            return fail(VRDMA_ERR_BAD_ARG, b.value, b.max);
+        }
+    }
+    if (mask & VIRTIO_RDMA_QP_AV) {
+        return check_av(c, a.ah_attr);
+    }
+    return kOk;
+}
+
+/* Stores the attributes in @mask; all of them were checked. */
+void apply(Qp &qp, uint32_t mask, const virtio_rdma_qp_attr &a)
+{
+    virtio_rdma_qp_attr &q = qp.attr;
+
+    if (mask & VIRTIO_RDMA_QP_EN_SQD_ASYNC_NOTIFY) {
+        q.en_sqd_async_notify = a.en_sqd_async_notify;
+    }
+    if (mask & VIRTIO_RDMA_QP_ACCESS_FLAGS) {
+        q.qp_access_flags = a.qp_access_flags;
+    }
+    if (mask & VIRTIO_RDMA_QP_PKEY_INDEX) {
+        q.pkey_index = a.pkey_index;
+    }
+    if (mask & VIRTIO_RDMA_QP_PORT) {
+        q.port_num = a.port_num;
+    }
+    if (mask & VIRTIO_RDMA_QP_QKEY) {
+        q.qkey = a.qkey;
+    }
+    if (mask & VIRTIO_RDMA_QP_AV) {
+        q.ah_attr = a.ah_attr;
+    }
+    if (mask & VIRTIO_RDMA_QP_PATH_MTU) {
+        q.path_mtu = a.path_mtu;
+    }
+    if (mask & VIRTIO_RDMA_QP_TIMEOUT) {
+        q.timeout = a.timeout;
+    }
+    if (mask & VIRTIO_RDMA_QP_RETRY_CNT) {
+        q.retry_cnt = a.retry_cnt;
+    }
+    if (mask & VIRTIO_RDMA_QP_RNR_RETRY) {
+        q.rnr_retry = a.rnr_retry;
+    }
+    if (mask & VIRTIO_RDMA_QP_RQ_PSN) {
+        q.rq_psn = a.rq_psn;
+    }
+    if (mask & VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC) {
+        q.max_rd_atomic = a.max_rd_atomic;
+    }
+    if (mask & VIRTIO_RDMA_QP_MIN_RNR_TIMER) {
+        q.min_rnr_timer = a.min_rnr_timer;
+    }
+    if (mask & VIRTIO_RDMA_QP_SQ_PSN) {
+        q.sq_psn = a.sq_psn;
+    }
+    if (mask & VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC) {
+        q.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    }
+    if (mask & VIRTIO_RDMA_QP_DEST_QPN) {
+        q.dest_qp_num = a.dest_qp_num;
+    }
+    if (mask & VIRTIO_RDMA_QP_STATE) {
+        q.qp_state = a.qp_state;
+    }
+}
+
+} // namespace
+
+void Qp::reset_attrs()
+{
+    attr = virtio_rdma_qp_attr{};
+    attr.qp_state = VIRTIO_RDMA_QPS_RESET;
+    attr.cap = cap;
+}
+
+Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
+                     virtio_rdma_rsp_create_qp &rsp)
+{
+    const uint32_t qs = c.lim.queue_size;
+
+    if (!c.pds.find(req.pdn)) {
+        return fail(VRDMA_ERR_BAD_HANDLE, req.pdn);
+    }
+    if (!qp_type_supported(req.qp_type)) {
+        return fail(VRDMA_ERR_BAD_ARG, req.qp_type);
+    }
+    if (req.sq_sig_type > VIRTIO_RDMA_SIGNAL_REQ_WR) {
+        return fail(VRDMA_ERR_BAD_ARG, req.sq_sig_type);
+    }
+    /* WQEs are buffers of the QP's vrings: their size bounds the depth. */
+    if (req.max_send_wr > qs || req.max_recv_wr > qs ||
+        (!req.max_send_wr && !req.max_recv_wr)) {
+        return fail(VRDMA_ERR_LIMIT, req.max_send_wr, req.max_recv_wr);
+    }
+    if (req.max_send_sge > c.lim.max_sge || req.max_recv_sge > c.lim.max_sge) {
+        return fail(VRDMA_ERR_LIMIT, req.max_send_sge, req.max_recv_sge);
+    }
+    if (!c.cqs.at(req.send_cqn)) {
+        return fail(VRDMA_ERR_BAD_HANDLE, req.send_cqn);
+    }
+    if (!c.cqs.at(req.recv_cqn)) {
+        return fail(VRDMA_ERR_BAD_HANDLE, req.recv_cqn);
+    }
+    if (req.max_inline_data != 0) { /* inline sends are not supported */
+        return fail(VRDMA_ERR_LIMIT, req.max_inline_data, 0);
+    }
+
+    uint32_t qpn;
+    if (req.qp_type == VIRTIO_RDMA_QPT_GSI) {
+        if (c.qps.at(kGsiQpn)) {
+            return fail(VRDMA_ERR_IN_USE, kGsiQpn);
+        }
+        qpn = kGsiQpn;
+    } else {
+        const auto free = c.qps.lowest_free(kFirstQpn);
+        if (!free) {
+            return fail(VRDMA_ERR_TABLE_FULL, c.qps.capacity());
+        }
+        qpn = *free;
+    }
+
+    auto qp = std::make_unique<Qp>();
+    qp->type = req.qp_type;
+    qp->sq_sig_type = req.sq_sig_type;
+    qp->pd_index = req.pdn & kHandleIndexMask;
+    qp->send_cqn = req.send_cqn;
+    qp->recv_cqn = req.recv_cqn;
+    qp->cap = virtio_rdma_qp_cap{
+        .max_send_wr = req.max_send_wr,
+        .max_recv_wr = req.max_recv_wr,
+        .max_send_sge = req.max_send_sge,
+        .max_recv_sge = req.max_recv_sge,
+        .max_inline_data = req.max_inline_data,
+    };
+    qp->reset_attrs();
+    c.pds.at(qp->pd_index)->refs++;
+    c.cqs.at(qp->send_cqn)->refs++;
+    c.cqs.at(qp->recv_cqn)->refs++;
+    c.qps.insert(qpn, std::move(qp));
+    rsp.qpn = qpn;
+    return kOk;
+}
+
+Status cmd_modify_qp(VrdmaCore &c, const virtio_rdma_cmd_modify_qp &req,
+                     NoPayload &)
+{
+    Qp *qp = c.qps.at(req.qpn);
+    if (!qp) {
+        return fail(VRDMA_ERR_BAD_HANDLE, req.qpn);
+    }
+    const virtio_rdma_qp_attr &a = req.attrs;
+    Status s;
+    s.err = qp_check_modify(qp->state(), qp->type, req.attr_mask, a.qp_state,
+                            a.cur_qp_state, s.a, s.b);
+    if (!s.ok()) {
+        return s;
+    }
+    s = check_values(c, req.attr_mask, a);
+    if (!s.ok()) {
+        return s;
+    }
+    /* Everything checked: apply it all. */
+    if ((req.attr_mask & VIRTIO_RDMA_QP_STATE) &&
+        a.qp_state == VIRTIO_RDMA_QPS_RESET) {
+        qp->reset_attrs(); /* IBA 10.3.1: RESET forgets the attributes */
+        return kOk;
+    }
+    apply(*qp, req.attr_mask, a);
+    return kOk;
+}
+
+Status cmd_query_qp(VrdmaCore &c, const virtio_rdma_cmd_query_qp &req,
+                    virtio_rdma_qp_attr &rsp)
+{
+    const Qp *qp = c.qps.at(req.qpn);
+    if (!qp) {
+        return fail(VRDMA_ERR_BAD_HANDLE, req.qpn);
+    }
+    if (req.attr_mask & ~kQpAttrKnown) {
+        return fail(VRDMA_ERR_BAD_MASK, req.attr_mask,
+                    req.attr_mask & ~kQpAttrKnown);
+    }
+    rsp = qp->attr;
+    rsp.cur_qp_state = qp->state();
+    rsp.cap = qp->cap;
+    return kOk;
+}
+
+Status cmd_destroy_qp(VrdmaCore &c, const virtio_rdma_cmd_destroy_qp &req,
+                      NoPayload &)
+{
+    const Qp *qp = c.qps.at(req.qpn);
+    if (!qp) {
+        return fail(VRDMA_ERR_BAD_HANDLE, req.qpn);
+    }
+    c.pds.at(qp->pd_index)->refs--;
+    c.cqs.at(qp->send_cqn)->refs--;
+    c.cqs.at(qp->recv_cqn)->refs--;
+    c.qps.erase(req.qpn);
+    return kOk;
+}
+
+} // namespace vrdma

@@ -1,0 +1,46 @@
+/*
+ * virtio-rdma core: queue pairs.  QP number n (0 unused, 1 = the GSI QP)
+ * has its send queue at virtqueue 1 + max_cq + 2n, its receive queue next.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_RDMA_VIRTIO_CORE_QP_H
+#define HW_RDMA_VIRTIO_CORE_QP_H
+
+#include <cstdint>
+
+#include "errors.h"
+#include "wire.h"
+
+namespace vrdma {
+
+inline constexpr uint32_t kGsiQpn = 1;
+inline constexpr uint32_t kFirstQpn = 2; /* of the other QPs */
+
+struct Qp {
+    uint8_t type = 0;        /* enum virtio_rdma_qp_type */
+    uint8_t sq_sig_type = 0; /* enum virtio_rdma_sig_type */
+    uint32_t pd_index = 0;
+    uint32_t send_cqn = 0;
+    uint32_t recv_cqn = 0;
+    virtio_rdma_qp_cap cap{}; /* as created */
+    /* As last set by MODIFY_QP, host byte order; qp_state is the state. */
+    virtio_rdma_qp_attr attr{};
+
+    uint32_t state() const { return attr.qp_state; }
+    /* Back to the attributes of a new QP (state RESET). */
+    void reset_attrs();
+};
+
+Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
+                     virtio_rdma_rsp_create_qp &rsp);
+Status cmd_modify_qp(VrdmaCore &c, const virtio_rdma_cmd_modify_qp &req,
+                     NoPayload &rsp);
+Status cmd_query_qp(VrdmaCore &c, const virtio_rdma_cmd_query_qp &req,
+                    virtio_rdma_qp_attr &rsp);
+Status cmd_destroy_qp(VrdmaCore &c, const virtio_rdma_cmd_destroy_qp &req,
+                      NoPayload &rsp);
+
+} // namespace vrdma
+
+#endif

@@ -1,0 +1,291 @@
+/*
+ * Test fixture: a core on a fake guest, typed command helpers, and the
+ * refusal check every error test uses.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef TESTS_UNIT_CORE_FIXTURE_H
+#define TESTS_UNIT_CORE_FIXTURE_H
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "fake_guest.h"
+#include "hw/rdma/virtio-rdma-core.h"
+
+namespace vrdma_test {
+
+struct None {
+};
+
+inline VrdmaLimits default_limits()
+{
+    return VrdmaLimits{
+        .max_qp = 8,
+        .max_cq = 8,
+        .max_mr = 8,
+        .max_pd = 4,
+        .max_ah = 4,
+        .max_mr_size = 8ull << 20, /* 2048 pages */
+        .queue_size = 64,
+        .max_sge = 4,
+        .sys_image_guid = 0x0123456789abcdefull,
+        .phys_mtu = 1500,
+    };
+}
+
+/* The object counts a refused command must leave alone. */
+struct Snapshot {
+    uint32_t pds, cqs, qps, mrs, gids;
+    uint64_t mapped_pages, live_maps, gid_events;
+    bool operator==(const Snapshot &) const = default;
+};
+
+inline std::ostream &operator<<(std::ostream &os, const Snapshot &s)
+{
+    return os << "{pds " << s.pds << " cqs " << s.cqs << " qps " << s.qps
+              << " mrs " << s.mrs << " gids " << s.gids << " pages "
+              << s.mapped_pages << " maps " << s.live_maps << " gid_events "
+              << s.gid_events << "}";
+}
+
+class CoreTest : public ::testing::Test {
+protected:
+    void SetUp() override { start(default_limits()); }
+
+    void TearDown() override
+    {
+        vrdma_core_free(core_);
+        core_ = nullptr;
+        EXPECT_EQ(guest_.maps, guest_.unmaps) << "leaked guest mappings";
+        EXPECT_EQ(guest_.bad_unmaps, 0u);
+    }
+
+    /* Replaces the core by one with @lim (asserting it is accepted). */
+    void start(const VrdmaLimits &lim)
+    {
+        vrdma_core_free(core_);
+        lim_ = lim;
+        core_ = vrdma_core_new(&lim_, &guest_.ops());
+        ASSERT_NE(core_, nullptr);
+    }
+
+    uint8_t raw(uint8_t cmd, const void *req, size_t req_len, void *rsp,
+                size_t rsp_cap, size_t *rsp_len)
+    {
+        return vrdma_core_ctrl(core_, cmd, req, req_len, rsp, rsp_cap, rsp_len);
+    }
+
+    /*
+     * Runs @cmd with a request of type Req; the guest offers a response
+     * buffer of VRDMA_CTRL_RSP_MAX bytes.  On success, a response of type
+     * Rsp is expected (unless Rsp is None) and copied to @rsp.
+     */
+    template <typename Req, typename Rsp = None>
+    uint8_t ctrl(uint8_t cmd, const Req &req, Rsp *rsp = nullptr)
+    {
+        constexpr size_t req_len = std::is_same_v<Req, None> ? 0 : sizeof(Req);
+        uint8_t buf[VRDMA_CTRL_RSP_MAX];
+        size_t rsp_len = 12345;
+
+        std::memset(buf, 0xa5, sizeof(buf));
+        const uint8_t st = raw(cmd, &req, req_len, buf, sizeof(buf), &rsp_len);
+        if (st != VIRTIO_RDMA_OK) {
+            EXPECT_EQ(rsp_len, 0u);
+        } else if constexpr (!std::is_same_v<Rsp, None>) {
+            EXPECT_EQ(rsp_len, sizeof(Rsp));
+            if (rsp) {
+                std::memcpy(rsp, buf, sizeof(Rsp));
+            }
+        }
+        return st;
+    }
+
+    Snapshot snapshot() const
+    {
+        VrdmaStats st;
+        vrdma_core_get_stats(core_, &st);
+        return Snapshot{st.pds, st.cqs, st.qps, st.mrs, st.gids,
+                        st.mapped_pages, guest_.live_maps(),
+                        guest_.gid_events.size()};
+    }
+
+    /*
+     * Runs a command that must be refused with @err: the status byte is
+     * the one mapped from @err, guest_error() was called exactly once with
+     * @err, and nothing changed.
+     */
+    template <typename Req, typename Rsp = None>
+    void expect_refused(uint8_t cmd, const Req &req, VrdmaErr err,
+                        Rsp *rsp = nullptr)
+    {
+        const Snapshot before = snapshot();
+        const size_t errors = guest_.errors.size();
+        const uint8_t st = ctrl(cmd, req, rsp);
+
+        EXPECT_EQ(st, status_for(err)) << vrdma_err_name(err);
+        ASSERT_EQ(guest_.errors.size(), errors + 1) << "one guest_error";
+        EXPECT_EQ(guest_.errors.back().cmd, cmd);
+        EXPECT_EQ(guest_.errors.back().err, err)
+            << "got " << vrdma_err_name(guest_.errors.back().err) << ", want "
+            << vrdma_err_name(err);
+        EXPECT_EQ(snapshot(), before) << "a refusal changed something";
+    }
+
+    static uint8_t status_for(VrdmaErr err)
+    {
+        switch (err) {
+        case VRDMA_ERR_UNKNOWN_CMD: return VIRTIO_RDMA_EOPNOTSUPP;
+        case VRDMA_ERR_BAD_HANDLE: return VIRTIO_RDMA_ENOENT;
+        case VRDMA_ERR_TABLE_FULL: return VIRTIO_RDMA_ENOMEM;
+        case VRDMA_ERR_IN_USE: return VIRTIO_RDMA_EBUSY;
+        case VRDMA_ERR_LIMIT: return VIRTIO_RDMA_ERANGE;
+        case VRDMA_ERR_BAD_ADDR: return VIRTIO_RDMA_EFAULT;
+        case VRDMA_ERR_NONE: return VIRTIO_RDMA_OK;
+        default: return VIRTIO_RDMA_EINVAL;
+        }
+    }
+
+    /* ---- object helpers (each asserts success) ---- */
+
+    uint32_t create_pd()
+    {
+        virtio_rdma_rsp_create_pd rsp{};
+        EXPECT_EQ(ctrl(VIRTIO_RDMA_CMD_CREATE_PD, None{}, &rsp), VIRTIO_RDMA_OK);
+        return rsp.pdn;
+    }
+
+    uint8_t destroy_pd(uint32_t pdn)
+    {
+        return ctrl(VIRTIO_RDMA_CMD_DESTROY_PD,
+                    virtio_rdma_cmd_destroy_pd{.pdn = pdn});
+    }
+
+    uint32_t create_cq(uint32_t cqe = 16)
+    {
+        virtio_rdma_rsp_create_cq rsp{};
+        EXPECT_EQ(ctrl(VIRTIO_RDMA_CMD_CREATE_CQ,
+                       virtio_rdma_cmd_create_cq{.cqe = cqe}, &rsp),
+                  VIRTIO_RDMA_OK);
+        return rsp.cqn;
+    }
+
+    uint8_t destroy_cq(uint32_t cqn)
+    {
+        return ctrl(VIRTIO_RDMA_CMD_DESTROY_CQ,
+                    virtio_rdma_cmd_destroy_cq{.cqn = cqn});
+    }
+
+    static virtio_rdma_cmd_create_qp qp_req(uint32_t pdn, uint8_t type,
+                                            uint32_t cqn)
+    {
+        virtio_rdma_cmd_create_qp r{};
+        r.pdn = pdn;
+        r.qp_type = type;
+        r.sq_sig_type = VIRTIO_RDMA_SIGNAL_REQ_WR;
+        r.max_send_wr = 16;
+        r.max_send_sge = 2;
+        r.send_cqn = cqn;
+        r.max_recv_wr = 32;
+        r.max_recv_sge = 3;
+        r.recv_cqn = cqn;
+        return r;
+    }
+
+    uint32_t create_qp(const virtio_rdma_cmd_create_qp &req)
+    {
+        virtio_rdma_rsp_create_qp rsp{};
+        EXPECT_EQ(ctrl(VIRTIO_RDMA_CMD_CREATE_QP, req, &rsp), VIRTIO_RDMA_OK);
+        return rsp.qpn;
+    }
+
+    uint8_t destroy_qp(uint32_t qpn)
+    {
+        return ctrl(VIRTIO_RDMA_CMD_DESTROY_QP,
+                    virtio_rdma_cmd_destroy_qp{.qpn = qpn});
+    }
+
+    uint8_t modify_qp(uint32_t qpn, uint32_t mask,
+                      const virtio_rdma_qp_attr &attrs)
+    {
+        return ctrl(VIRTIO_RDMA_CMD_MODIFY_QP,
+                    virtio_rdma_cmd_modify_qp{.qpn = qpn, .attr_mask = mask,
+                                              .attrs = attrs});
+    }
+
+    virtio_rdma_qp_attr query_qp(uint32_t qpn)
+    {
+        virtio_rdma_qp_attr rsp{};
+        EXPECT_EQ(ctrl(VIRTIO_RDMA_CMD_QUERY_QP,
+                       virtio_rdma_cmd_query_qp{.qpn = qpn, .attr_mask = 0},
+                       &rsp),
+                  VIRTIO_RDMA_OK);
+        return rsp;
+    }
+
+    uint8_t add_gid(uint16_t index, uint8_t fill,
+                    uint32_t type = VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP)
+    {
+        virtio_rdma_cmd_add_gid r{};
+        std::memset(r.gid, fill, sizeof(r.gid));
+        r.gid_type = type;
+        r.index = index;
+        r.port_num = 1;
+        return ctrl(VIRTIO_RDMA_CMD_ADD_GID, r);
+    }
+
+    virtio_rdma_rsp_mr get_dma_mr(uint32_t pdn, uint32_t access)
+    {
+        virtio_rdma_rsp_mr rsp{};
+        EXPECT_EQ(ctrl(VIRTIO_RDMA_CMD_GET_DMA_MR,
+                       virtio_rdma_cmd_get_dma_mr{.pdn = pdn,
+                                                  .access_flags = access},
+                       &rsp),
+                  VIRTIO_RDMA_OK);
+        return rsp;
+    }
+
+    uint8_t dereg_mr(uint32_t mrn)
+    {
+        return ctrl(VIRTIO_RDMA_CMD_DEREG_MR,
+                    virtio_rdma_cmd_dereg_mr{.mrn = mrn});
+    }
+
+    /*
+     * Writes a two-level page table for @data (guest-physical page
+     * addresses) at @table (L1 page; L2 pages follow it). @returns @table.
+     */
+    uint64_t write_page_table(uint64_t table, const std::vector<uint64_t> &data)
+    {
+        const size_t n_l2 = (data.size() + 511) / 512;
+        for (size_t i = 0; i < n_l2; i++) {
+            const uint64_t l2 = table + (i + 1) * VIRTIO_RDMA_PAGE_SIZE;
+            guest_.poke64(table + i * 8, l2);
+            for (size_t j = 0; j < 512 && i * 512 + j < data.size(); j++) {
+                guest_.poke64(l2 + j * 8, data[i * 512 + j]);
+            }
+        }
+        return table;
+    }
+
+    /* @n consecutive data pages from @first. */
+    static std::vector<uint64_t> pages_from(uint64_t first, size_t n)
+    {
+        std::vector<uint64_t> v(n);
+        for (size_t i = 0; i < n; i++) {
+            v[i] = first + i * VIRTIO_RDMA_PAGE_SIZE;
+        }
+        return v;
+    }
+
+    FakeGuest guest_;
+    VrdmaLimits lim_{};
+    VrdmaCore *core_ = nullptr;
+};
+
+} // namespace vrdma_test
+
+#endif

@@ -1,0 +1,114 @@
+/*
+ * A fake guest for unit tests (see fake_guest.h).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "fake_guest.h"
+
+#include <cstring>
+#include <tuple>
+
+namespace vrdma_test {
+
+FakeGuest::FakeGuest()
+    : ops_{.opaque = this,
+           .map = &FakeGuest::map,
+           .unmap = &FakeGuest::unmap,
+           .read = &FakeGuest::read,
+           .write = &FakeGuest::write,
+           .gid_changed = &FakeGuest::gid_changed,
+           .guest_error = &FakeGuest::guest_error},
+      ram0_(kRam0.size), ram1_(kRam1.size)
+{
+}
+
+uint8_t *FakeGuest::host(uint64_t gpa, uint64_t len)
+{
+    uint64_t end;
+    if (len == 0 || __builtin_add_overflow(gpa, len, &end)) {
+        return nullptr;
+    }
+    if (gpa >= kRam0.base && end <= kRam0.base + kRam0.size) {
+        return ram0_.data() + (gpa - kRam0.base);
+    }
+    if (gpa >= kRam1.base && end <= kRam1.base + kRam1.size) {
+        return ram1_.data() + (gpa - kRam1.base);
+    }
+    return nullptr;
+}
+
+void FakeGuest::poke64(uint64_t gpa, uint64_t v)
+{
+    uint8_t *p = host(gpa, 8);
+    for (int i = 0; i < 8; i++) {
+        p[i] = static_cast<uint8_t>(v >> (8 * i));
+    }
+}
+
+void *FakeGuest::map(void *opaque, uint64_t gpa, uint64_t len, bool is_write)
+{
+    auto *g = static_cast<FakeGuest *>(opaque);
+    uint8_t *p = g->host(gpa, len);
+    if (!p) {
+        return nullptr;
+    }
+    g->maps++;
+    g->write_maps += is_write;
+    g->live_[std::make_tuple(static_cast<void *>(p), len, is_write)]++;
+    return p;
+}
+
+void FakeGuest::unmap(void *opaque, void *host, uint64_t len, bool is_write)
+{
+    auto *g = static_cast<FakeGuest *>(opaque);
+    auto it = g->live_.find(std::make_tuple(host, len, is_write));
+    if (it == g->live_.end()) {
+        g->bad_unmaps++;
+        return;
+    }
+    if (--it->second == 0) {
+        g->live_.erase(it);
+    }
+    g->unmaps++;
+}
+
+int FakeGuest::read(void *opaque, uint64_t gpa, void *buf, uint64_t len)
+{
+    auto *g = static_cast<FakeGuest *>(opaque);
+    g->reads++;
+    const uint8_t *p = g->host(gpa, len);
+    if (!p) {
+        return -1;
+    }
+    std::memcpy(buf, p, len);
+    return 0;
+}
+
+int FakeGuest::write(void *opaque, uint64_t gpa, const void *buf, uint64_t len)
+{
+    auto *g = static_cast<FakeGuest *>(opaque);
+    uint8_t *p = g->host(gpa, len);
+    if (!p) {
+        return -1;
+    }
+    std::memcpy(p, buf, len);
+    return 0;
+}
+
+void FakeGuest::gid_changed(void *opaque, uint32_t port, uint32_t index,
+                            const uint8_t gid[16], uint32_t gid_type,
+                            bool added)
+{
+    auto *g = static_cast<FakeGuest *>(opaque);
+    GidEvent e{port, index, {}, gid_type, added};
+    std::memcpy(e.gid.data(), gid, 16);
+    g->gid_events.push_back(e);
+}
+
+void FakeGuest::guest_error(void *opaque, uint8_t cmd, VrdmaErr err,
+                            uint64_t a, uint64_t b)
+{
+    static_cast<FakeGuest *>(opaque)->errors.push_back({cmd, err, a, b});
+}
+
+} // namespace vrdma_test

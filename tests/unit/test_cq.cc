@@ -1,1 +1,139 @@
-// placeholder
+/*
+ * CREATE_CQ / DESTROY_CQ / REQ_NOTIFY_CQ.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "core_fixture.h"
+
+namespace vrdma_test {
+namespace {
+
+using Cq = CoreTest;
+
+TEST_F(Cq, CreateTakesLowestFreeNumber)
+{
+    EXPECT_EQ(create_cq(1), 0u);
+    EXPECT_EQ(create_cq(64), 1u); /* cqe == queue_size */
+    EXPECT_EQ(create_cq(), 2u);
+    EXPECT_EQ(destroy_cq(1), VIRTIO_RDMA_OK);
+    EXPECT_EQ(create_cq(), 1u);
+    EXPECT_TRUE(guest_.errors.empty());
+}
+
+TEST_F(Cq, CqeOutOfRange)
+{
+    for (uint32_t cqe : {0u, 65u, 0x80000000u, 0xffffffffu}) {
+        expect_refused(VIRTIO_RDMA_CMD_CREATE_CQ,
+                       virtio_rdma_cmd_create_cq{.cqe = cqe}, VRDMA_ERR_LIMIT);
+    }
+    EXPECT_EQ(create_cq(64), 0u);
+}
+
+TEST_F(Cq, TableFull)
+{
+    for (uint32_t i = 0; i < lim_.max_cq; i++) {
+        EXPECT_EQ(create_cq(), i);
+    }
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_CQ,
+                   virtio_rdma_cmd_create_cq{.cqe = 1}, VRDMA_ERR_TABLE_FULL);
+    EXPECT_EQ(destroy_cq(5), VIRTIO_RDMA_OK);
+    EXPECT_EQ(create_cq(), 5u);
+}
+
+TEST_F(Cq, DestroyBadHandle)
+{
+    const uint32_t cqn = create_cq();
+    for (uint32_t bad : {1u, 7u, 8u, 0x10000u, 0xffffffffu}) {
+        expect_refused(VIRTIO_RDMA_CMD_DESTROY_CQ,
+                       virtio_rdma_cmd_destroy_cq{.cqn = bad},
+                       VRDMA_ERR_BAD_HANDLE);
+    }
+    EXPECT_EQ(destroy_cq(cqn), VIRTIO_RDMA_OK);
+    expect_refused(VIRTIO_RDMA_CMD_DESTROY_CQ,
+                   virtio_rdma_cmd_destroy_cq{.cqn = cqn},
+                   VRDMA_ERR_BAD_HANDLE);
+}
+
+TEST_F(Cq, DestroyInUseBySendOrRecvQueue)
+{
+    const uint32_t pdn = create_pd();
+    const uint32_t scq = create_cq();
+    const uint32_t rcq = create_cq();
+    auto req = qp_req(pdn, VIRTIO_RDMA_QPT_RC, scq);
+    req.recv_cqn = rcq;
+    const uint32_t qpn = create_qp(req);
+    expect_refused(VIRTIO_RDMA_CMD_DESTROY_CQ,
+                   virtio_rdma_cmd_destroy_cq{.cqn = scq}, VRDMA_ERR_IN_USE);
+    expect_refused(VIRTIO_RDMA_CMD_DESTROY_CQ,
+                   virtio_rdma_cmd_destroy_cq{.cqn = rcq}, VRDMA_ERR_IN_USE);
+    EXPECT_EQ(destroy_qp(qpn), VIRTIO_RDMA_OK);
+    EXPECT_EQ(destroy_cq(scq), VIRTIO_RDMA_OK);
+    EXPECT_EQ(destroy_cq(rcq), VIRTIO_RDMA_OK);
+}
+
+TEST_F(Cq, DestroyInUseWhenBothQueuesShareIt)
+{
+    const uint32_t pdn = create_pd();
+    const uint32_t cqn = create_cq();
+    const uint32_t a = create_qp(qp_req(pdn, VIRTIO_RDMA_QPT_RC, cqn));
+    const uint32_t b = create_qp(qp_req(pdn, VIRTIO_RDMA_QPT_UD, cqn));
+    EXPECT_EQ(destroy_qp(a), VIRTIO_RDMA_OK);
+    expect_refused(VIRTIO_RDMA_CMD_DESTROY_CQ,
+                   virtio_rdma_cmd_destroy_cq{.cqn = cqn}, VRDMA_ERR_IN_USE);
+    EXPECT_EQ(destroy_qp(b), VIRTIO_RDMA_OK);
+    EXPECT_EQ(destroy_cq(cqn), VIRTIO_RDMA_OK);
+}
+
+TEST_F(Cq, ReqNotifyArms)
+{
+    const uint32_t cqn = create_cq();
+    EXPECT_EQ(vrdma_core_cq_armed(core_, cqn), 0u);
+    ASSERT_EQ(ctrl(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
+                   virtio_rdma_cmd_req_notify{
+                       .cqn = cqn, .flags = VIRTIO_RDMA_NOTIFY_SOLICITED}),
+              VIRTIO_RDMA_OK);
+    EXPECT_EQ(vrdma_core_cq_armed(core_, cqn), VIRTIO_RDMA_NOTIFY_SOLICITED);
+    ASSERT_EQ(ctrl(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
+                   virtio_rdma_cmd_req_notify{
+                       .cqn = cqn,
+                       .flags = VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION}),
+              VIRTIO_RDMA_OK);
+    EXPECT_EQ(vrdma_core_cq_armed(core_, cqn),
+              VIRTIO_RDMA_NOTIFY_SOLICITED | VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
+
+    const uint32_t other = create_cq();
+    ASSERT_EQ(ctrl(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
+                   virtio_rdma_cmd_req_notify{.cqn = other, .flags = 3}),
+              VIRTIO_RDMA_OK);
+    EXPECT_EQ(vrdma_core_cq_armed(core_, other), 3u);
+    /* Not live / out of range: 0. */
+    EXPECT_EQ(vrdma_core_cq_armed(core_, 5), 0u);
+    EXPECT_EQ(vrdma_core_cq_armed(core_, 1000), 0u);
+    /* A re-created CQ starts disarmed. */
+    EXPECT_EQ(destroy_cq(cqn), VIRTIO_RDMA_OK);
+    EXPECT_EQ(create_cq(), cqn);
+    EXPECT_EQ(vrdma_core_cq_armed(core_, cqn), 0u);
+}
+
+TEST_F(Cq, ReqNotifyErrors)
+{
+    const uint32_t cqn = create_cq();
+    expect_refused(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
+                   virtio_rdma_cmd_req_notify{.cqn = 3, .flags = 1},
+                   VRDMA_ERR_BAD_HANDLE);
+    expect_refused(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
+                   virtio_rdma_cmd_req_notify{.cqn = 0xffffffff, .flags = 1},
+                   VRDMA_ERR_BAD_HANDLE);
+    for (uint32_t flags : {0u, 4u, 5u, 0x80000000u}) {
+        expect_refused(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
+                       virtio_rdma_cmd_req_notify{.cqn = cqn, .flags = flags},
+                       VRDMA_ERR_BAD_ARG);
+    }
+    EXPECT_EQ(vrdma_core_cq_armed(core_, cqn), 0u);
+    EXPECT_EQ(ctrl(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
+                   virtio_rdma_cmd_req_notify{.cqn = cqn, .flags = 2}),
+              VIRTIO_RDMA_OK);
+}
+
+} // namespace
+} // namespace vrdma_test

@@ -1,1 +1,343 @@
-// placeholder
+/*
+ * CREATE_QP / MODIFY_QP (attribute values) / QUERY_QP / DESTROY_QP.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qp_fixture.h"
+
+namespace vrdma_test {
+namespace {
+
+using Qp = QpTest;
+
+TEST_F(Qp, NumbersGsiIsOneOthersFromTwo)
+{
+    EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_RC), 2u);
+    EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_UD), 3u);
+    EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_GSI), 1u);
+    EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_UC), 4u);
+    EXPECT_EQ(destroy_qp(3), VIRTIO_RDMA_OK);
+    EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_RC), 3u); /* lowest free */
+    EXPECT_TRUE(guest_.errors.empty());
+}
+
+TEST_F(Qp, OnlyOneGsiQp)
+{
+    EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_GSI), 1u);
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP,
+                   qp_req(pdn_, VIRTIO_RDMA_QPT_GSI, cqn_), VRDMA_ERR_IN_USE);
+    EXPECT_EQ(destroy_qp(1), VIRTIO_RDMA_OK);
+    EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_GSI), 1u);
+}
+
+TEST_F(Qp, TableFull)
+{
+    for (uint32_t qpn = 2; qpn < lim_.max_qp; qpn++) {
+        EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_RC), qpn);
+    }
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP,
+                   qp_req(pdn_, VIRTIO_RDMA_QPT_UD, cqn_),
+                   VRDMA_ERR_TABLE_FULL);
+    EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_GSI), 1u) << "QP 1 is kept for GSI";
+}
+
+TEST_F(Qp, SmallestDeviceHasOnlyGsi)
+{
+    VrdmaLimits lim = default_limits();
+    lim.max_qp = 2;
+    start(lim);
+    const uint32_t pd = create_pd();
+    const uint32_t cq = create_cq();
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP,
+                   qp_req(pd, VIRTIO_RDMA_QPT_RC, cq), VRDMA_ERR_TABLE_FULL);
+    EXPECT_EQ(create_qp(qp_req(pd, VIRTIO_RDMA_QPT_GSI, cq)), 1u);
+}
+
+TEST_F(Qp, CreateRecordsCapsAndStartsInReset)
+{
+    auto req = qp_req(pdn_, VIRTIO_RDMA_QPT_RC, cqn_);
+    req.max_send_wr = 64;  /* == queue_size */
+    req.max_recv_wr = 0;   /* one side may be empty */
+    req.max_send_sge = 4;  /* == max_sge */
+    req.max_recv_sge = 0;
+    const uint32_t qpn = create_qp(req);
+    const virtio_rdma_qp_attr a = query_qp(qpn);
+    EXPECT_EQ(a.qp_state, RESET);
+    EXPECT_EQ(a.cur_qp_state, RESET);
+    EXPECT_EQ(a.cap.max_send_wr, 64u);
+    EXPECT_EQ(a.cap.max_recv_wr, 0u);
+    EXPECT_EQ(a.cap.max_send_sge, 4u);
+    EXPECT_EQ(a.cap.max_recv_sge, 0u);
+    EXPECT_EQ(a.cap.max_inline_data, 0u);
+    EXPECT_EQ(a.port_num, 0u);
+    EXPECT_EQ(a.qkey, 0u);
+}
+
+TEST_F(Qp, CreateErrors)
+{
+    const auto good = qp_req(pdn_, VIRTIO_RDMA_QPT_RC, cqn_);
+    auto r = good;
+    r.pdn = pdn_ + 0x10000;
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_BAD_HANDLE);
+    for (uint8_t type : {uint8_t{VIRTIO_RDMA_QPT_SMI}, uint8_t{5},
+                         uint8_t{0xff}}) {
+        r = good;
+        r.qp_type = type;
+        expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_BAD_ARG);
+    }
+    r = good;
+    r.sq_sig_type = 2;
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_BAD_ARG);
+    r = good;
+    r.max_send_wr = 65;
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_LIMIT);
+    r = good;
+    r.max_recv_wr = 0xffffffff;
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_LIMIT);
+    r = good;
+    r.max_send_wr = 0;
+    r.max_recv_wr = 0;
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_LIMIT);
+    r = good;
+    r.max_send_sge = 5;
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_LIMIT);
+    r = good;
+    r.max_recv_sge = 0x80000000;
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_LIMIT);
+    r = good;
+    r.send_cqn = 1;
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_BAD_HANDLE);
+    r = good;
+    r.recv_cqn = 0xffffffff;
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_BAD_HANDLE);
+    r = good;
+    r.max_inline_data = 1;
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_LIMIT);
+
+    EXPECT_EQ(create_qp(good), 2u);
+}
+
+TEST_F(Qp, DestroyErrorsAndReferences)
+{
+    const uint32_t qpn = new_qp(VIRTIO_RDMA_QPT_UD);
+    for (uint32_t bad : {0u, 1u, 3u, 8u, 0x10002u, 0xffffffffu}) {
+        expect_refused(VIRTIO_RDMA_CMD_DESTROY_QP,
+                       virtio_rdma_cmd_destroy_qp{.qpn = bad},
+                       VRDMA_ERR_BAD_HANDLE);
+    }
+    EXPECT_EQ(destroy_qp(qpn), VIRTIO_RDMA_OK);
+    expect_refused(VIRTIO_RDMA_CMD_DESTROY_QP,
+                   virtio_rdma_cmd_destroy_qp{.qpn = qpn},
+                   VRDMA_ERR_BAD_HANDLE);
+    EXPECT_EQ(destroy_cq(cqn_), VIRTIO_RDMA_OK);
+    EXPECT_EQ(destroy_pd(pdn_), VIRTIO_RDMA_OK);
+}
+
+TEST_F(Qp, RcConnectAndQuery)
+{
+    const uint32_t qpn = new_qp(VIRTIO_RDMA_QPT_RC);
+    drive(qpn, VIRTIO_RDMA_QPT_RC, RTS);
+    const virtio_rdma_qp_attr a = query_qp(qpn);
+    const virtio_rdma_qp_attr g = good_attrs();
+    EXPECT_EQ(a.qp_state, RTS);
+    EXPECT_EQ(a.cur_qp_state, RTS);
+    EXPECT_EQ(a.port_num, 1u);
+    EXPECT_EQ(a.pkey_index, 0u);
+    EXPECT_EQ(a.qp_access_flags, g.qp_access_flags);
+    EXPECT_EQ(a.path_mtu, g.path_mtu);
+    EXPECT_EQ(a.dest_qp_num, g.dest_qp_num);
+    EXPECT_EQ(a.rq_psn, g.rq_psn);
+    EXPECT_EQ(a.sq_psn, g.sq_psn);
+    EXPECT_EQ(a.max_dest_rd_atomic, g.max_dest_rd_atomic);
+    EXPECT_EQ(a.min_rnr_timer, g.min_rnr_timer);
+    EXPECT_EQ(a.timeout, g.timeout);
+    EXPECT_EQ(a.retry_cnt, g.retry_cnt);
+    EXPECT_EQ(a.rnr_retry, g.rnr_retry);
+    EXPECT_EQ(a.max_rd_atomic, g.max_rd_atomic);
+    EXPECT_EQ(a.qkey, 0u) << "QKEY was never given to this RC QP";
+    EXPECT_EQ(std::memcmp(&a.ah_attr, &g.ah_attr, sizeof(a.ah_attr)), 0);
+    EXPECT_EQ(a.cap.max_send_wr, 16u);
+    EXPECT_EQ(a.cap.max_recv_sge, 3u);
+}
+
+TEST_F(Qp, UdAndGsiTakeQkey)
+{
+    for (uint8_t type : {VIRTIO_RDMA_QPT_UD, VIRTIO_RDMA_QPT_GSI}) {
+        const uint32_t qpn = new_qp(type);
+        drive(qpn, type, RTS);
+        const virtio_rdma_qp_attr a = query_qp(qpn);
+        EXPECT_EQ(a.qkey, good_attrs().qkey);
+        EXPECT_EQ(a.sq_psn, good_attrs().sq_psn);
+        EXPECT_EQ(a.port_num, type == VIRTIO_RDMA_QPT_UD ? 1u : 0u);
+        /* RTS->RTS may change the Q_Key. */
+        virtio_rdma_qp_attr n = good_attrs();
+        n.qkey = 0x1234;
+        EXPECT_EQ(modify_qp(qpn, M_QKEY, n), VIRTIO_RDMA_OK);
+        EXPECT_EQ(query_qp(qpn).qkey, 0x1234u);
+    }
+}
+
+TEST_F(Qp, ResetForgetsAttributes)
+{
+    const uint32_t qpn = new_qp(VIRTIO_RDMA_QPT_RC);
+    drive(qpn, VIRTIO_RDMA_QPT_RC, RTS);
+    ASSERT_EQ(move(qpn, RESET, 0), VIRTIO_RDMA_OK);
+    const virtio_rdma_qp_attr a = query_qp(qpn);
+    virtio_rdma_qp_attr fresh{};
+    fresh.cap = a.cap;
+    EXPECT_EQ(std::memcmp(&a, &fresh, sizeof(a)), 0);
+    EXPECT_EQ(a.cap.max_send_wr, 16u);
+    /* And it can be brought up again. */
+    drive(qpn, VIRTIO_RDMA_QPT_RC, RTS);
+}
+
+TEST_F(Qp, ErrorStateKeepsAttributes)
+{
+    const uint32_t qpn = new_qp(VIRTIO_RDMA_QPT_RC);
+    drive(qpn, VIRTIO_RDMA_QPT_RC, RTS);
+    ASSERT_EQ(move(qpn, ERR, 0), VIRTIO_RDMA_OK);
+    const virtio_rdma_qp_attr a = query_qp(qpn);
+    EXPECT_EQ(a.qp_state, ERR);
+    EXPECT_EQ(a.dest_qp_num, good_attrs().dest_qp_num);
+}
+
+/* One bad value in an otherwise valid RC transition. */
+struct BadValue {
+    const char *name;
+    uint32_t from;                        /* state the QP is in */
+    uint32_t to;
+    void (*set)(virtio_rdma_qp_attr &a);
+    VrdmaErr err;
+};
+
+const BadValue kBadValues[] = {
+    {"port0", RESET, INIT, [](auto &a) { a.port_num = 0; }, VRDMA_ERR_BAD_PORT},
+    {"port2", RESET, INIT, [](auto &a) { a.port_num = 2; }, VRDMA_ERR_BAD_PORT},
+    {"pkey1", RESET, INIT, [](auto &a) { a.pkey_index = 1; },
+     VRDMA_ERR_BAD_INDEX},
+    {"pkeyMax", RESET, INIT, [](auto &a) { a.pkey_index = 0xffff; },
+     VRDMA_ERR_BAD_INDEX},
+    {"accessMwBind", RESET, INIT,
+     [](auto &a) { a.qp_access_flags = VIRTIO_RDMA_ACCESS_MW_BIND; },
+     VRDMA_ERR_BAD_ARG},
+    {"accessRelaxed", RESET, INIT,
+     [](auto &a) { a.qp_access_flags = VIRTIO_RDMA_ACCESS_RELAXED_ORDERING; },
+     VRDMA_ERR_BAD_ARG},
+    {"mtu0", INIT, RTR, [](auto &a) { a.path_mtu = 0; }, VRDMA_ERR_BAD_ARG},
+    {"mtu6", INIT, RTR, [](auto &a) { a.path_mtu = 6; }, VRDMA_ERR_BAD_ARG},
+    {"mtuAboveActive", INIT, RTR,
+     [](auto &a) { a.path_mtu = VIRTIO_RDMA_MTU_2048; }, VRDMA_ERR_BAD_ARG},
+    {"rqPsn", INIT, RTR, [](auto &a) { a.rq_psn = 1u << 24; },
+     VRDMA_ERR_BAD_ARG},
+    {"destQpn", INIT, RTR, [](auto &a) { a.dest_qp_num = 0xffffffff; },
+     VRDMA_ERR_BAD_ARG},
+    {"minRnr", INIT, RTR, [](auto &a) { a.min_rnr_timer = 32; },
+     VRDMA_ERR_BAD_ARG},
+    {"destRdAtomic", INIT, RTR, [](auto &a) { a.max_dest_rd_atomic = 17; },
+     VRDMA_ERR_BAD_ARG},
+    {"avNoGrh", INIT, RTR, [](auto &a) { a.ah_attr.ah_flags = 0; },
+     VRDMA_ERR_BAD_ARG},
+    {"avPort", INIT, RTR, [](auto &a) { a.ah_attr.port_num = 2; },
+     VRDMA_ERR_BAD_PORT},
+    {"avSgidRange", INIT, RTR, [](auto &a) { a.ah_attr.grh.sgid_index = 16; },
+     VRDMA_ERR_BAD_INDEX},
+    {"avSgidEmpty", INIT, RTR, [](auto &a) { a.ah_attr.grh.sgid_index = 5; },
+     VRDMA_ERR_BAD_INDEX},
+    {"sqPsn", RTR, RTS, [](auto &a) { a.sq_psn = 0x01000000; },
+     VRDMA_ERR_BAD_ARG},
+    {"timeout", RTR, RTS, [](auto &a) { a.timeout = 32; }, VRDMA_ERR_BAD_ARG},
+    {"retry", RTR, RTS, [](auto &a) { a.retry_cnt = 8; }, VRDMA_ERR_BAD_ARG},
+    {"rnrRetry", RTR, RTS, [](auto &a) { a.rnr_retry = 0xff; },
+     VRDMA_ERR_BAD_ARG},
+    {"rdAtomic", RTR, RTS, [](auto &a) { a.max_rd_atomic = 17; },
+     VRDMA_ERR_BAD_ARG},
+    {"enSqd", RTS, SQD, [](auto &a) { a.en_sqd_async_notify = 2; },
+     VRDMA_ERR_BAD_ARG},
+};
+
+class QpValues : public QpTest, public ::testing::WithParamInterface<BadValue> {};
+
+TEST_P(QpValues, RefusedAndNothingApplied)
+{
+    const BadValue &v = GetParam();
+    const uint32_t qpn = new_qp(VIRTIO_RDMA_QPT_RC);
+    drive(qpn, VIRTIO_RDMA_QPT_RC, v.from);
+    const virtio_rdma_qp_attr before = query_qp(qpn);
+
+    virtio_rdma_qp_attr a = good_attrs();
+    a.qp_state = v.to;
+    a.rq_psn = a.sq_psn = 7; /* would change if anything were applied */
+    v.set(a);
+    uint32_t mask = M_STATE | required_attrs(VIRTIO_RDMA_QPT_RC, v.from, v.to);
+    if (v.to == SQD) {
+        mask |= M_EN_SQD;
+    }
+    expect_refused(VIRTIO_RDMA_CMD_MODIFY_QP,
+                   virtio_rdma_cmd_modify_qp{.qpn = qpn, .attr_mask = mask,
+                                             .attrs = a},
+                   v.err);
+    const virtio_rdma_qp_attr after = query_qp(qpn);
+    EXPECT_EQ(std::memcmp(&before, &after, sizeof(after)), 0);
+    EXPECT_EQ(move(qpn, v.to, mask & ~M_STATE), VIRTIO_RDMA_OK);
+}
+
+INSTANTIATE_TEST_SUITE_P(Rc, QpValues, ::testing::ValuesIn(kBadValues),
+                         [](const auto &info) {
+                             return std::string(info.param.name);
+                         });
+
+TEST_F(Qp, ValueBoundsAreInclusive)
+{
+    const uint32_t qpn = new_qp(VIRTIO_RDMA_QPT_RC);
+    drive(qpn, VIRTIO_RDMA_QPT_RC, INIT);
+    virtio_rdma_qp_attr a = good_attrs();
+    a.qp_state = RTR;
+    a.path_mtu = VIRTIO_RDMA_MTU_256;
+    a.rq_psn = (1u << 24) - 1;
+    a.dest_qp_num = (1u << 24) - 1;
+    a.min_rnr_timer = 0;
+    a.max_dest_rd_atomic = 0;
+    a.ah_attr.ah_flags = 0xff; /* GRH set; other bits are ignored */
+    a.ah_attr.grh.sgid_index = 15;
+    ASSERT_EQ(add_gid(15, 0x15), VIRTIO_RDMA_OK);
+    EXPECT_EQ(modify_qp(qpn, M_STATE | required_attrs(VIRTIO_RDMA_QPT_RC,
+                                                      INIT, RTR),
+                        a),
+              VIRTIO_RDMA_OK);
+}
+
+TEST_F(Qp, ModifyBadHandle)
+{
+    for (uint32_t bad : {0u, 1u, 2u, 8u, 0xffffffffu}) {
+        expect_refused(VIRTIO_RDMA_CMD_MODIFY_QP,
+                       virtio_rdma_cmd_modify_qp{.qpn = bad,
+                                                 .attr_mask = M_STATE,
+                                                 .attrs = {}},
+                       VRDMA_ERR_BAD_HANDLE);
+    }
+}
+
+TEST_F(Qp, QueryErrors)
+{
+    const uint32_t qpn = new_qp(VIRTIO_RDMA_QPT_UD);
+    for (uint32_t bad : {0u, 1u, 3u, 0xffffffffu}) {
+        expect_refused(VIRTIO_RDMA_CMD_QUERY_QP,
+                       virtio_rdma_cmd_query_qp{.qpn = bad, .attr_mask = 0},
+                       VRDMA_ERR_BAD_HANDLE);
+    }
+    for (uint32_t mask : {1u << 21, 1u << 24, 1u << 31, 0xffffffffu}) {
+        expect_refused(VIRTIO_RDMA_CMD_QUERY_QP,
+                       virtio_rdma_cmd_query_qp{.qpn = qpn, .attr_mask = mask},
+                       VRDMA_ERR_BAD_MASK);
+    }
+    virtio_rdma_qp_attr a{};
+    EXPECT_EQ(ctrl(VIRTIO_RDMA_CMD_QUERY_QP,
+                   virtio_rdma_cmd_query_qp{
+                       .qpn = qpn, .attr_mask = ((1u << 21) - 1) |
+                                                VIRTIO_RDMA_QP_RATE_LIMIT},
+                   &a),
+              VIRTIO_RDMA_OK);
+}
+
+} // namespace
+} // namespace vrdma_test

@@ -12,8 +12,10 @@
  */
 #include "core.h"
 
+#include <array>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "errors.h"
 #include "wire.h"
@@ -65,9 +67,9 @@ constexpr size_t wire_size()
 using Runner = Status (*)(VrdmaCore &, const void *req, void *rsp);
 
 struct Command {
-    size_t req_size;
-    size_t rsp_size;
-    Runner run;
+    size_t req_size = 0;
+    size_t rsp_size = 0;
+    Runner run = nullptr;
 };
 
 /*
@@ -100,76 +102,64 @@ constexpr Command command()
     return Command{wire_size<Req>(), wire_size<Rsp>(), &run<Req, Rsp, F>};
 }
 
-const Command *find_command(uint8_t cmd)
-{
+/* Indexed by command number; a null run marks an unknown command. */
+constexpr auto kCommands = [] {
     using namespace vrdma;
-    static const Command kQueryPort =
+    std::array<Command, VIRTIO_RDMA_CMD_MAX + 1> t{};
+    t[VIRTIO_RDMA_CMD_QUERY_PORT] =
         command<virtio_rdma_cmd_query_port, virtio_rdma_port_attr,
                 cmd_query_port>();
-    static const Command kCreateCq =
+    t[VIRTIO_RDMA_CMD_CREATE_CQ] =
         command<virtio_rdma_cmd_create_cq, virtio_rdma_rsp_create_cq,
                 cmd_create_cq>();
-    static const Command kDestroyCq =
+    t[VIRTIO_RDMA_CMD_DESTROY_CQ] =
         command<virtio_rdma_cmd_destroy_cq, NoPayload, cmd_destroy_cq>();
-    static const Command kCreatePd =
+    t[VIRTIO_RDMA_CMD_CREATE_PD] =
         command<NoPayload, virtio_rdma_rsp_create_pd, cmd_create_pd>();
-    static const Command kDestroyPd =
+    t[VIRTIO_RDMA_CMD_DESTROY_PD] =
         command<virtio_rdma_cmd_destroy_pd, NoPayload, cmd_destroy_pd>();
-    static const Command kGetDmaMr =
+    t[VIRTIO_RDMA_CMD_GET_DMA_MR] =
         command<virtio_rdma_cmd_get_dma_mr, virtio_rdma_rsp_mr,
                 cmd_get_dma_mr>();
-    static const Command kCreateMr =
+    t[VIRTIO_RDMA_CMD_CREATE_MR] =
         command<virtio_rdma_cmd_create_mr, virtio_rdma_rsp_mr,
                 cmd_create_mr>();
-    static const Command kMapMrSg =
+    t[VIRTIO_RDMA_CMD_MAP_MR_SG] =
         command<virtio_rdma_cmd_map_mr_sg, virtio_rdma_rsp_map_mr_sg,
                 cmd_map_mr_sg>();
-    static const Command kRegUserMr =
+    t[VIRTIO_RDMA_CMD_REG_USER_MR] =
         command<virtio_rdma_cmd_reg_user_mr, virtio_rdma_rsp_mr,
                 cmd_reg_user_mr>();
-    static const Command kDeregMr =
+    t[VIRTIO_RDMA_CMD_DEREG_MR] =
         command<virtio_rdma_cmd_dereg_mr, NoPayload, cmd_dereg_mr>();
-    static const Command kCreateQp =
+    t[VIRTIO_RDMA_CMD_CREATE_QP] =
         command<virtio_rdma_cmd_create_qp, virtio_rdma_rsp_create_qp,
                 cmd_create_qp>();
-    static const Command kModifyQp =
+    t[VIRTIO_RDMA_CMD_MODIFY_QP] =
         command<virtio_rdma_cmd_modify_qp, NoPayload, cmd_modify_qp>();
-    static const Command kQueryQp =
+    t[VIRTIO_RDMA_CMD_QUERY_QP] =
         command<virtio_rdma_cmd_query_qp, virtio_rdma_qp_attr,
                 cmd_query_qp>();
-    static const Command kDestroyQp =
+    t[VIRTIO_RDMA_CMD_DESTROY_QP] =
         command<virtio_rdma_cmd_destroy_qp, NoPayload, cmd_destroy_qp>();
-    static const Command kQueryPkey =
+    t[VIRTIO_RDMA_CMD_QUERY_PKEY] =
         command<virtio_rdma_cmd_query_pkey, virtio_rdma_rsp_query_pkey,
                 cmd_query_pkey>();
-    static const Command kAddGid =
+    t[VIRTIO_RDMA_CMD_ADD_GID] =
         command<virtio_rdma_cmd_add_gid, NoPayload, cmd_add_gid>();
-    static const Command kDelGid =
+    t[VIRTIO_RDMA_CMD_DEL_GID] =
         command<virtio_rdma_cmd_del_gid, NoPayload, cmd_del_gid>();
-    static const Command kReqNotifyCq =
+    t[VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ] =
         command<virtio_rdma_cmd_req_notify, NoPayload, cmd_req_notify_cq>();
+    return t;
+}();
 
-    switch (cmd) {
-    case VIRTIO_RDMA_CMD_QUERY_PORT: return &kQueryPort;
-    case VIRTIO_RDMA_CMD_CREATE_CQ: return &kCreateCq;
-    case VIRTIO_RDMA_CMD_DESTROY_CQ: return &kDestroyCq;
-    case VIRTIO_RDMA_CMD_CREATE_PD: return &kCreatePd;
-    case VIRTIO_RDMA_CMD_DESTROY_PD: return &kDestroyPd;
-    case VIRTIO_RDMA_CMD_GET_DMA_MR: return &kGetDmaMr;
-    case VIRTIO_RDMA_CMD_CREATE_MR: return &kCreateMr;
-    case VIRTIO_RDMA_CMD_MAP_MR_SG: return &kMapMrSg;
-    case VIRTIO_RDMA_CMD_REG_USER_MR: return &kRegUserMr;
-    case VIRTIO_RDMA_CMD_DEREG_MR: return &kDeregMr;
-    case VIRTIO_RDMA_CMD_CREATE_QP: return &kCreateQp;
-    case VIRTIO_RDMA_CMD_MODIFY_QP: return &kModifyQp;
-    case VIRTIO_RDMA_CMD_QUERY_QP: return &kQueryQp;
-    case VIRTIO_RDMA_CMD_DESTROY_QP: return &kDestroyQp;
-    case VIRTIO_RDMA_CMD_QUERY_PKEY: return &kQueryPkey;
-    case VIRTIO_RDMA_CMD_ADD_GID: return &kAddGid;
-    case VIRTIO_RDMA_CMD_DEL_GID: return &kDelGid;
-    case VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ: return &kReqNotifyCq;
-    default: return nullptr;
+const Command *find_command(uint8_t cmd)
+{
+    if (cmd >= kCommands.size() || !kCommands[cmd].run) {
+        return nullptr;
     }
+    return &kCommands[cmd];
 }
 
 Status dispatch(VrdmaCore &c, uint8_t cmd, const void *req, size_t req_len,

@@ -245,14 +245,12 @@ Status cmd_modify_qp(VrdmaCore &c, const virtio_rdma_cmd_modify_qp &req,
         return fail(VRDMA_ERR_BAD_HANDLE, req.qpn);
     }
     const virtio_rdma_qp_attr &a = req.attrs;
-    Status s;
-    s.err = qp_check_modify(qp->state(), qp->type, req.attr_mask, a.qp_state,
-                            a.cur_qp_state, s.a, s.b);
-    if (!s.ok()) {
+    if (Status s = qp_check_modify(qp->state(), qp->type, req.attr_mask,
+                                   a.qp_state, a.cur_qp_state);
+        !s.ok()) {
         return s;
     }
-    s = check_values(c, req.attr_mask, a);
-    if (!s.ok()) {
+    if (Status s = check_values(c, req.attr_mask, a); !s.ok()) {
         return s;
     }
     /* Everything checked: apply it all. */

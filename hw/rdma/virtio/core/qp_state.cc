@@ -142,45 +142,33 @@ QpAttrRule qp_transition_attrs(uint32_t cur, uint32_t next, uint8_t qp_type)
     return {t.required[slot], t.optional[slot]};
 }
 
-VrdmaErr qp_check_modify(uint32_t cur, uint8_t qp_type, uint32_t mask,
-                         uint32_t new_state, uint32_t cur_state_attr,
-                         uint64_t &err_a, uint64_t &err_b)
+Status qp_check_modify(uint32_t cur, uint8_t qp_type, uint32_t mask,
+                       uint32_t new_state, uint32_t cur_state_attr)
 {
     const uint32_t next = (mask & STATE_) ? new_state : cur;
+    const uint32_t attrs = mask & ~(STATE_ | CUR_STATE_);
 
     if (mask & ~kQpAttrKnown) {
-        err_a = mask;
-        err_b = mask & ~kQpAttrKnown;
-        return VRDMA_ERR_BAD_MASK;
+        return fail(VRDMA_ERR_BAD_MASK, mask, mask & ~kQpAttrKnown);
     }
     if ((mask & CUR_STATE_) && cur_state_attr != cur) {
-        err_a = cur_state_attr;
-        err_b = cur;
-        return VRDMA_ERR_BAD_STATE;
+        return fail(VRDMA_ERR_BAD_STATE, cur_state_attr, cur);
     }
     if (!qp_transition_valid(cur, next)) {
-        err_a = cur;
-        err_b = next;
-        return VRDMA_ERR_BAD_STATE;
+        return fail(VRDMA_ERR_BAD_STATE, cur, next);
     }
-    const uint32_t attrs = mask & ~(STATE_ | CUR_STATE_);
     if (attrs & kQpAttrUnsupported) {
-        err_a = mask;
-        err_b = attrs & kQpAttrUnsupported;
-        return VRDMA_ERR_BAD_MASK;
+        return fail(VRDMA_ERR_BAD_MASK, mask, attrs & kQpAttrUnsupported);
     }
     const QpAttrRule r = qp_transition_attrs(cur, next, qp_type);
     if ((attrs & r.required) != r.required) {
-        err_a = mask;
-        err_b = r.required & ~attrs; /* missing */
-        return VRDMA_ERR_BAD_MASK;
+        return fail(VRDMA_ERR_BAD_MASK, mask, r.required & ~attrs); /* missing */
     }
     if (attrs & ~(r.required | r.optional)) {
-        err_a = mask;
-        err_b = attrs & ~(r.required | r.optional); /* not allowed */
-        return VRDMA_ERR_BAD_MASK;
+        return fail(VRDMA_ERR_BAD_MASK, mask,
+                    attrs & ~(r.required | r.optional)); /* not allowed */
     }
-    return VRDMA_ERR_NONE;
+    return kOk;
 }
 
 } // namespace vrdma

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "errors.h"
 #include "hw/rdma/virtio-rdma-core.h"
 
 namespace vrdma {
@@ -44,11 +45,10 @@ QpAttrRule qp_transition_attrs(uint32_t cur, uint32_t next, uint8_t qp_type);
  * the current state or an invalid transition -> BAD_STATE; an unknown or
  * unsupported attribute, a missing required one or one the transition does
  * not allow -> BAD_MASK.  @mask is the full attr_mask; without STATE the
- * transition is cur -> cur.  @err_a/@err_b get trace values on refusal.
+ * transition is cur -> cur.
  */
-VrdmaErr qp_check_modify(uint32_t cur, uint8_t qp_type, uint32_t mask,
-                         uint32_t new_state, uint32_t cur_state_attr,
-                         uint64_t &err_a, uint64_t &err_b);
+Status qp_check_modify(uint32_t cur, uint8_t qp_type, uint32_t mask,
+                       uint32_t new_state, uint32_t cur_state_attr);
 
 } // namespace vrdma
 

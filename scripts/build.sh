@@ -42,7 +42,7 @@ fi
 # Firmware for the uninstalled binary: QEMU looks in qemu-bundle/<datadir>.
 datadir=$(cd "$bdir" && find qemu-bundle -type d -path '*/share/qemu' | head -n 1)
 [ -n "$datadir" ] || { datadir=qemu-bundle/usr/local/share/qemu; mkdir -p "$bdir/$datadir"; }
-for f in /usr/share/seabios/*.bin /usr/lib/ipxe/qemu/*.rom; do
+for f in /usr/share/qemu/* /usr/share/seabios/*.bin /usr/lib/ipxe/qemu/*.rom; do
     [ -e "$bdir/$datadir/$(basename "$f")" ] || ln -s "$f" "$bdir/$datadir/"
 done
 

@@ -14,14 +14,18 @@ packages=(
     # core and its tests
     libgtest-dev libgmock-dev
 )
-backports=(meson)          # QEMU 10.0 needs meson >= 1.5
+# meson: QEMU 10.0 needs >= 1.5.  qemu-system-data: the option ROMs
+# (kvmvapic, linuxboot_dma, ...) of the same QEMU release, for our uninstalled binary.
+backports=(meson qemu-system-data)
 
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
-meson_ok=0
-if dpkg-query -W -f='${Version}' meson 2>/dev/null | grep -q bpo; then meson_ok=1; fi
+meson_ok=1
+for p in "${backports[@]}"; do
+    dpkg-query -W -f='${Version}' "$p" 2>/dev/null | grep -q bpo || meson_ok=0
+done
 
 sudo=""
 [ "$(id -u)" = 0 ] || sudo=sudo

@@ -15,7 +15,7 @@
 
 static int virtio_rdma_collect(Object *obj, void *opaque)
 {
-    VirtioRdmaInfoList **tail = opaque;
+    VirtioRdmaInfoList ***tail = opaque;
     VirtIORdma *r = (VirtIORdma *)object_dynamic_cast(obj, TYPE_VIRTIO_RDMA);
     VirtioRdmaInfo *info;
     VrdmaStats st;

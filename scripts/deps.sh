@@ -13,6 +13,8 @@ packages=(
     seabios ipxe-qemu
     # core and its tests
     libgtest-dev libgmock-dev
+    # soft-RoCE engine: ICRC (crc32_gzip_refl)
+    libisal-dev
 )
 # meson: QEMU 10.0 needs >= 1.5.  qemu-system-data: the option ROMs
 # (kvmvapic, linuxboot_dma, ...) of the same QEMU release, for our uninstalled binary.

@@ -92,14 +92,20 @@ typedef struct VrdmaHostOps {
 } VrdmaHostOps;
 
 /*
- * @returns a new core, or NULL if @lim is invalid (a limit 0 or above
- * VIRTIO_RDMA_LIMIT_MAX, max_mr_size 0 or above the page-table maximum).
+ * @returns a new core, or NULL if @lim is invalid (max_qp outside
+ * 2..VIRTIO_RDMA_LIMIT_MAX, another object limit outside 1..LIMIT_MAX,
+ * max_sge outside 1..32, queue_size not a power of two in 2..1024,
+ * max_mr_size outside 4096..512*512*4096) or @ops lacks map/unmap/read.
  * @ops is copied.
  */
 VrdmaCore *vrdma_core_new(const VrdmaLimits *lim, const VrdmaHostOps *ops);
-/* Frees every object (unmapping every mapped page), then the core. */
+/* Frees every object (unmapping every mapped page, reporting GIDs deleted), then the core. */
 void vrdma_core_free(VrdmaCore *core);
-/* Frees every object; the core is as new afterwards (device reset). */
+/*
+ * Frees every object (each GID still set is reported deleted through
+ * gid_changed); objects, handles and keys start over as in a new core.  The
+ * command counters of vrdma_core_get_stats() are kept (monitoring).
+ */
 void vrdma_core_reset(VrdmaCore *core);
 
 /* The config space this core presents, fields little-endian. */

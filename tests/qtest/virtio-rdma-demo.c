@@ -26,6 +26,23 @@ static const uint8_t demo_gid[16] = {
     0x50, 0x54, 0x00, 0xff, 0xfe, 0x12, 0x34, 0x56,
 };
 
+/*
+ * Under a TAP harness (meson passes --tap) the lines go out as TAP comments;
+ * run by hand, they are plain.
+ */
+static const char *line_prefix = "";
+
+static void G_GNUC_PRINTF(1, 2) out(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs(line_prefix, stdout);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+}
+
 static const char *port_state_name(uint32_t state)
 {
     switch (state) {
@@ -59,25 +76,25 @@ static void G_GNUC_PRINTF(4, 5) step(uint8_t cmd, const char *args,
     va_start(ap, fmt);
     detail = g_strdup_vprintf(fmt, ap);
     va_end(ap);
-    printf("%-13s %-34s -> %-6s %s\n", qvrdma_cmd_name(cmd), args,
-           qvrdma_status_name(status), status ? "" : detail);
-    fflush(stdout);
+    out("%-13s %-34s -> %-6s %s\n", qvrdma_cmd_name(cmd), args,
+        qvrdma_status_name(status), status ? "" : detail);
     g_assert_cmpuint(status, ==, VIRTIO_RDMA_OK);
 }
 
 static void print_info_rdma(QTestState *qts)
 {
-    g_autofree char *out = qtest_hmp(qts, "info rdma");
-    g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+    g_autofree char *text = qtest_hmp(qts, "info rdma");
+    g_auto(GStrv) lines = NULL;
     char **l;
 
-    printf("(qemu) info rdma\n");
+    g_strdelimit(text, "\r", '\n');       /* the monitor ends lines \r\n */
+    lines = g_strsplit(text, "\n", -1);
+    out("(qemu) info rdma\n");
     for (l = lines; *l; l++) {
         if (**l) {
-            printf("%s\n", *l);
+            out("%s\n", *l);
         }
     }
-    fflush(stdout);
 }
 
 static void demo(void)
@@ -111,14 +128,14 @@ static void demo(void)
     qvrdma_read_config(&r, &cfg);
     memcpy(guid, (uint8_t *)&cfg +
            offsetof(struct virtio_rdma_config, sys_image_guid), 8);
-    printf("virtio-rdma-pci at 00:%02x.1 (virtio-net-pci at 00:%02x.0): "
-           "node guid %02x%02x:%02x%02x:%02x%02x:%02x%02x\n",
-           QVRDMA_SLOT, QVRDMA_SLOT, guid[0], guid[1], guid[2], guid[3],
-           guid[4], guid[5], guid[6], guid[7]);
-    printf("limits: qp %u cq %u mr %u pd %u, wr/cqe %u, sge %u\n",
-           le32_to_cpu(cfg.max_qp), le32_to_cpu(cfg.max_cq),
-           le32_to_cpu(cfg.max_mr), le32_to_cpu(cfg.max_pd),
-           le32_to_cpu(cfg.max_qp_wr), le32_to_cpu(cfg.max_send_sge));
+    out("virtio-rdma-pci at 00:%02x.1 (virtio-net-pci at 00:%02x.0): "
+        "node guid %02x%02x:%02x%02x:%02x%02x:%02x%02x\n",
+        QVRDMA_SLOT, QVRDMA_SLOT, guid[0], guid[1], guid[2], guid[3],
+        guid[4], guid[5], guid[6], guid[7]);
+    out("limits: qp %u cq %u mr %u pd %u, wr/cqe %u, sge %u\n",
+        le32_to_cpu(cfg.max_qp), le32_to_cpu(cfg.max_cq),
+        le32_to_cpu(cfg.max_mr), le32_to_cpu(cfg.max_pd),
+        le32_to_cpu(cfg.max_qp_wr), le32_to_cpu(cfg.max_send_sge));
 
     st = qvrdma_query_port(&r, 1, &port);
     step(VIRTIO_RDMA_CMD_QUERY_PORT, "port 1", st,
@@ -141,12 +158,12 @@ static void demo(void)
     {
         QDict *d = qdict_get_qdict(ev, "data");
 
-        printf("  event RDMA_GID_STATUS_CHANGED: netdev %s, gid-status %s, "
-               "subnet-prefix 0x%" PRIx64 ", interface-id 0x%" PRIx64 "\n",
-               qdict_get_str(d, "netdev"),
-               qdict_get_bool(d, "gid-status") ? "true" : "false",
-               (uint64_t)qdict_get_int(d, "subnet-prefix"),
-               (uint64_t)qdict_get_int(d, "interface-id"));
+        out("  event RDMA_GID_STATUS_CHANGED: netdev %s, gid-status %s, "
+            "subnet-prefix 0x%" PRIx64 ", interface-id 0x%" PRIx64 "\n",
+            qdict_get_str(d, "netdev"),
+            qdict_get_bool(d, "gid-status") ? "true" : "false",
+            (uint64_t)qdict_get_int(d, "subnet-prefix"),
+            (uint64_t)qdict_get_int(d, "interface-id"));
         g_assert_cmpstr(qdict_get_str(d, "netdev"), ==, "net0");
     }
     qobject_unref(ev);
@@ -226,6 +243,13 @@ static void demo(void)
 
 int main(int argc, char **argv)
 {
+    int i;
+
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--tap")) {
+            line_prefix = "# ";
+        }
+    }
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/virtio-rdma/demo", demo);
     return g_test_run();

@@ -52,6 +52,11 @@ static const uint8_t gid_ll[16] = {
 static const uint8_t gid_v4[16] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 2, 15,
 };
+/* 2001:db8:0:ff:211:22ff:fe33:4481: both halves above INT64_MAX as u64. */
+static const uint8_t gid_big[16] = {
+    0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0xff,
+    0x02, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x81,
+};
 /* A remote GID for RTR. */
 static const uint8_t gid_peer[16] = {
     0xfe, 0x80, 0, 0, 0, 0, 0, 0,
@@ -614,7 +619,6 @@ static void test_gid_event(void *obj, void *data, QGuestAllocator *alloc)
     expect_gid_event(qts, netdev, true, gid_ll);
 
     /* The event's integers are the GID halves as stored, read as host u64. */
-    ev = NULL;
     MUST(qvrdma_add_gid(r, gid_v4, VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, 1,
                         1));
     ev = next_gid_event(qts);
@@ -624,15 +628,15 @@ static void test_gid_event(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(qdict_u64(qdict_get_qdict(ev, "data"), "interface-id"),
                     ==, 0x0f02000affff0000ull);
     qobject_unref(ev);
-    MUST(qvrdma_add_gid(r, gid_peer, VIRTIO_RDMA_GID_TYPE_IB, 15, 1));
-    expect_gid_event(qts, netdev, true, gid_peer);
+    MUST(qvrdma_add_gid(r, gid_big, VIRTIO_RDMA_GID_TYPE_IB, 15, 1));
+    expect_gid_event(qts, netdev, true, gid_big);
     g_assert_cmpint(query_u(qts, "gids"), ==, 3);
 
     MUST(qvrdma_del_gid(r, 1, 1));
     g_assert_cmpuint(r->last_used_len, ==, 1);
     expect_gid_event(qts, netdev, false, gid_v4);
     MUST(qvrdma_del_gid(r, 15, 1));
-    expect_gid_event(qts, netdev, false, gid_peer);
+    expect_gid_event(qts, netdev, false, gid_big);
     MUST(qvrdma_del_gid(r, 0, 1));
     expect_gid_event(qts, netdev, false, gid_ll);
     g_assert_cmpint(query_u(qts, "gids"), ==, 0);

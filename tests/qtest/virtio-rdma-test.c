@@ -314,6 +314,9 @@ static void test_config(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(le64_to_cpu(cfg.max_mr_size), ==, DEF_MAX_MR_SIZE);
     g_assert_cmphex(le64_to_cpu(cfg.page_size_cap) & 4096, ==, 4096);
     g_assert_cmpuint(le16_to_cpu(cfg.max_pkeys), ==, 1);
+    /* 195 bytes: the last reserved byte reads 0, the one after all-ones. */
+    g_assert_cmphex(qvirtio_config_readb(r->vdev, sizeof(cfg) - 1), ==, 0);
+    g_assert_cmphex(qvirtio_config_readb(r->vdev, sizeof(cfg)), ==, 0xff);
 
     /*
      * Virtqueues: control, 64 CQs, 2 * 64 QP queues, nothing beyond.  (Their
@@ -1366,6 +1369,8 @@ static void expect_needs_reset(QVirtioRdma *r, const QVrdmaFrame *f,
     g_assert_false(qvrdma_submit(r, f, in, NULL));
     g_assert_cmphex(qvrdma_status(r) & VIRTIO_CONFIG_S_NEEDS_RESET, ==,
                     VIRTIO_CONFIG_S_NEEDS_RESET);
+    /* ... and says so with a configuration change interrupt. */
+    qvirtio_wait_config_isr(r->vdev, QVRDMA_TIMEOUT_US);
     /* Until reset, the device takes nothing more. */
     g_assert_false(qvrdma_submit(r, &ok, NULL, NULL));
 

@@ -17,8 +17,12 @@ namespace vrdma {
 
 inline constexpr uint32_t kPortNum = 1;
 
-/* RoCE headers on top of the IB MTU: Eth 14 + IP 20 + UDP 8 + BTH 12 + ICRC 4. */
-inline constexpr uint32_t kRoceOverhead = 58;
+/*
+ * What the netdev MTU must leave for headers, as Linux rxe reserves it
+ * (RXE_MAX_HDR_LENGTH: IPv6 40 + UDP 8 + BTH 12 + the largest extension
+ * headers + ICRC), so both ends of a link agree on the active MTU.
+ */
+inline constexpr uint32_t kRoceOverhead = 80;
 
 /* enum ib_mtu of the largest IB MTU that fits @phys_mtu; at least 256. */
 uint32_t active_mtu_for(uint32_t phys_mtu);

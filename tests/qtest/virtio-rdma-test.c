@@ -1355,6 +1355,58 @@ static void test_framing(void *obj, void *data, QGuestAllocator *alloc)
     assert_alive(r);
 }
 
+/* Several chains made available at once, one notification: all answered. */
+static void test_batch(void *obj, void *data, QGuestAllocator *alloc)
+{
+    enum { N = 16 };
+    QVirtioRdma *r = obj;
+    QTestState *qts = r->qts;
+    QVirtQueue *vq = r->ctrl;
+    uint64_t buf = guest_alloc(r->alloc, N * 8);
+    uint32_t heads[N], pdn[N], desc_idx, len;
+    uint16_t idx;
+    unsigned i, j;
+
+    qvirtqueue_reset_pool(vq);
+    for (i = 0; i < N; i++) {
+        qtest_writeb(qts, buf + 8 * i, VIRTIO_RDMA_CMD_CREATE_PD);
+        qtest_memset(qts, buf + 8 * i + 1, 0xff, 5);
+        heads[i] = qvirtqueue_add(qts, vq, buf + 8 * i, 1, false, true);
+        qvirtqueue_add(qts, vq, buf + 8 * i + 1, 5, true, false);
+    }
+    /* The avail ring (VERSION_1: little-endian): N entries, then idx. */
+    idx = qtest_readw(qts, vq->avail + 2);
+    for (i = 0; i < N; i++) {
+        qtest_writew(qts, vq->avail + 4 + 2 * ((idx + i) % vq->size),
+                     heads[i]);
+    }
+    qtest_writew(qts, vq->avail + 2, idx + N);
+    r->vdev->bus->virtqueue_kick(r->vdev, vq);
+
+    for (i = 0; i < N; i++) {
+        gint64 start = g_get_monotonic_time();
+
+        while (!qvirtqueue_get_buf(qts, vq, &desc_idx, &len)) {
+            g_assert_cmpint(g_get_monotonic_time() - start, <=,
+                            QVRDMA_TIMEOUT_US);
+            g_usleep(1000);
+        }
+        g_assert_cmpuint(desc_idx, ==, heads[i]);
+        g_assert_cmpuint(len, ==, 5);
+        g_assert_cmpuint(qtest_readb(qts, buf + 8 * i + 1), ==,
+                         VIRTIO_RDMA_OK);
+        pdn[i] = qtest_readl(qts, buf + 8 * i + 2);
+        for (j = 0; j < i; j++) {
+            g_assert_cmphex(pdn[j], !=, pdn[i]);
+        }
+    }
+    assert_objects(qts, N, 0, 0, 0, 0);
+    for (i = 0; i < N; i++) {
+        MUST(qvrdma_destroy_pd(r, pdn[i]));
+    }
+    guest_free(r->alloc, buf);
+}
+
 static void expect_needs_reset(QVirtioRdma *r, const QVrdmaFrame *f,
                                const char *what)
 {
@@ -1817,6 +1869,7 @@ static void register_virtio_rdma_test(void)
     qos_add_test("bad-port-gid", "virtio-rdma", test_bad_port_gid, NULL);
     qos_add_test("in-use", "virtio-rdma", test_in_use, NULL);
     qos_add_test("framing", "virtio-rdma", test_framing, NULL);
+    qos_add_test("batch", "virtio-rdma", test_batch, NULL);
     qos_add_test("broken-frame", "virtio-rdma", test_broken_frame, NULL);
     qos_add_test("reset", "virtio-rdma", test_reset, NULL);
     qos_add_test("query-hmp", "virtio-rdma", test_query_hmp, NULL);

@@ -333,6 +333,7 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
         .phys_mtu = r->nic->net_conf.mtu ? r->nic->net_conf.mtu :
                     VIRTIO_RDMA_DEFAULT_MTU,
     };
+    memcpy(lim.mac, r->mac, sizeof(lim.mac));
     r->core = vrdma_core_new(&lim, &ops);
     if (!r->core) {
         error_setg(errp, "virtio-rdma: the core refused the limits");

@@ -46,6 +46,7 @@ typedef struct VrdmaLimits {
     uint32_t max_sge;        /* per WQE, send and receive */
     uint64_t sys_image_guid; /* network byte order as stored in config */
     uint32_t phys_mtu;       /* bytes, from the paired NIC */
+    uint8_t mac[6];          /* the paired NIC's MAC: our frames' source */
 } VrdmaLimits;
 
 /* Why a guest request was refused; names via vrdma_err_name(). */
@@ -89,6 +90,37 @@ typedef struct VrdmaHostOps {
     /* A guest request was refused: one call per refusal (trace point). */
     void (*guest_error)(void *opaque, uint8_t cmd, VrdmaErr err,
                         uint64_t a, uint64_t b);
+
+    /* ---- data path (all optional for a control-path-only host) ---- */
+    /*
+     * Transmit one Ethernet frame (no FCS) on the paired NIC's wire.  May be
+     * called from any vrdma_core_* entry point, including from inside
+     * vrdma_core_net_receive(); the host queues if it must.
+     */
+    void (*net_send)(void *opaque, const void *frame, size_t len);
+    /*
+     * Write one completion to CQ @cqn: take the next driver-posted buffer of
+     * the CQ's virtqueue, fill it, mark it used.  @returns 0, or -1 when the
+     * driver has posted no buffer (CQ overrun).
+     */
+    int (*cq_push)(void *opaque, uint32_t cqn,
+                   const struct virtio_rdma_cq_req *cqe);
+    /* Interrupt the driver for CQ @cqn (the core applies the arming rules). */
+    void (*cq_notify)(void *opaque, uint32_t cqn);
+    /*
+     * Monotonic nanoseconds on a clock that runs in real time, also under
+     * -accel qtest, so retransmit timers match what a peer on a wire sees.
+     */
+    uint64_t (*now_ns)(void *opaque);
+    /*
+     * (Re)arm the core's single timer for @deadline_ns on now_ns()'s clock;
+     * UINT64_MAX cancels it.  On expiry the host calls vrdma_core_timer().
+     */
+    void (*timer_mod)(void *opaque, uint64_t deadline_ns);
+    /* Ask the host to call vrdma_core_run() soon (from its main loop). */
+    void (*kick)(void *opaque);
+    /* A malformed or unexpected frame was dropped (rate-limited by the host). */
+    void (*wire_drop)(void *opaque, const char *why, uint32_t qpn);
 } VrdmaHostOps;
 
 /*
@@ -136,6 +168,40 @@ void vrdma_core_get_stats(const VrdmaCore *core, VrdmaStats *stats);
 
 /* CQ number -> armed flags (VIRTIO_RDMA_NOTIFY_*), 0 if not armed/not live. */
 uint32_t vrdma_core_cq_armed(const VrdmaCore *core, uint32_t cqn);
+
+/* ---- data path ----------------------------------------------------------- */
+
+/*
+ * One work request the driver placed on the send (receive) queue of QP
+ * @qpn: the descriptor's bytes, copied out of guest memory once by the host
+ * (virtio_rdma_sq_req / virtio_rdma_rq_req followed by num_sge SGEs).  The
+ * host marks the descriptor used right away; from here on the core owns the
+ * request.  A request that is malformed, or posted to a QP that cannot take
+ * it, completes with an error CQE (IBA rules) -- it is never dropped
+ * silently.  Work is bounded: at most queue_size outstanding requests per
+ * queue; more complete with LOC_QP_OP_ERR.
+ */
+void vrdma_core_post_send(VrdmaCore *core, uint32_t qpn,
+                          const void *wqe, size_t len);
+void vrdma_core_post_recv(VrdmaCore *core, uint32_t qpn,
+                          const void *wqe, size_t len);
+
+/*
+ * A frame arrived on the paired NIC's wire (Ethernet, no FCS).
+ * @returns true if it was RoCEv2 (UDP 4791) for one of our GIDs' addresses:
+ * the core took it (even if it then dropped it as malformed); false if it is
+ * not ours and must go on to virtio-net unchanged.
+ */
+bool vrdma_core_net_receive(VrdmaCore *core, const void *frame, size_t len);
+
+/* The timer armed through timer_mod() expired. */
+void vrdma_core_timer(VrdmaCore *core);
+
+/*
+ * Make progress on queued work (transmit, retransmit, complete), at most a
+ * fixed budget.  @returns true if work remains (the host calls again soon).
+ */
+bool vrdma_core_run(VrdmaCore *core);
 
 #ifdef __cplusplus
 }

@@ -34,6 +34,7 @@ inline VrdmaLimits default_limits()
         .max_sge = 4,
         .sys_image_guid = 0x0123456789abcdefull,
         .phys_mtu = 1500,
+        .mac = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56},
     };
 }
 

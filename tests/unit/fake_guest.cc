@@ -17,7 +17,14 @@ FakeGuest::FakeGuest()
            .read = &FakeGuest::read,
            .write = &FakeGuest::write,
            .gid_changed = &FakeGuest::gid_changed,
-           .guest_error = &FakeGuest::guest_error},
+           .guest_error = &FakeGuest::guest_error,
+           .net_send = nullptr,
+           .cq_push = nullptr,
+           .cq_notify = nullptr,
+           .now_ns = nullptr,
+           .timer_mod = nullptr,
+           .kick = nullptr,
+           .wire_drop = nullptr},
       ram0_(kRam0.size), ram1_(kRam1.size)
 {
 }

@@ -23,7 +23,8 @@ TEST(CoreNew, AcceptsDefaultsAndExtremes)
 
     lim = VrdmaLimits{.max_qp = 2, .max_cq = 1, .max_mr = 1, .max_pd = 1,
                       .max_ah = 1, .max_mr_size = 4096, .queue_size = 2,
-                      .max_sge = 1, .sys_image_guid = 0, .phys_mtu = 0};
+                      .max_sge = 1, .sys_image_guid = 0, .phys_mtu = 0,
+                      .mac = {}};
     c = vrdma_core_new(&lim, &g.ops());
     ASSERT_NE(c, nullptr);
     vrdma_core_free(c);
@@ -32,7 +33,7 @@ TEST(CoreNew, AcceptsDefaultsAndExtremes)
                       .max_pd = 16384, .max_ah = 16384,
                       .max_mr_size = 512ull * 512 * 4096, .queue_size = 1024,
                       .max_sge = 32, .sys_image_guid = ~0ull,
-                      .phys_mtu = 65535};
+                      .phys_mtu = 65535, .mac = {}};
     c = vrdma_core_new(&lim, &g.ops());
     ASSERT_NE(c, nullptr);
     vrdma_core_free(c);

@@ -1,0 +1,603 @@
+/*
+ * libqos data-path helpers for virtio-rdma-pci (see virtio-rdma-dp.h).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "../libqtest.h"
+#include "qemu/bswap.h"
+#include "standard-headers/linux/virtio_ring.h"
+#include "pci.h"
+#include "virtio-pci.h"
+#include "virtio-rdma-dp.h"
+
+#define QVRDMA_DP_POLL_US       200
+/* At most this many descriptors of a send / receive ring are used. */
+#define QVRDMA_DP_WQ_SLOTS      64u
+/* Room for one work request: the 88-byte header and up to 26 SGEs. */
+#define QVRDMA_DP_WQE_SLOT      512u
+#define QVRDMA_DP_CQE_SIZE      sizeof(struct virtio_rdma_cq_req)
+
+/* ---- bring-up ------------------------------------------------------------ */
+
+static void qvrdma_parse_mac(const char *s, uint8_t mac[6])
+{
+    unsigned v[6];
+    int i;
+
+    g_assert_cmpint(sscanf(s, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2],
+                           &v[3], &v[4], &v[5]), ==, 6);
+    for (i = 0; i < 6; i++) {
+        mac[i] = v[i];
+    }
+}
+
+QVrdmaDev *qvrdma_dev_boot(const char *netdev_opts, const char *mac,
+                           const char *rdma_opts)
+{
+    QVrdmaDev *d = g_new0(QVrdmaDev, 1);
+    QPCIAddress addr = { .devfn = QPCI_DEVFN(QVRDMA_SLOT, 1) };
+    bool extra = rdma_opts && *rdma_opts;
+
+    qvrdma_parse_mac(mac, d->mac);
+    d->qs = qtest_pc_boot("-M pc -netdev %s "
+                          "-device virtio-net-pci,id=nic0,netdev=n0,addr=04.0,"
+                          "multifunction=on,mac=%s "
+                          "-device virtio-rdma-pci,id=rdma0,addr=04.1%s%s",
+                          netdev_opts, mac, extra ? "," : "",
+                          extra ? rdma_opts : "");
+    d->qts = d->qs->qts;
+    d->vpci = virtio_pci_new(d->qs->pcibus, &addr);
+    g_assert_nonnull(d->vpci);
+    qvirtio_pci_device_enable(d->vpci);
+    /* Reset first: a virtio reset forgets every MSI-X vector assignment. */
+    qvirtio_start_device(&d->vpci->vdev);
+    qpci_msix_enable(d->vpci->pdev);
+    d->msix_entries = qpci_msix_table_size(d->vpci->pdev);
+    qvrdma_init(&d->r, &d->vpci->vdev, d->qts, &d->qs->alloc);
+    qvrdma_read_config(&d->r, &d->cfg);
+    d->max_cq = le32_to_cpu(d->cfg.max_cq);
+    d->max_qp = le32_to_cpu(d->cfg.max_qp);
+    return d;
+}
+
+void qvrdma_dev_kill(QVrdmaDev *d)
+{
+    qtest_kill_qemu(d->qts);
+}
+
+void qvrdma_dev_quit(QVrdmaDev *d)
+{
+    qvrdma_cleanup(&d->r);
+    qvirtio_pci_destructor(&d->vpci->obj);
+    g_free(d->vpci);
+    qtest_shutdown(d->qs);
+    g_free(d);
+}
+
+uint16_t qvrdma_cq_vq_index(QVrdmaDev *d, uint32_t cqn)
+{
+    g_assert_cmpuint(cqn, <, d->max_cq);
+    return 1 + cqn;
+}
+
+uint16_t qvrdma_sq_vq_index(QVrdmaDev *d, uint32_t qpn)
+{
+    g_assert_cmpuint(qpn, <, d->max_qp);
+    return 1 + d->max_cq + 2 * qpn;
+}
+
+uint16_t qvrdma_rq_vq_index(QVrdmaDev *d, uint32_t qpn)
+{
+    return qvrdma_sq_vq_index(d, qpn) + 1;
+}
+
+/* ---- rings --------------------------------------------------------------- */
+
+static QVirtQueuePCI *ring_vqpci(QVrdmaRing *ring)
+{
+    return container_of(ring->vq, QVirtQueuePCI, vq);
+}
+
+static void ring_init(QVrdmaRing *ring, QVrdmaDev *d, uint16_t index,
+                      uint32_t nslots, uint32_t slot)
+{
+    memset(ring, 0, sizeof(*ring));
+    ring->dev = d;
+    ring->vq = qvirtqueue_setup(&d->vpci->vdev, &d->qs->alloc, index);
+    g_assert_cmpuint(ring->vq->size, >=, 2);
+    ring->n = MIN(nslots, ring->vq->size);
+    ring->slot = slot;
+    ring->busy = g_new0(bool, ring->n);
+    ring->bufs = guest_alloc(&d->qs->alloc, (size_t)ring->n * slot);
+}
+
+static void ring_free(QVrdmaRing *ring)
+{
+    QVrdmaDev *d = ring->dev;
+    QVirtQueuePCI *vqpci;
+
+    if (!ring->vq) {
+        return;
+    }
+    vqpci = ring_vqpci(ring);
+    if (vqpci->msix_addr) {
+        guest_free(&d->qs->alloc, vqpci->msix_addr);
+    }
+    guest_free(&d->qs->alloc, ring->bufs);
+    qvirtqueue_cleanup(d->vpci->vdev.bus, ring->vq, &d->qs->alloc);
+    g_free(ring->busy);
+    memset(ring, 0, sizeof(*ring));
+}
+
+static uint64_t ring_buf(QVrdmaRing *ring, uint32_t i)
+{
+    return ring->bufs + (uint64_t)i * ring->slot;
+}
+
+/* Descriptor @i -> its buffer slot, @len bytes, one descriptor, no chain. */
+static void ring_write_desc(QVrdmaRing *ring, uint32_t i, uint32_t len,
+                            bool write)
+{
+    QTestState *qts = ring->dev->qts;
+    uint64_t desc = ring->vq->desc + 16ull * i;
+
+    qtest_writeq(qts, desc, ring_buf(ring, i));
+    qtest_writel(qts, desc + 8, len);
+    qtest_writew(qts, desc + 12, write ? VRING_DESC_F_WRITE : 0);
+    qtest_writew(qts, desc + 14, 0);
+}
+
+/* Makes descriptor @i available (the avail index is published separately). */
+static void ring_add_avail(QVrdmaRing *ring, uint32_t i)
+{
+    qtest_writew(ring->dev->qts,
+                 ring->vq->avail + 4 + 2 * (ring->avail_idx % ring->vq->size),
+                 i);
+    ring->avail_idx++;
+    ring->in_flight++;
+}
+
+static void ring_publish_and_kick(QVrdmaRing *ring)
+{
+    QVirtioDevice *vdev = &ring->dev->vpci->vdev;
+
+    qtest_writew(ring->dev->qts, ring->vq->avail + 2, ring->avail_idx);
+    vdev->bus->virtqueue_kick(vdev, ring->vq);
+}
+
+static uint16_t ring_used_idx(QVrdmaRing *ring)
+{
+    return qtest_readw(ring->dev->qts, ring->vq->used + 2);
+}
+
+/* The next used element; the caller checked there is one. */
+static void ring_take_used(QVrdmaRing *ring, uint32_t *id, uint32_t *len)
+{
+    QTestState *qts = ring->dev->qts;
+    uint64_t elem = ring->vq->used + 4 +
+                    8ull * (ring->used_idx % ring->vq->size);
+
+    *id = qtest_readl(qts, elem);
+    *len = qtest_readl(qts, elem + 4);
+    g_assert_cmpuint(*id, <, ring->n);
+    g_assert_true(ring->busy[*id]);
+    g_assert_cmpuint(ring->in_flight, >, 0);
+    ring->used_idx++;
+    ring->in_flight--;
+}
+
+/* Returns every descriptor the device is done with (send / receive rings). */
+static void ring_reclaim(QVrdmaRing *ring)
+{
+    uint16_t used = ring_used_idx(ring);
+
+    while (ring->used_idx != used) {
+        uint32_t id, len;
+
+        ring_take_used(ring, &id, &len);
+        /* Work requests are device-readable only: nothing was written. */
+        g_assert_cmpuint(len, ==, 0);
+        ring->busy[id] = false;
+    }
+}
+
+static uint32_t ring_get_free(QVrdmaRing *ring)
+{
+    gint64 start = g_get_monotonic_time();
+    uint32_t k;
+
+    for (;;) {
+        ring_reclaim(ring);
+        for (k = 0; k < ring->n; k++) {
+            uint32_t i = (ring->cursor + k) % ring->n;
+
+            if (!ring->busy[i]) {
+                ring->busy[i] = true;
+                ring->cursor = (i + 1) % ring->n;
+                return i;
+            }
+        }
+        /* The device returns work requests at once; give it time. */
+        g_assert_cmpint(g_get_monotonic_time() - start, <=,
+                        QVRDMA_DP_TIMEOUT_US);
+        g_usleep(QVRDMA_DP_POLL_US);
+    }
+}
+
+/* ---- CQs and QPs ----------------------------------------------------------- */
+
+QVrdmaCq *qvrdma_dp_cq_create(QVrdmaDev *d, uint32_t cqe)
+{
+    QVrdmaCq *cq = g_new0(QVrdmaCq, 1);
+    QVrdmaRing *ring = &cq->ring;
+    uint16_t entry;
+    uint8_t st;
+    uint32_t i;
+
+    st = qvrdma_create_cq(&d->r, cqe, &cq->cqn);
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+    cq->cqe = cqe;
+    ring_init(ring, d, qvrdma_cq_vq_index(d, cq->cqn), cqe,
+              QVRDMA_DP_CQE_SIZE);
+
+    /* Vector 0 is left for the configuration; CQ n gets entry 1 + n. */
+    entry = 1 + cq->cqn;
+    if (d->msix_entries && entry < d->msix_entries) {
+        qvirtqueue_pci_msix_setup(d->vpci, ring_vqpci(ring), &d->qs->alloc,
+                                  entry);
+        qtest_writel(d->qts, ring_vqpci(ring)->msix_addr, 0);
+        cq->has_msix = true;
+    }
+
+    /* Poison the buffers: a CQE must overwrite all 48 bytes. */
+    qtest_memset(d->qts, ring->bufs, 0xa5, (size_t)ring->n * ring->slot);
+    for (i = 0; i < ring->n; i++) {
+        ring_write_desc(ring, i, QVRDMA_DP_CQE_SIZE, true);
+        ring->busy[i] = true;
+        ring_add_avail(ring, i);
+    }
+    ring_publish_and_kick(ring);
+    return cq;
+}
+
+QVrdmaQp *qvrdma_dp_qp_create(QVrdmaDev *d, uint32_t pdn, uint8_t type,
+                              QVrdmaCq *send_cq, QVrdmaCq *recv_cq,
+                              uint32_t max_sge)
+{
+    QVrdmaQp *qp = g_new0(QVrdmaQp, 1);
+    struct virtio_rdma_cmd_create_qp req =
+        qvrdma_qp_req(pdn, type, send_cq->cqn);
+    uint8_t st;
+
+    req.recv_cqn = recv_cq->cqn;
+    req.max_send_sge = max_sge;
+    req.max_recv_sge = max_sge;
+    st = qvrdma_create_qp(&d->r, &req, &qp->qpn);
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+    qp->type = type;
+    qp->max_send_sge = max_sge;
+    qp->max_recv_sge = max_sge;
+    ring_init(&qp->sq, d, qvrdma_sq_vq_index(d, qp->qpn), QVRDMA_DP_WQ_SLOTS,
+              QVRDMA_DP_WQE_SLOT);
+    ring_init(&qp->rq, d, qvrdma_rq_vq_index(d, qp->qpn), QVRDMA_DP_WQ_SLOTS,
+              QVRDMA_DP_WQE_SLOT);
+    return qp;
+}
+
+void qvrdma_dp_cq_free(QVrdmaCq *cq)
+{
+    ring_free(&cq->ring);
+    g_free(cq);
+}
+
+void qvrdma_dp_qp_free(QVrdmaQp *qp)
+{
+    ring_free(&qp->sq);
+    ring_free(&qp->rq);
+    g_free(qp);
+}
+
+/* ---- work requests --------------------------------------------------------- */
+
+void qvrdma_dp_post_raw(QVrdmaRing *ring, const void *wqe, uint32_t len)
+{
+    uint32_t i;
+
+    g_assert_cmpuint(len, <=, ring->slot);
+    i = ring_get_free(ring);
+    qtest_memwrite(ring->dev->qts, ring_buf(ring, i), wqe, len);
+    ring_write_desc(ring, i, len, false);
+    ring_add_avail(ring, i);
+    ring_publish_and_kick(ring);
+}
+
+void qvrdma_dp_post_send(QVrdmaQp *qp, const struct virtio_rdma_sq_req *req,
+                         const struct virtio_rdma_sge *sge, uint32_t n_sge)
+{
+    size_t len = sizeof(*req) + n_sge * sizeof(*sge);
+    g_autofree uint8_t *wqe = g_malloc0(len);
+    struct virtio_rdma_sq_req hdr = *req;
+
+    hdr.num_sge = cpu_to_le32(n_sge);
+    memcpy(wqe, &hdr, sizeof(hdr));
+    if (n_sge) {
+        memcpy(wqe + sizeof(hdr), sge, n_sge * sizeof(*sge));
+    }
+    qvrdma_dp_post_raw(&qp->sq, wqe, len);
+}
+
+void qvrdma_dp_post_recv(QVrdmaQp *qp, uint64_t wr_id,
+                         const struct virtio_rdma_sge *sge, uint32_t n_sge)
+{
+    struct virtio_rdma_rq_req hdr = {
+        .num_sge = cpu_to_le32(n_sge),
+        .wr_id = cpu_to_le64(wr_id),
+    };
+    size_t len = sizeof(hdr) + n_sge * sizeof(*sge);
+    g_autofree uint8_t *wqe = g_malloc0(len);
+
+    memcpy(wqe, &hdr, sizeof(hdr));
+    if (n_sge) {
+        memcpy(wqe + sizeof(hdr), sge, n_sge * sizeof(*sge));
+    }
+    qvrdma_dp_post_raw(&qp->rq, wqe, len);
+}
+
+struct virtio_rdma_sq_req qvrdma_wr_send(uint64_t wr_id)
+{
+    return (struct virtio_rdma_sq_req) {
+        .opcode = VIRTIO_RDMA_WR_SEND,
+        .send_flags = VIRTIO_RDMA_SEND_SIGNALED,
+        .wr_id = wr_id,
+    };
+}
+
+struct virtio_rdma_sq_req qvrdma_wr_rdma(uint32_t opcode, uint64_t wr_id,
+                                         uint64_t remote_addr, uint32_t rkey)
+{
+    struct virtio_rdma_sq_req req = {
+        .opcode = opcode,
+        .send_flags = VIRTIO_RDMA_SEND_SIGNALED,
+        .wr_id = wr_id,
+    };
+
+    req.wr.rdma.remote_addr = remote_addr;
+    req.wr.rdma.rkey = rkey;
+    return req;
+}
+
+struct virtio_rdma_sq_req qvrdma_wr_atomic(uint32_t opcode, uint64_t wr_id,
+                                           uint64_t remote_addr, uint32_t rkey,
+                                           uint64_t compare_add,
+                                           uint64_t swap)
+{
+    struct virtio_rdma_sq_req req = {
+        .opcode = opcode,
+        .send_flags = VIRTIO_RDMA_SEND_SIGNALED,
+        .wr_id = wr_id,
+    };
+
+    req.wr.atomic.remote_addr = remote_addr;
+    req.wr.atomic.rkey = rkey;
+    req.wr.atomic.compare_add = compare_add;
+    req.wr.atomic.swap = swap;
+    return req;
+}
+
+/* ---- completions ------------------------------------------------------------ */
+
+uint16_t qvrdma_dp_cq_pending(QVrdmaCq *cq)
+{
+    return (uint16_t)(ring_used_idx(&cq->ring) - cq->ring.used_idx);
+}
+
+bool qvrdma_dp_poll_cq(QVrdmaCq *cq, struct virtio_rdma_cq_req *cqe,
+                       gint64 timeout_us)
+{
+    QVrdmaRing *ring = &cq->ring;
+    QTestState *qts = ring->dev->qts;
+    gint64 start = g_get_monotonic_time();
+    uint32_t id, len;
+
+    while (ring_used_idx(ring) == ring->used_idx) {
+        if (g_get_monotonic_time() - start >= timeout_us) {
+            return false;
+        }
+        g_usleep(QVRDMA_DP_POLL_US);
+    }
+    ring_take_used(ring, &id, &len);
+    g_assert_cmpuint(len, ==, QVRDMA_DP_CQE_SIZE);
+    qtest_memread(qts, ring_buf(ring, id), cqe, sizeof(*cqe));
+
+    /* Hand the buffer back, poisoned again. */
+    qtest_memset(qts, ring_buf(ring, id), 0xa5, QVRDMA_DP_CQE_SIZE);
+    ring_add_avail(ring, id);
+    ring_publish_and_kick(ring);
+    return true;
+}
+
+void qvrdma_dp_wait_cqe(QVrdmaCq *cq, struct virtio_rdma_cq_req *cqe)
+{
+    if (!qvrdma_dp_poll_cq(cq, cqe, QVRDMA_DP_TIMEOUT_US)) {
+        g_error("virtio-rdma: no completion on CQ %u within %d s "
+                "(device status 0x%x)", cq->cqn,
+                QVRDMA_DP_TIMEOUT_US / 1000000,
+                qvrdma_status(&cq->ring.dev->r));
+    }
+}
+
+void qvrdma_dp_assert_cq_empty(QVrdmaCq *cq, gint64 quiet_us)
+{
+    struct virtio_rdma_cq_req cqe;
+
+    if (qvrdma_dp_poll_cq(cq, &cqe, quiet_us)) {
+        g_autofree char *s = qvrdma_cqe_str(&cqe);
+
+        g_error("virtio-rdma: unexpected completion on CQ %u: %s", cq->cqn,
+                s);
+    }
+}
+
+bool qvrdma_dp_cq_irq(QVrdmaCq *cq)
+{
+    QVirtioDevice *vdev = &cq->ring.dev->vpci->vdev;
+
+    g_assert_true(cq->has_msix);
+    return vdev->bus->get_queue_isr_status(vdev, cq->ring.vq);
+}
+
+bool qvrdma_dp_wait_cq_irq(QVrdmaCq *cq, gint64 timeout_us)
+{
+    gint64 start = g_get_monotonic_time();
+
+    while (!qvrdma_dp_cq_irq(cq)) {
+        if (g_get_monotonic_time() - start >= timeout_us) {
+            return false;
+        }
+        g_usleep(QVRDMA_DP_POLL_US);
+    }
+    return true;
+}
+
+/* ---- connections ------------------------------------------------------------ */
+
+#define QVRDMA_DP_ACCESS_ALL \
+    (VIRTIO_RDMA_ACCESS_LOCAL_WRITE | VIRTIO_RDMA_ACCESS_REMOTE_WRITE | \
+     VIRTIO_RDMA_ACCESS_REMOTE_READ | VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC)
+
+static void qvrdma_dp_modify(QVrdmaDev *d, QVrdmaQp *qp, uint32_t mask,
+                             const struct virtio_rdma_qp_attr *attr)
+{
+    uint8_t st = qvrdma_modify_qp(&d->r, qp->qpn, mask, attr);
+
+    if (st) {
+        g_error("virtio-rdma: MODIFY_QP qpn %u -> state %u (mask 0x%x): %s",
+                qp->qpn, attr->qp_state, mask, qvrdma_status_name(st));
+    }
+}
+
+void qvrdma_dp_rc_connect(QVrdmaDev *d, QVrdmaQp *qp, const QVrdmaPath *p)
+{
+    struct virtio_rdma_qp_attr attr;
+    uint32_t mask;
+
+    g_assert_cmpuint(qp->type, ==, VIRTIO_RDMA_QPT_RC);
+
+    qvrdma_rc_attr(VIRTIO_RDMA_QPS_INIT, p->dest_qpn, p->sgid_index, p->dgid,
+                   &attr, &mask);
+    attr.qp_access_flags = p->access ? p->access : QVRDMA_DP_ACCESS_ALL;
+    qvrdma_dp_modify(d, qp, mask, &attr);
+
+    qvrdma_rc_attr(VIRTIO_RDMA_QPS_RTR, p->dest_qpn, p->sgid_index, p->dgid,
+                   &attr, &mask);
+    attr.path_mtu = p->path_mtu ? p->path_mtu : VIRTIO_RDMA_MTU_1024;
+    attr.rq_psn = p->rq_psn;
+    attr.max_dest_rd_atomic = 4;
+    attr.min_rnr_timer = p->min_rnr_timer ? p->min_rnr_timer : 1;
+    memcpy(attr.ah_attr.dmac, p->dmac, 6);
+    qvrdma_dp_modify(d, qp, mask, &attr);
+
+    qvrdma_rc_attr(VIRTIO_RDMA_QPS_RTS, p->dest_qpn, p->sgid_index, p->dgid,
+                   &attr, &mask);
+    attr.timeout = p->timeout ? p->timeout : 14;
+    attr.retry_cnt = p->retry_cnt;
+    attr.rnr_retry = p->rnr_retry;
+    attr.sq_psn = p->sq_psn;
+    attr.max_rd_atomic = 4;
+    qvrdma_dp_modify(d, qp, mask, &attr);
+}
+
+void qvrdma_dp_ud_ready(QVrdmaDev *d, QVrdmaQp *qp, uint32_t qkey,
+                        uint32_t sq_psn)
+{
+    struct virtio_rdma_qp_attr attr;
+    uint32_t mask;
+
+    g_assert_cmpuint(qp->type, ==, VIRTIO_RDMA_QPT_UD);
+    qvrdma_ud_attr(VIRTIO_RDMA_QPS_INIT, &attr, &mask);
+    attr.qkey = qkey;
+    qvrdma_dp_modify(d, qp, mask, &attr);
+    qvrdma_ud_attr(VIRTIO_RDMA_QPS_RTR, &attr, &mask);
+    qvrdma_dp_modify(d, qp, mask, &attr);
+    qvrdma_ud_attr(VIRTIO_RDMA_QPS_RTS, &attr, &mask);
+    attr.sq_psn = sq_psn;
+    qvrdma_dp_modify(d, qp, mask, &attr);
+}
+
+uint32_t qvrdma_dp_qp_state(QVrdmaDev *d, QVrdmaQp *qp)
+{
+    struct virtio_rdma_qp_attr attr;
+    uint8_t st = qvrdma_query_qp(&d->r, qp->qpn, VIRTIO_RDMA_QP_STATE, &attr);
+
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+    return le32_to_cpu(attr.qp_state);
+}
+
+/* ---- GIDs and names ---------------------------------------------------------- */
+
+void qvrdma_gid_ipv4(uint8_t gid[16], uint8_t a, uint8_t b, uint8_t c,
+                     uint8_t dd)
+{
+    memset(gid, 0, 16);
+    gid[10] = 0xff;
+    gid[11] = 0xff;
+    gid[12] = a;
+    gid[13] = b;
+    gid[14] = c;
+    gid[15] = dd;
+}
+
+void qvrdma_dp_add_gid(QVrdmaDev *d, uint16_t index, const uint8_t gid[16])
+{
+    uint8_t st = qvrdma_add_gid(&d->r, gid, VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP,
+                                index, 1);
+
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+}
+
+const char *qvrdma_wc_status_name(uint32_t status)
+{
+    static const char *const names[] = {
+        "SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_EEC_OP_ERR",
+        "LOC_PROT_ERR", "WR_FLUSH_ERR", "MW_BIND_ERR", "BAD_RESP_ERR",
+        "LOC_ACCESS_ERR", "REM_INV_REQ_ERR", "REM_ACCESS_ERR", "REM_OP_ERR",
+        "RETRY_EXC_ERR", "RNR_RETRY_EXC_ERR", "LOC_RDD_VIOL_ERR",
+        "REM_INV_RD_REQ_ERR", "REM_ABORT_ERR", "INV_EECN_ERR",
+        "INV_EEC_STATE_ERR", "FATAL_ERR", "RESP_TIMEOUT_ERR", "GENERAL_ERR",
+    };
+
+    return status < ARRAY_SIZE(names) ? names[status] : "?";
+}
+
+const char *qvrdma_wc_opcode_name(uint32_t opcode)
+{
+    switch (opcode) {
+    case VIRTIO_RDMA_WC_SEND: return "SEND";
+    case VIRTIO_RDMA_WC_RDMA_WRITE: return "RDMA_WRITE";
+    case VIRTIO_RDMA_WC_RDMA_READ: return "RDMA_READ";
+    case VIRTIO_RDMA_WC_COMP_SWAP: return "COMP_SWAP";
+    case VIRTIO_RDMA_WC_FETCH_ADD: return "FETCH_ADD";
+    case VIRTIO_RDMA_WC_LOCAL_INV: return "LOCAL_INV";
+    case VIRTIO_RDMA_WC_REG_MR: return "REG_MR";
+    case VIRTIO_RDMA_WC_RECV: return "RECV";
+    case VIRTIO_RDMA_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
+    }
+    return "?";
+}
+
+char *qvrdma_cqe_str(const struct virtio_rdma_cq_req *c)
+{
+    return g_strdup_printf("wr_id 0x%" PRIx64 " status %s(%u) opcode %s(%u) "
+                           "vendor_err %u byte_len %u ex 0x%08x qp_num %u "
+                           "src_qp %u wc_flags 0x%x port %u",
+                           le64_to_cpu(c->wr_id),
+                           qvrdma_wc_status_name(le32_to_cpu(c->status)),
+                           le32_to_cpu(c->status),
+                           qvrdma_wc_opcode_name(le32_to_cpu(c->opcode)),
+                           le32_to_cpu(c->opcode), le32_to_cpu(c->vendor_err),
+                           le32_to_cpu(c->byte_len), le32_to_cpu(c->ex),
+                           le32_to_cpu(c->qp_num), le32_to_cpu(c->src_qp),
+                           le32_to_cpu(c->wc_flags), c->port_num);
+}

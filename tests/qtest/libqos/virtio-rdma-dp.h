@@ -1,0 +1,199 @@
+/*
+ * libqos data-path helpers for virtio-rdma-pci: completion, send and receive
+ * queues driven the way the RFC guest driver drives them, on top of the
+ * control-path driver in virtio-rdma.h.
+ *
+ *  - CQ: virtqueue 1 + cqn.  The driver pre-posts device-writable 48-byte
+ *    buffers; the device fills one per completion (struct virtio_rdma_cq_req)
+ *    and marks it used; the driver reads it and posts the buffer again.
+ *  - SQ / RQ of QP qpn: virtqueues 1 + max_cq + 2 * qpn and the next one.  A
+ *    work request is ONE device-readable descriptor: the 88-byte send header
+ *    (16-byte receive header) followed by its SGEs.
+ *  - Interrupts: every CQ queue gets its own MSI-X vector whose message lands
+ *    in a guest-memory cell, so an interrupt of one CQ can be told from the
+ *    control queue's and from every other CQ's.
+ *
+ * The rings are managed here, not with qvirtqueue_add() (whose descriptor
+ * allocator never wraps): descriptor i always points at buffer slot i.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef TESTS_LIBQOS_VIRTIO_RDMA_DP_H
+#define TESTS_LIBQOS_VIRTIO_RDMA_DP_H
+
+#include "libqos-pc.h"
+#include "virtio-rdma.h"
+
+/* Generous for TCG on a loaded 2-core host, but bounded. */
+#define QVRDMA_DP_TIMEOUT_US    (20 * 1000 * 1000)
+
+/* One device (the virtio-net / virtio-rdma pair at slot 4) in one QEMU. */
+typedef struct QVrdmaDev {
+    QOSState *qs;
+    QTestState *qts;
+    QVirtioPCIDevice *vpci;
+    QVirtioRdma r;
+    struct virtio_rdma_config cfg;
+    uint32_t max_cq;
+    uint32_t max_qp;
+    uint8_t mac[6];             /* the paired NIC's MAC */
+    uint16_t msix_entries;      /* MSI-X table size; 0: MSI-X off */
+} QVrdmaDev;
+
+/* A virtqueue of the data path, with our own descriptor bookkeeping. */
+typedef struct QVrdmaRing {
+    QVrdmaDev *dev;
+    QVirtQueue *vq;
+    uint64_t bufs;              /* slot i (of @slot bytes) <-> descriptor i */
+    uint32_t slot;
+    uint32_t n;                 /* descriptors / slots in use: <= vq->size */
+    uint16_t avail_idx;         /* our copy of avail->idx */
+    uint16_t used_idx;          /* next used entry to consume */
+    uint32_t in_flight;         /* posted, not yet returned */
+    bool *busy;                 /* per descriptor */
+    uint32_t cursor;            /* where the search for a free one starts */
+} QVrdmaRing;
+
+typedef struct QVrdmaCq {
+    QVrdmaRing ring;
+    uint32_t cqn;
+    uint32_t cqe;               /* as created */
+    bool has_msix;
+} QVrdmaCq;
+
+typedef struct QVrdmaQp {
+    QVrdmaRing sq;
+    QVrdmaRing rq;
+    uint32_t qpn;
+    uint8_t type;
+    uint32_t max_send_sge;
+    uint32_t max_recv_sge;
+} QVrdmaQp;
+
+/* ---- bring-up ------------------------------------------------------------ */
+
+/*
+ * Boots "-M pc" with @netdev_opts (e.g. "user,id=n0"; the id must be n0), a
+ * virtio-net-pci with @mac at 04.0 and virtio-rdma-pci at 04.1 with
+ * @rdma_opts appended (may be NULL or "", e.g. "max-cq=8,max-qp=8");
+ * enables the pair, MSI-X on the RDMA function, and runs the control-path
+ * init (qvrdma_init).
+ */
+QVrdmaDev *qvrdma_dev_boot(const char *netdev_opts, const char *mac,
+                           const char *rdma_opts);
+/* Quits QEMU (if still running) and frees @d; CQs/QPs must be freed first. */
+void qvrdma_dev_quit(QVrdmaDev *d);
+/* Kill QEMU (SIGTERM + wait) but keep @d for a later qvrdma_dev_quit(). */
+void qvrdma_dev_kill(QVrdmaDev *d);
+
+/* virtqueue index helpers (ABI numbering) */
+uint16_t qvrdma_cq_vq_index(QVrdmaDev *d, uint32_t cqn);
+uint16_t qvrdma_sq_vq_index(QVrdmaDev *d, uint32_t qpn);
+uint16_t qvrdma_rq_vq_index(QVrdmaDev *d, uint32_t qpn);
+
+/*
+ * CREATE_CQ for @cqe entries, set up its virtqueue, give it an MSI-X vector
+ * (entry 1 + cqn when the table has room) and pre-post @cqe CQE buffers.
+ * Asserts every step.
+ */
+QVrdmaCq *qvrdma_dp_cq_create(QVrdmaDev *d, uint32_t cqe);
+/*
+ * CREATE_QP (@type on @pdn, SQ on @send_cq, RQ on @recv_cq, 16 WRs and
+ * @max_sge SGEs each way) and set up both of its virtqueues.
+ */
+QVrdmaQp *qvrdma_dp_qp_create(QVrdmaDev *d, uint32_t pdn, uint8_t type,
+                              QVrdmaCq *send_cq, QVrdmaCq *recv_cq,
+                              uint32_t max_sge);
+void qvrdma_dp_cq_free(QVrdmaCq *cq);
+void qvrdma_dp_qp_free(QVrdmaQp *qp);
+
+/* ---- work requests --------------------------------------------------------- */
+
+/*
+ * Posts one send WQE: @req (num_sge is set from @n_sge) + @sge as a single
+ * device-readable descriptor, then kicks the SQ.
+ */
+void qvrdma_dp_post_send(QVrdmaQp *qp, const struct virtio_rdma_sq_req *req,
+                         const struct virtio_rdma_sge *sge, uint32_t n_sge);
+void qvrdma_dp_post_recv(QVrdmaQp *qp, uint64_t wr_id,
+                         const struct virtio_rdma_sge *sge, uint32_t n_sge);
+/*
+ * Posts @len raw bytes as one device-readable descriptor on @ring (for
+ * malformed-WQE tests) and kicks.
+ */
+void qvrdma_dp_post_raw(QVrdmaRing *ring, const void *wqe, uint32_t len);
+
+/* Send WQE builders (signaled; wr_id as given). */
+struct virtio_rdma_sq_req qvrdma_wr_send(uint64_t wr_id);
+struct virtio_rdma_sq_req qvrdma_wr_rdma(uint32_t opcode, uint64_t wr_id,
+                                         uint64_t remote_addr, uint32_t rkey);
+struct virtio_rdma_sq_req qvrdma_wr_atomic(uint32_t opcode, uint64_t wr_id,
+                                           uint64_t remote_addr, uint32_t rkey,
+                                           uint64_t compare_add,
+                                           uint64_t swap);
+
+/* ---- completions ------------------------------------------------------------ */
+
+/*
+ * Takes the next CQE of @cq if there is one within @timeout_us (0: look
+ * once), and posts its buffer again.  @returns whether one was taken.
+ */
+bool qvrdma_dp_poll_cq(QVrdmaCq *cq, struct virtio_rdma_cq_req *cqe,
+                       gint64 timeout_us);
+/* Like qvrdma_dp_poll_cq(), but fails the test on timeout. */
+void qvrdma_dp_wait_cqe(QVrdmaCq *cq, struct virtio_rdma_cq_req *cqe);
+/* Asserts that @cq produces no completion within @quiet_us. */
+void qvrdma_dp_assert_cq_empty(QVrdmaCq *cq, gint64 quiet_us);
+/* The number of CQEs the device has written and we have not taken yet. */
+uint16_t qvrdma_dp_cq_pending(QVrdmaCq *cq);
+
+/*
+ * Whether the CQ's MSI-X vector fired since the last call; clears it.
+ * (Needs MSI-X: asserts cq->has_msix.)
+ */
+bool qvrdma_dp_cq_irq(QVrdmaCq *cq);
+/* Waits up to @timeout_us for the CQ's interrupt. */
+bool qvrdma_dp_wait_cq_irq(QVrdmaCq *cq, gint64 timeout_us);
+
+/* ---- connections -------------------------------------------------------------- */
+
+/* The far end of an RC connection, or the destination of a UD send. */
+typedef struct QVrdmaPath {
+    uint32_t dest_qpn;
+    uint8_t dgid[16];
+    uint8_t dmac[6];
+    uint8_t sgid_index;         /* our GID */
+    uint32_t rq_psn;            /* = the peer's sq_psn */
+    uint32_t sq_psn;            /* = the peer's rq_psn */
+    uint32_t path_mtu;          /* VIRTIO_RDMA_MTU_*; 0: 1024 */
+    uint8_t timeout;            /* 0: 14 (67 ms) */
+    uint8_t retry_cnt;          /* used as is (0 is a valid value) */
+    uint8_t rnr_retry;
+    uint8_t min_rnr_timer;      /* 0: 1 (0.01 ms) */
+    uint32_t access;            /* 0: local write | remote write/read/atomic */
+} QVrdmaPath;
+
+/* RC RESET -> INIT -> RTR -> RTS along @p; asserts each MODIFY_QP. */
+void qvrdma_dp_rc_connect(QVrdmaDev *d, QVrdmaQp *qp, const QVrdmaPath *p);
+/* UD RESET -> INIT (qkey @qkey) -> RTR -> RTS (sq_psn @sq_psn). */
+void qvrdma_dp_ud_ready(QVrdmaDev *d, QVrdmaQp *qp, uint32_t qkey,
+                        uint32_t sq_psn);
+/* QUERY_QP's state. */
+uint32_t qvrdma_dp_qp_state(QVrdmaDev *d, QVrdmaQp *qp);
+
+/* ---- GIDs and names ---------------------------------------------------------- */
+
+/* ::ffff:a.b.c.d */
+void qvrdma_gid_ipv4(uint8_t gid[16], uint8_t a, uint8_t b, uint8_t c,
+                     uint8_t dd);
+/* ADD_GID as RoCEv2 (type 2) at @index on port 1; asserts OK. */
+void qvrdma_dp_add_gid(QVrdmaDev *d, uint16_t index, const uint8_t gid[16]);
+
+const char *qvrdma_wc_status_name(uint32_t status);
+const char *qvrdma_wc_opcode_name(uint32_t opcode);
+
+/* Formats a CQE for messages (g_free the result). */
+char *qvrdma_cqe_str(const struct virtio_rdma_cq_req *cqe);
+
+#endif

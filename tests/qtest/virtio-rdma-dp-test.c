@@ -1,0 +1,1118 @@
+/*
+ * virtio-rdma-dp-test: the data path of virtio-rdma-pci, driven like the RFC
+ * guest driver drives it (libqos/virtio-rdma-dp.c), checked byte for byte in
+ * guest memory and field by field in the completions.
+ *
+ *   loopback/... one QEMU, two RC QPs of the same device (the destination
+ *                MAC is the device's own): SEND/RECV, WRITE, WRITE_WITH_IMM,
+ *                READ, CAS, FAA;
+ *   wire/...     two QEMUs whose NICs are joined by -netdev dgram over
+ *                127.0.0.1: the same RC operations, UD SEND (IPv4-mapped and
+ *                IPv6 GIDs, GRH area checked), and a peer that disappears
+ *                (RETRY_EXC_ERR, flushes, QP in ERR);
+ *   cq-arm/...   REQ_NOTIFY_CQ: a CQ interrupts (its own MSI-X vector) only
+ *                when armed, once, for the completions the arming asks for.
+ *
+ * Every test keeps a shadow copy of each side's memory region and compares
+ * the whole region after each operation, so stray writes are caught too.
+ *
+ * A plain qtest (two QEMU processes; no qos graph):
+ *   QTEST_QEMU_BINARY=./qemu-system-x86_64 ./tests/qtest/virtio-rdma-dp-test
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include "libqtest.h"
+#include "qemu/bswap.h"
+#include "libqos/libqos-pc.h"
+#include "libqos/virtio-rdma.h"
+#include "libqos/virtio-rdma-dp.h"
+
+#define MAC_A       "52:54:00:12:34:56"
+#define MAC_B       "52:54:00:12:34:57"
+#define RDMA_OPTS   "max-cq=8,max-qp=8"
+
+/* Each side's memory region: 4 pages at a user virtual address. */
+#define MR_PAGES    4
+#define MR_LEN      (MR_PAGES * 4096)
+#define VA_A        0x7f0000100000ull
+#define VA_B        0x7f0000200000ull
+
+#define QKEY        0x11111111u
+/* How long a CQ must stay quiet to count as "no completion / interrupt". */
+#define QUIET_US    (200 * 1000)
+
+/* ---- one end of a conversation ---------------------------------------------- */
+
+typedef struct Side {
+    const char *name;
+    QVrdmaDev *d;
+    bool own_dev;               /* quit the QEMU with this side */
+    uint32_t pdn;
+    QVrdmaCq *cq;               /* both queues of both QPs */
+    QVrdmaQp *qp;               /* RC */
+    QVrdmaQp *ud;               /* UD, if made */
+    QVrdmaPageTable pt;
+    struct virtio_rdma_rsp_mr mr;
+    uint64_t va;
+    uint8_t gid[16];            /* GID index 0 */
+    uint32_t sq_psn;
+    uint8_t *shadow;            /* what the MR must hold */
+} Side;
+
+static void side_init(Side *s, const char *name, QVrdmaDev *d, bool own_dev,
+                      uint64_t va, uint32_t sq_psn)
+{
+    uint32_t access = VIRTIO_RDMA_ACCESS_LOCAL_WRITE |
+                      VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
+                      VIRTIO_RDMA_ACCESS_REMOTE_READ |
+                      VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC;
+    uint8_t st;
+    size_t i;
+
+    memset(s, 0, sizeof(*s));
+    s->name = name;
+    s->d = d;
+    s->own_dev = own_dev;
+    s->va = va;
+    s->sq_psn = sq_psn;
+
+    st = qvrdma_create_pd(&d->r, &s->pdn);
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+    s->cq = qvrdma_dp_cq_create(d, 64);
+    s->qp = qvrdma_dp_qp_create(d, s->pdn, VIRTIO_RDMA_QPT_RC, s->cq, s->cq,
+                                4);
+
+    qvrdma_pt_build(&d->r, &s->pt, MR_PAGES, NULL);
+    st = qvrdma_reg_user_mr(&d->r, s->pdn, access, va, MR_LEN, va, s->pt.l1,
+                            MR_PAGES, &s->mr);
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+    g_assert_cmphex(s->mr.rkey, ==, s->mr.lkey);
+
+    /* Random contents, known to the shadow. */
+    s->shadow = g_malloc(MR_LEN);
+    for (i = 0; i < MR_LEN; i++) {
+        s->shadow[i] = g_test_rand_int_range(0, 256);
+    }
+    qtest_bufwrite(d->qts, s->pt.data, s->shadow, MR_LEN);
+}
+
+static void side_add_ud(Side *s, uint32_t sq_psn)
+{
+    s->ud = qvrdma_dp_qp_create(s->d, s->pdn, VIRTIO_RDMA_QPT_UD, s->cq,
+                                s->cq, 4);
+    qvrdma_dp_ud_ready(s->d, s->ud, QKEY, sq_psn);
+}
+
+static void side_free(Side *s)
+{
+    if (s->ud) {
+        qvrdma_dp_qp_free(s->ud);
+    }
+    qvrdma_dp_qp_free(s->qp);
+    qvrdma_dp_cq_free(s->cq);
+    qvrdma_pt_free(&s->d->r, &s->pt);
+    g_free(s->shadow);
+    if (s->own_dev) {
+        qvrdma_dev_quit(s->d);
+    }
+}
+
+static uint64_t side_gpa(Side *s, uint32_t off)
+{
+    g_assert_cmpuint(off, <, MR_LEN);
+    return s->pt.data + off;
+}
+
+/* The whole region must equal the shadow. */
+static void side_check_mem(Side *s, const char *after)
+{
+    g_autofree uint8_t *mem = g_malloc(MR_LEN);
+    size_t i;
+
+    qtest_bufread(s->d->qts, s->pt.data, mem, MR_LEN);
+    for (i = 0; i < MR_LEN; i++) {
+        if (mem[i] != s->shadow[i]) {
+            size_t j = i;
+
+            while (j < MR_LEN && mem[j] != s->shadow[j]) {
+                j++;
+            }
+            g_error("%s: %s's memory differs at MR offset 0x%zx..0x%zx "
+                    "(%zu bytes): got 0x%02x, expected 0x%02x", after,
+                    s->name, i, j - 1, j - i, mem[i], s->shadow[i]);
+        }
+    }
+}
+
+/* An SGE over [off, off + len) of the side's MR (by virtual address). */
+static struct virtio_rdma_sge sge_of(Side *s, uint32_t off, uint32_t len)
+{
+    g_assert_cmpuint(off + len, <=, MR_LEN);
+    return (struct virtio_rdma_sge) {
+        .addr = cpu_to_le64(s->va + off),
+        .length = cpu_to_le32(len),
+        .lkey = cpu_to_le32(s->mr.lkey),
+    };
+}
+
+/* The byte stream an SGE list gathers from the shadow. */
+static uint8_t *gather(Side *s, const struct virtio_rdma_sge *sge,
+                       unsigned n, uint32_t *len)
+{
+    uint32_t total = 0, pos = 0;
+    uint8_t *buf;
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        total += le32_to_cpu(sge[i].length);
+    }
+    buf = g_malloc(total ? total : 1);
+    for (i = 0; i < n; i++) {
+        uint32_t off = le64_to_cpu(sge[i].addr) - s->va;
+        uint32_t l = le32_to_cpu(sge[i].length);
+
+        memcpy(buf + pos, s->shadow + off, l);
+        pos += l;
+    }
+    *len = total;
+    return buf;
+}
+
+/* Scatters @len bytes into the shadow along an SGE list (which must fit). */
+static void scatter(Side *s, const struct virtio_rdma_sge *sge, unsigned n,
+                    const uint8_t *data, uint32_t len)
+{
+    uint32_t pos = 0;
+    unsigned i;
+
+    for (i = 0; i < n && pos < len; i++) {
+        uint32_t off = le64_to_cpu(sge[i].addr) - s->va;
+        uint32_t l = MIN(le32_to_cpu(sge[i].length), len - pos);
+
+        memcpy(s->shadow + off, data + pos, l);
+        pos += l;
+    }
+    g_assert_cmpuint(pos, ==, len);
+}
+
+static uint64_t shadow_u64(Side *s, uint32_t off)
+{
+    uint64_t v;
+
+    memcpy(&v, s->shadow + off, 8);
+    return le64_to_cpu(v);
+}
+
+static void shadow_set_u64(Side *s, uint32_t off, uint64_t v)
+{
+    v = cpu_to_le64(v);
+    memcpy(s->shadow + off, &v, 8);
+    qtest_bufwrite(s->d->qts, side_gpa(s, off), &v, 8);
+}
+
+/* ---- completions --------------------------------------------------------------- */
+
+#define ANY 0xffffffffu
+
+typedef struct Expect {
+    uint64_t wr_id;
+    uint32_t status;
+    uint32_t opcode;            /* ANY: not checked */
+    uint32_t byte_len;          /* ANY: not checked */
+    uint32_t ex;                /* checked when wc_flags has WITH_IMM */
+    uint32_t qp_num;
+    uint32_t src_qp;            /* ANY: not checked */
+    uint32_t wc_flags;          /* ANY: not checked */
+} Expect;
+
+static void cqe_check(const char *what, const struct virtio_rdma_cq_req *c,
+                      const Expect *e)
+{
+    g_autofree char *got = qvrdma_cqe_str(c);
+    g_autoptr(GString) bad = g_string_new("");
+
+    if (le64_to_cpu(c->wr_id) != e->wr_id) {
+        g_string_append_printf(bad, " wr_id (want 0x%" PRIx64 ")", e->wr_id);
+    }
+    if (le32_to_cpu(c->status) != e->status) {
+        g_string_append_printf(bad, " status (want %s)",
+                               qvrdma_wc_status_name(e->status));
+    }
+    if (e->opcode != ANY && le32_to_cpu(c->opcode) != e->opcode) {
+        g_string_append_printf(bad, " opcode (want %s)",
+                               qvrdma_wc_opcode_name(e->opcode));
+    }
+    if (e->byte_len != ANY && le32_to_cpu(c->byte_len) != e->byte_len) {
+        g_string_append_printf(bad, " byte_len (want %u)", e->byte_len);
+    }
+    if (le32_to_cpu(c->qp_num) != e->qp_num) {
+        g_string_append_printf(bad, " qp_num (want %u)", e->qp_num);
+    }
+    if (e->src_qp != ANY && le32_to_cpu(c->src_qp) != e->src_qp) {
+        g_string_append_printf(bad, " src_qp (want %u)", e->src_qp);
+    }
+    if (e->wc_flags != ANY && le32_to_cpu(c->wc_flags) != e->wc_flags) {
+        g_string_append_printf(bad, " wc_flags (want 0x%x)", e->wc_flags);
+    }
+    if (e->wc_flags != ANY && (e->wc_flags & VIRTIO_RDMA_WC_WITH_IMM) &&
+        c->ex != e->ex) {
+        g_string_append_printf(bad, " ex (want 0x%08x)", le32_to_cpu(e->ex));
+    }
+    if (bad->len) {
+        g_error("%s: wrong completion:%s; got %s", what, bad->str, got);
+    }
+    g_test_message("%s: %s", what, got);
+}
+
+static void expect_cqe(Side *s, const char *what, const Expect *e)
+{
+    struct virtio_rdma_cq_req c;
+
+    if (!qvrdma_dp_poll_cq(s->cq, &c, QVRDMA_DP_TIMEOUT_US)) {
+        g_error("%s: no completion on %s's CQ %u within %d s (expected "
+                "wr_id 0x%" PRIx64 " %s)", what, s->name, s->cq->cqn,
+                QVRDMA_DP_TIMEOUT_US / 1000000, e->wr_id,
+                qvrdma_wc_status_name(e->status));
+    }
+    cqe_check(what, &c, e);
+}
+
+/* The requester's successful completion of @wr_id on QP @qp. */
+static void expect_sq_ok(Side *s, QVrdmaQp *qp, const char *what,
+                         uint64_t wr_id, uint32_t opcode)
+{
+    Expect e = {
+        .wr_id = wr_id, .status = VIRTIO_RDMA_WC_SUCCESS, .opcode = opcode,
+        .byte_len = ANY, .qp_num = qp->qpn, .src_qp = ANY, .wc_flags = ANY,
+    };
+
+    expect_cqe(s, what, &e);
+}
+
+static void expect_quiet(Side *s, const char *after)
+{
+    struct virtio_rdma_cq_req c;
+
+    if (qvrdma_dp_poll_cq(s->cq, &c, QUIET_US)) {
+        g_autofree char *str = qvrdma_cqe_str(&c);
+
+        g_error("%s: unexpected completion on %s's CQ %u: %s", after,
+                s->name, s->cq->cqn, str);
+    }
+}
+
+/* ---- connections --------------------------------------------------------------- */
+
+static void rc_connect_one(Side *s, Side *peer, uint8_t timeout,
+                           uint8_t retry_cnt)
+{
+    QVrdmaPath p = {
+        .dest_qpn = peer->qp->qpn,
+        .sgid_index = 0,
+        .rq_psn = peer->sq_psn,
+        .sq_psn = s->sq_psn,
+        .timeout = timeout,
+        .retry_cnt = retry_cnt,
+        .rnr_retry = 7,
+    };
+
+    memcpy(p.dgid, peer->gid, 16);
+    memcpy(p.dmac, peer->d->mac, 6);
+    qvrdma_dp_rc_connect(s->d, s->qp, &p);
+    g_assert_cmpuint(qvrdma_dp_qp_state(s->d, s->qp), ==,
+                     VIRTIO_RDMA_QPS_RTS);
+}
+
+static void rc_connect(Side *a, Side *b, uint8_t timeout, uint8_t retry_cnt)
+{
+    rc_connect_one(a, b, timeout, retry_cnt);
+    rc_connect_one(b, a, timeout, retry_cnt);
+}
+
+/*
+ * Loopback: both sides on one device; GID 0 = ::ffff:10.0.0.1 and the
+ * destination MAC is the device's own.
+ */
+static QVrdmaDev *loopback_setup(Side *a, Side *b)
+{
+    QVrdmaDev *d = qvrdma_dev_boot("user,id=n0", MAC_A, RDMA_OPTS);
+
+    side_init(a, "A", d, true, VA_A, 0x100);
+    side_init(b, "B", d, false, VA_B, 0xabcde);
+    qvrdma_gid_ipv4(a->gid, 10, 0, 0, 1);
+    memcpy(b->gid, a->gid, 16);
+    qvrdma_dp_add_gid(d, 0, a->gid);
+    rc_connect(a, b, 14, 7);
+    return d;
+}
+
+/* Two free UDP ports on 127.0.0.1 (both held until both are known). */
+static void free_udp_ports(int *p1, int *p2)
+{
+    int fd[2], i;
+    int *port[2] = { p1, p2 };
+
+    for (i = 0; i < 2; i++) {
+        struct sockaddr_in sa = {
+            .sin_family = AF_INET,
+            .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+        };
+        socklen_t len = sizeof(sa);
+
+        fd[i] = socket(AF_INET, SOCK_DGRAM, 0);
+        g_assert_cmpint(fd[i], >=, 0);
+        g_assert_cmpint(bind(fd[i], (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+        g_assert_cmpint(getsockname(fd[i], (struct sockaddr *)&sa, &len), ==,
+                        0);
+        *port[i] = ntohs(sa.sin_port);
+    }
+    close(fd[0]);
+    close(fd[1]);
+}
+
+/*
+ * Two QEMUs whose NICs are joined by a UDP "wire": A = ::ffff:10.0.0.1 on
+ * MAC_A, B = ::ffff:10.0.0.2 on MAC_B.  GIDs are set on both before anything
+ * is sent (a frame the filter does not take would wait in the netdev's queue
+ * for a guest NIC that never reads it).
+ */
+static void wire_setup(Side *a, Side *b, uint8_t timeout, uint8_t retry_cnt)
+{
+    g_autofree char *na = NULL, *nb = NULL;
+    QVrdmaDev *da, *db;
+    int pa, pb;
+
+    free_udp_ports(&pa, &pb);
+    na = g_strdup_printf("dgram,id=n0,local.type=inet,local.host=127.0.0.1,"
+                         "local.port=%d,remote.type=inet,"
+                         "remote.host=127.0.0.1,remote.port=%d", pa, pb);
+    nb = g_strdup_printf("dgram,id=n0,local.type=inet,local.host=127.0.0.1,"
+                         "local.port=%d,remote.type=inet,"
+                         "remote.host=127.0.0.1,remote.port=%d", pb, pa);
+    da = qvrdma_dev_boot(na, MAC_A, RDMA_OPTS);
+    db = qvrdma_dev_boot(nb, MAC_B, RDMA_OPTS);
+
+    side_init(a, "A", da, true, VA_A, 0x100);
+    side_init(b, "B", db, true, VA_B, 0xabcde);
+    qvrdma_gid_ipv4(a->gid, 10, 0, 0, 1);
+    qvrdma_gid_ipv4(b->gid, 10, 0, 0, 2);
+    qvrdma_dp_add_gid(da, 0, a->gid);
+    qvrdma_dp_add_gid(db, 0, b->gid);
+    rc_connect(a, b, timeout, retry_cnt);
+}
+
+static void teardown(Side *a, Side *b)
+{
+    /* b first: on loopback it shares a's QEMU. */
+    side_free(b);
+    side_free(a);
+}
+
+/* ---- connection set-up (control path only) ------------------------------------ */
+
+static void check_rc_attr(Side *s, Side *peer, uint8_t timeout,
+                          uint8_t retry_cnt)
+{
+    struct virtio_rdma_qp_attr at;
+    uint8_t st = qvrdma_query_qp(&s->d->r, s->qp->qpn, 0x1fffff, &at);
+
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+    g_assert_cmpuint(at.qp_state, ==, VIRTIO_RDMA_QPS_RTS);
+    g_assert_cmpuint(at.dest_qp_num, ==, peer->qp->qpn);
+    g_assert_cmphex(at.rq_psn, ==, peer->sq_psn);
+    g_assert_cmphex(at.sq_psn, ==, s->sq_psn);
+    g_assert_cmpuint(at.path_mtu, ==, VIRTIO_RDMA_MTU_1024);
+    g_assert_cmpuint(at.timeout, ==, timeout);
+    g_assert_cmpuint(at.retry_cnt, ==, retry_cnt);
+    g_assert_cmpuint(at.rnr_retry, ==, 7);
+    g_assert_cmpuint(at.max_rd_atomic, ==, 4);
+    g_assert_cmpuint(at.max_dest_rd_atomic, ==, 4);
+    g_assert_cmphex(at.qp_access_flags, ==,
+                    VIRTIO_RDMA_ACCESS_LOCAL_WRITE |
+                    VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
+                    VIRTIO_RDMA_ACCESS_REMOTE_READ |
+                    VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC);
+    g_assert_cmpuint(at.ah_attr.grh.sgid_index, ==, 0);
+    g_assert_true(!memcmp(at.ah_attr.grh.dgid, peer->gid, 16));
+    g_assert_true(!memcmp(at.ah_attr.dmac, peer->d->mac, 6));
+    g_assert_cmpuint(at.cap.max_send_sge, ==, 4);
+    g_assert_cmpuint(at.cap.max_recv_sge, ==, 4);
+}
+
+/*
+ * What every other test builds on, checked before any work request: two
+ * QEMUs on a UDP wire, each with a CQ whose buffers are all posted and which
+ * has its own MSI-X vector, RC QPs in RTS towards each other with the
+ * attributes asked for, UD QPs in RTS.  No completion and no interrupt yet.
+ */
+static void test_wire_connect(void)
+{
+    Side a, b;
+    Side *sides[2] = { &a, &b };
+    int i;
+
+    wire_setup(&a, &b, 12, 5);
+    side_add_ud(&a, 0x777);
+    side_add_ud(&b, 0x888);
+    check_rc_attr(&a, &b, 12, 5);
+    check_rc_attr(&b, &a, 12, 5);
+    for (i = 0; i < 2; i++) {
+        Side *s = sides[i];
+
+        g_assert_cmpuint(qvrdma_dp_qp_state(s->d, s->ud), ==,
+                         VIRTIO_RDMA_QPS_RTS);
+        g_assert_cmpuint(s->cq->ring.vq->index, ==, 1 + s->cq->cqn);
+        g_assert_cmpuint(s->qp->sq.vq->index, ==,
+                         1 + s->d->max_cq + 2 * s->qp->qpn);
+        g_assert_cmpuint(s->qp->rq.vq->index, ==,
+                         2 + s->d->max_cq + 2 * s->qp->qpn);
+        g_assert_cmpuint(s->cq->ring.n, ==, 64);
+        g_assert_true(s->cq->has_msix);
+        g_assert_cmpuint(qvrdma_dp_cq_pending(s->cq), ==, 0);
+        g_assert_false(qvrdma_dp_cq_irq(s->cq));
+        side_check_mem(s, "connect");
+    }
+    teardown(&a, &b);
+}
+
+/* ---- RC operations (requester s, responder t) ------------------------------------ */
+
+/*
+ * SEND of @len bytes gathered from two SGEs into a receive WQE with two
+ * SGEs with a gap between them; @imm: SEND_WITH_IMM.
+ */
+static void op_send(Side *s, Side *t, uint32_t len, bool with_imm,
+                    uint32_t flags, uint64_t wr_id)
+{
+    g_autofree char *what = g_strdup_printf("%s->%s SEND%s %u bytes", s->name,
+                                            t->name,
+                                            with_imm ? "_WITH_IMM" : "", len);
+    uint32_t l1 = MIN(len, 1200u);
+    struct virtio_rdma_sge src[2] = {
+        sge_of(s, 0x0000, l1), sge_of(s, 0x0800, len - l1),
+    };
+    struct virtio_rdma_sge dst[2] = {
+        sge_of(t, 0x1000, 1000), sge_of(t, 0x1800, 0x2000 - 0x800),
+    };
+    struct virtio_rdma_sq_req wr = qvrdma_wr_send(wr_id);
+    const uint32_t imm = cpu_to_be32(0x5eed0000 | (len & 0xffff));
+    g_autofree uint8_t *data = NULL;
+    uint32_t n;
+    Expect e = {
+        .wr_id = wr_id + 1, .status = VIRTIO_RDMA_WC_SUCCESS,
+        .opcode = VIRTIO_RDMA_WC_RECV, .byte_len = len, .ex = imm,
+        .qp_num = t->qp->qpn, .src_qp = ANY,
+        .wc_flags = with_imm ? VIRTIO_RDMA_WC_WITH_IMM : 0,
+    };
+
+    g_assert_cmpuint(len, <=, 1000 + 0x1800);
+    qvrdma_dp_post_recv(t->qp, wr_id + 1, dst, 2);
+    if (with_imm) {
+        wr.opcode = VIRTIO_RDMA_WR_SEND_WITH_IMM;
+        wr.ex = imm;
+    }
+    wr.send_flags |= flags;
+    qvrdma_dp_post_send(s->qp, &wr, src, len > l1 ? 2 : 1);
+
+    data = gather(s, src, 2, &n);
+    scatter(t, dst, 2, data, len);
+    expect_sq_ok(s, s->qp, what, wr_id, VIRTIO_RDMA_WC_SEND);
+    expect_cqe(t, what, &e);
+    side_check_mem(t, what);
+    side_check_mem(s, what);
+}
+
+static void op_write(Side *s, Side *t, uint32_t len, bool with_imm,
+                     uint64_t wr_id)
+{
+    g_autofree char *what = g_strdup_printf("%s->%s RDMA_WRITE%s %u bytes",
+                                            s->name, t->name,
+                                            with_imm ? "_WITH_IMM" : "", len);
+    /* Two local SGEs; an unaligned remote address. */
+    uint32_t l1 = len / 3;
+    struct virtio_rdma_sge src[2] = {
+        sge_of(s, 0x0100, l1), sge_of(s, 0x1000, len - l1),
+    };
+    /* The receive buffer of a WRITE_WITH_IMM must stay untouched. */
+    struct virtio_rdma_sge rbuf = sge_of(t, 0x3c00, 0x100);
+    const uint32_t remote_off = 0x2003;
+    const uint32_t imm = cpu_to_be32(0x1a2b3c4d);
+    struct virtio_rdma_sq_req wr =
+        qvrdma_wr_rdma(with_imm ? VIRTIO_RDMA_WR_RDMA_WRITE_WITH_IMM :
+                       VIRTIO_RDMA_WR_RDMA_WRITE, wr_id,
+                       t->va + remote_off, t->mr.rkey);
+    g_autofree uint8_t *data = NULL;
+    uint32_t n;
+    Expect e = {
+        .wr_id = wr_id + 1, .status = VIRTIO_RDMA_WC_SUCCESS,
+        .opcode = VIRTIO_RDMA_WC_RECV_RDMA_WITH_IMM, .byte_len = len,
+        .ex = imm, .qp_num = t->qp->qpn, .src_qp = ANY,
+        .wc_flags = VIRTIO_RDMA_WC_WITH_IMM,
+    };
+
+    g_assert_cmpuint(remote_off + len, <=, 0x3c00);
+    if (with_imm) {
+        qvrdma_dp_post_recv(t->qp, wr_id + 1, &rbuf, 1);
+        wr.ex = imm;
+    }
+    qvrdma_dp_post_send(s->qp, &wr, src, 2);
+
+    data = gather(s, src, 2, &n);
+    memcpy(t->shadow + remote_off, data, len);
+    expect_sq_ok(s, s->qp, what, wr_id, VIRTIO_RDMA_WC_RDMA_WRITE);
+    if (with_imm) {
+        expect_cqe(t, what, &e);
+    }
+    side_check_mem(t, what);
+    side_check_mem(s, what);
+}
+
+static void op_read(Side *s, Side *t, uint32_t len, uint64_t wr_id)
+{
+    g_autofree char *what = g_strdup_printf("%s<-%s RDMA_READ %u bytes",
+                                            s->name, t->name, len);
+    const uint32_t remote_off = 0x0801;
+    uint32_t l1 = len / 2 + 1;
+    struct virtio_rdma_sge dst[2] = {
+        sge_of(s, 0x2000, l1), sge_of(s, 0x3000 - (len - l1), len - l1),
+    };
+    struct virtio_rdma_sq_req wr =
+        qvrdma_wr_rdma(VIRTIO_RDMA_WR_RDMA_READ, wr_id, t->va + remote_off,
+                       t->mr.rkey);
+
+    g_assert_cmpuint(remote_off + len, <=, MR_LEN);
+    g_assert_cmpuint(0x2000 + l1, <=, 0x3000 - (len - l1));
+    qvrdma_dp_post_send(s->qp, &wr, dst, len > l1 ? 2 : 1);
+    scatter(s, dst, 2, t->shadow + remote_off, len);
+    expect_sq_ok(s, s->qp, what, wr_id, VIRTIO_RDMA_WC_RDMA_READ);
+    side_check_mem(s, what);
+    side_check_mem(t, what);
+}
+
+/* CAS or FAA on the 8 bytes at t's @remote_off; the old value lands in s. */
+static void op_atomic(Side *s, Side *t, uint32_t opcode, uint32_t remote_off,
+                      uint64_t compare_add, uint64_t swap, uint64_t wr_id)
+{
+    g_autofree char *what = NULL;
+    const uint32_t local_off = 0x3800;
+    struct virtio_rdma_sge dst = sge_of(s, local_off, 8);
+    struct virtio_rdma_sq_req wr =
+        qvrdma_wr_atomic(opcode, wr_id, t->va + remote_off, t->mr.rkey,
+                         compare_add, swap);
+    uint64_t old = shadow_u64(t, remote_off), nv;
+
+    if (opcode == VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP) {
+        nv = old == compare_add ? swap : old;
+        what = g_strdup_printf("%s->%s CAS [0x%" PRIx64 "] cmp 0x%" PRIx64
+                               " swap 0x%" PRIx64, s->name, t->name, old,
+                               compare_add, swap);
+    } else {
+        nv = old + compare_add;
+        what = g_strdup_printf("%s->%s FAA [0x%" PRIx64 "] + 0x%" PRIx64,
+                               s->name, t->name, old, compare_add);
+    }
+    qvrdma_dp_post_send(s->qp, &wr, &dst, 1);
+    old = cpu_to_le64(old);
+    memcpy(s->shadow + local_off, &old, 8);
+    nv = cpu_to_le64(nv);
+    memcpy(t->shadow + remote_off, &nv, 8);
+    expect_sq_ok(s, s->qp, what,  wr_id,
+                 opcode == VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP ?
+                 VIRTIO_RDMA_WC_COMP_SWAP : VIRTIO_RDMA_WC_FETCH_ADD);
+    side_check_mem(s, what);
+    side_check_mem(t, what);
+}
+
+/* ---- the RC suites, run on loopback and on the wire -------------------------------- */
+
+static void rc_send(Side *a, Side *b)
+{
+    op_send(a, b, 1, false, 0, 0x1000);       /* one byte */
+    op_send(a, b, 77, false, 0, 0x1010);
+    op_send(a, b, 1024, false, 0, 0x1020);    /* exactly one MTU */
+    op_send(a, b, 3000, false, 0, 0x1030);    /* 3 packets, 2+2 SGEs */
+    op_send(b, a, 2049, false, 0, 0x1040);    /* the other way */
+    op_send(a, b, 0, false, 0, 0x1050);       /* zero-length */
+    op_send(a, b, 100, true, 0, 0x1060);      /* SEND_WITH_IMM */
+    expect_quiet(a, "RC SEND");
+    expect_quiet(b, "RC SEND");
+}
+
+static void rc_write(Side *a, Side *b)
+{
+    op_write(a, b, 1, false, 0x2000);
+    op_write(a, b, 1000, false, 0x2010);
+    op_write(a, b, 4000, false, 0x2020);      /* 4 packets */
+    op_write(b, a, 2500, false, 0x2030);
+    expect_quiet(a, "RC RDMA_WRITE");
+    expect_quiet(b, "RC RDMA_WRITE");
+}
+
+static void rc_write_imm(Side *a, Side *b)
+{
+    op_write(a, b, 100, true, 0x3000);
+    op_write(a, b, 3333, true, 0x3010);       /* 4 packets */
+    op_write(b, a, 1024, true, 0x3020);
+    expect_quiet(a, "RC RDMA_WRITE_WITH_IMM");
+    expect_quiet(b, "RC RDMA_WRITE_WITH_IMM");
+}
+
+static void rc_read(Side *a, Side *b)
+{
+    op_read(a, b, 1, 0x4000);
+    op_read(a, b, 1024, 0x4010);
+    op_read(a, b, 3500, 0x4020);              /* 4 response packets */
+    op_read(b, a, 777, 0x4030);
+    expect_quiet(a, "RC RDMA_READ");
+    expect_quiet(b, "RC RDMA_READ");
+}
+
+static void rc_cas(Side *a, Side *b)
+{
+    shadow_set_u64(b, 0x3f00, 0x0123456789abcdefull);
+    /* Matches: swapped. */
+    op_atomic(a, b, VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP, 0x3f00,
+              0x0123456789abcdefull, 0xfedcba9876543210ull, 0x5000);
+    /* Does not match (only the high half does): unchanged, old returned. */
+    op_atomic(a, b, VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP, 0x3f00,
+              0xfedcba9800000000ull, 0x1111111111111111ull, 0x5010);
+    /* The other way. */
+    shadow_set_u64(a, 0x3f08, 42);
+    op_atomic(b, a, VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP, 0x3f08, 42, 43,
+              0x5020);
+    expect_quiet(a, "RC CAS");
+    expect_quiet(b, "RC CAS");
+}
+
+static void rc_faa(Side *a, Side *b)
+{
+    shadow_set_u64(b, 0x3f10, 100);
+    op_atomic(a, b, VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD, 0x3f10, 23, 0,
+              0x6000);
+    /* A carry across the 32-bit halves, and a wrap-around. */
+    shadow_set_u64(b, 0x3f18, 0xffffffffull);
+    op_atomic(a, b, VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD, 0x3f18, 1, 0,
+              0x6010);
+    shadow_set_u64(b, 0x3f20, UINT64_MAX);
+    op_atomic(a, b, VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD, 0x3f20, 2, 0,
+              0x6020);
+    expect_quiet(a, "RC FAA");
+    expect_quiet(b, "RC FAA");
+}
+
+typedef void (*RcSuite)(Side *a, Side *b);
+
+static void run_loopback(const void *opaque)
+{
+    RcSuite suite = (RcSuite)opaque;
+    Side a, b;
+
+    loopback_setup(&a, &b);
+    suite(&a, &b);
+    teardown(&a, &b);
+}
+
+static void run_wire(const void *opaque)
+{
+    RcSuite suite = (RcSuite)opaque;
+    Side a, b;
+
+    wire_setup(&a, &b, 14, 7);
+    suite(&a, &b);
+    teardown(&a, &b);
+}
+
+/* ---- UD over the wire ------------------------------------------------------------- */
+
+static uint16_t ip_checksum(const uint8_t *p, size_t len)
+{
+    uint32_t sum = 0;
+    size_t i;
+
+    for (i = 0; i + 1 < len; i += 2) {
+        sum += (p[i] << 8) | p[i + 1];
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    return ~sum & 0xffff;
+}
+
+/*
+ * A UD SEND of @len bytes from a's UD QP to b's, a's GID @sgid_index to b's
+ * @dgid; checks the receive completion and the 40-byte GRH area: 20 zero
+ * bytes + the IPv4 header for IPv4-mapped GIDs, the IPv6 header otherwise.
+ */
+static void ud_send(Side *a, Side *b, uint8_t sgid_index,
+                    const uint8_t sgid[16], const uint8_t dgid[16],
+                    uint32_t len, uint64_t wr_id)
+{
+    static const uint8_t v4mapped[12] = {
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff,
+    };
+    bool v4 = !memcmp(dgid, v4mapped, 12);
+    g_autofree char *what = g_strdup_printf("%s->%s UD SEND %u bytes over "
+                                            "IPv%d", a->name, b->name, len,
+                                            v4 ? 4 : 6);
+    const uint32_t roff = 0x1000;
+    struct virtio_rdma_sge src = sge_of(a, 0x0200, len);
+    struct virtio_rdma_sge dst = sge_of(b, roff, 40 + 1024);
+    struct virtio_rdma_sq_req wr = qvrdma_wr_send(wr_id);
+    /* BTH 12 + DETH 8 + payload + ICRC 4 after the UDP header. */
+    const uint32_t udp_len = 8 + 12 + 8 + len + 4;
+    uint8_t grh[40];
+    Expect e = {
+        .wr_id = wr_id + 1, .status = VIRTIO_RDMA_WC_SUCCESS,
+        .opcode = VIRTIO_RDMA_WC_RECV, .byte_len = 40 + len,
+        .qp_num = b->ud->qpn, .src_qp = a->ud->qpn,
+        .wc_flags = VIRTIO_RDMA_WC_GRH,
+    };
+
+    qvrdma_dp_post_recv(b->ud, wr_id + 1, &dst, 1);
+    wr.wr.ud.remote_qpn = b->ud->qpn;
+    wr.wr.ud.remote_qkey = QKEY;
+    wr.wr.ud.av.port = 1;
+    wr.wr.ud.av.pdn = a->pdn;
+    memcpy(wr.wr.ud.av.dgid, dgid, 16);
+    wr.wr.ud.av.gid_index = sgid_index;
+    wr.wr.ud.av.hop_limit = 64;
+    memcpy(wr.wr.ud.av.dmac, b->d->mac, 6);
+    qvrdma_dp_post_send(a->ud, &wr, &src, 1);
+
+    expect_sq_ok(a, a->ud, what, wr_id, VIRTIO_RDMA_WC_SEND);
+    expect_cqe(b, what, &e);
+
+    qtest_bufread(b->d->qts, side_gpa(b, roff), grh, sizeof(grh));
+    if (v4) {
+        const uint8_t *ip = grh + 20;
+        static const uint8_t zero[20];
+
+        g_assert_true(!memcmp(grh, zero, 20));
+        g_assert_cmphex(ip[0], ==, 0x45);
+        g_assert_cmpuint((ip[2] << 8) | ip[3], ==, 20 + udp_len);
+        g_assert_cmpuint(ip[8], ==, 64);                /* TTL = hop limit */
+        g_assert_cmpuint(ip[9], ==, 17);                /* UDP */
+        g_assert_cmphex(ip_checksum(ip, 20), ==, 0);
+        g_assert_true(!memcmp(ip + 12, sgid + 12, 4));
+        g_assert_true(!memcmp(ip + 16, dgid + 12, 4));
+    } else {
+        g_assert_cmphex(grh[0] >> 4, ==, 6);
+        g_assert_cmpuint((grh[4] << 8) | grh[5], ==, udp_len);
+        g_assert_cmpuint(grh[6], ==, 17);               /* next header */
+        g_assert_cmpuint(grh[7], ==, 64);               /* hop limit */
+        g_assert_true(!memcmp(grh + 8, sgid, 16));
+        g_assert_true(!memcmp(grh + 24, dgid, 16));
+    }
+    memcpy(b->shadow + roff, grh, 40);
+    memcpy(b->shadow + roff + 40, a->shadow + 0x200, len);
+    side_check_mem(b, what);
+    side_check_mem(a, what);
+}
+
+static void test_wire_ud(const void *opaque)
+{
+    bool ipv6 = GPOINTER_TO_INT(opaque);
+    /* fd00::a / fd00::b at GID index 1 for the IPv6 case. */
+    uint8_t ga6[16] = { 0xfd, [15] = 0x0a }, gb6[16] = { 0xfd, [15] = 0x0b };
+    Side a, b;
+
+    wire_setup(&a, &b, 14, 7);
+    side_add_ud(&a, 0x777);
+    side_add_ud(&b, 0x888);
+    if (ipv6) {
+        qvrdma_dp_add_gid(a.d, 1, ga6);
+        qvrdma_dp_add_gid(b.d, 1, gb6);
+        ud_send(&a, &b, 1, ga6, gb6, 200, 0x7000);
+        ud_send(&b, &a, 1, gb6, ga6, 1024, 0x7010);  /* a full MTU */
+    } else {
+        ud_send(&a, &b, 0, a.gid, b.gid, 200, 0x7000);
+        ud_send(&b, &a, 0, b.gid, a.gid, 1, 0x7010);
+        ud_send(&a, &b, 0, a.gid, b.gid, 1024, 0x7020);
+    }
+    expect_quiet(&a, "UD SEND");
+    expect_quiet(&b, "UD SEND");
+    teardown(&a, &b);
+}
+
+/* ---- a peer that disappears ---------------------------------------------------------- */
+
+static void test_wire_peer_gone(void)
+{
+    /* 4.096 us * 2^14 = 67 ms per try; 3 retries (7 would be "infinite"). */
+    const uint8_t timeout = 14, retry_cnt = 3;
+    const gint64 t_ns = 4096LL << timeout;
+    struct virtio_rdma_sge src = { 0 }, rbuf = { 0 };
+    struct virtio_rdma_sq_req wr;
+    struct virtio_rdma_cq_req c[3];
+    bool seen_write = false, seen_recv = false;
+    gint64 t0, elapsed_us;
+    Side a, b;
+    int i;
+    Expect e;
+
+    wire_setup(&a, &b, timeout, retry_cnt);
+    src = sge_of(&a, 0, 64);
+    rbuf = sge_of(&a, 0x1000, 64);
+
+    /* Mid-conversation: one exchange works. */
+    op_send(&a, &b, 64, false, 0, 0x8000);
+
+    /* A receive that the error will flush. */
+    qvrdma_dp_post_recv(a.qp, 0x80f0, &rbuf, 1);
+
+    qvrdma_dev_kill(b.d);
+    g_test_message("B's QEMU killed");
+
+    t0 = g_get_monotonic_time();
+    wr = qvrdma_wr_send(0x8010);
+    qvrdma_dp_post_send(a.qp, &wr, &src, 1);
+    /* Unsignaled: a flushed WR completes anyway. */
+    wr = qvrdma_wr_rdma(VIRTIO_RDMA_WR_RDMA_WRITE, 0x8020, b.va, b.mr.rkey);
+    wr.send_flags = 0;
+    qvrdma_dp_post_send(a.qp, &wr, &src, 1);
+
+    e = (Expect) {
+        .wr_id = 0x8010, .status = VIRTIO_RDMA_WC_RETRY_EXC_ERR,
+        .opcode = ANY, .byte_len = ANY, .qp_num = a.qp->qpn, .src_qp = ANY,
+        .wc_flags = ANY,
+    };
+    expect_cqe(&a, "SEND to a dead peer", &e);
+    elapsed_us = g_get_monotonic_time() - t0;
+    g_test_message("RETRY_EXC_ERR after %" PRId64 " ms", elapsed_us / 1000);
+    /* Not before the retries can have run (lower bound, half of it). */
+    g_assert_cmpint(elapsed_us * 1000, >=, (retry_cnt + 1) * t_ns / 2);
+
+    /* The rest flushes: the unsignaled WRITE and the receive, any order. */
+    for (i = 0; i < 2; i++) {
+        qvrdma_dp_wait_cqe(a.cq, &c[i]);
+        if (le64_to_cpu(c[i].wr_id) == 0x8020) {
+            g_assert_false(seen_write);
+            seen_write = true;
+        } else {
+            g_assert_false(seen_recv);
+            seen_recv = true;
+        }
+        e = (Expect) {
+            .wr_id = le64_to_cpu(c[i].wr_id) == 0x8020 ? 0x8020 : 0x80f0,
+            .status = VIRTIO_RDMA_WC_WR_FLUSH_ERR, .opcode = ANY,
+            .byte_len = ANY, .qp_num = a.qp->qpn, .src_qp = ANY,
+            .wc_flags = ANY,
+        };
+        cqe_check("flush after RETRY_EXC_ERR", &c[i], &e);
+    }
+    g_assert_cmpuint(qvrdma_dp_qp_state(a.d, a.qp), ==, VIRTIO_RDMA_QPS_ERR);
+
+    /* A QP in ERR completes new work at once, flushed. */
+    wr = qvrdma_wr_send(0x8030);
+    qvrdma_dp_post_send(a.qp, &wr, &src, 1);
+    e.wr_id = 0x8030;
+    expect_cqe(&a, "SEND posted in ERR", &e);
+    qvrdma_dp_post_recv(a.qp, 0x8040, &rbuf, 1);
+    e.wr_id = 0x8040;
+    expect_cqe(&a, "RECV posted in ERR", &e);
+    expect_quiet(&a, "dead peer");
+    side_check_mem(&a, "dead peer");
+    teardown(&a, &b);
+}
+
+/* ---- CQ arming ------------------------------------------------------------------ */
+
+/* A SEND a -> b with both completions taken; @flags: extra send flags. */
+static void arm_send(Side *a, Side *b, uint32_t flags, uint64_t wr_id)
+{
+    op_send(a, b, 32, false, flags, wr_id);
+}
+
+static void assert_no_irq(Side *s, const char *when)
+{
+    if (qvrdma_dp_wait_cq_irq(s->cq, QUIET_US)) {
+        g_error("%s: %s's CQ %u interrupted without being armed for it",
+                when, s->name, s->cq->cqn);
+    }
+}
+
+/*
+ * Waits for @s's CQ interrupt, which must come with its completion already
+ * in the used ring.
+ */
+static void assert_irq(Side *s, const char *when)
+{
+    if (!qvrdma_dp_wait_cq_irq(s->cq, QVRDMA_DP_TIMEOUT_US)) {
+        g_error("%s: no interrupt on %s's armed CQ %u (%u CQEs waiting)",
+                when, s->name, s->cq->cqn, qvrdma_dp_cq_pending(s->cq));
+    }
+    g_assert_cmpuint(qvrdma_dp_cq_pending(s->cq), >=, 1);
+}
+
+static void arm(Side *s, uint32_t flags)
+{
+    uint8_t st = qvrdma_req_notify_cq(&s->d->r, s->cq->cqn, flags);
+
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+}
+
+static void test_cq_arm_next(void)
+{
+    Side a, b;
+    uint64_t wr = 0x9000;
+
+    loopback_setup(&a, &b);
+    g_assert_true(a.cq->has_msix && b.cq->has_msix);
+    g_assert_false(qvrdma_dp_cq_irq(a.cq));
+    g_assert_false(qvrdma_dp_cq_irq(b.cq));
+
+    /* Not armed: completions, no interrupt. */
+    arm_send(&a, &b, 0, wr += 0x10);
+    assert_no_irq(&a, "unarmed");
+    assert_no_irq(&b, "unarmed");
+
+    /* B armed for the next completion: its RECV interrupts, A's SEND not. */
+    arm(&b, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
+    qvrdma_dp_post_recv(b.qp, 0x9901, (struct virtio_rdma_sge[]) {
+                            sge_of(&b, 0x1000, 64) }, 1);
+    {
+        struct virtio_rdma_sq_req w = qvrdma_wr_send(0x9900);
+        struct virtio_rdma_sge s = sge_of(&a, 0, 32);
+
+        qvrdma_dp_post_send(a.qp, &w, &s, 1);
+    }
+    assert_irq(&b, "B armed NEXT");
+    memcpy(b.shadow + 0x1000, a.shadow, 32);
+    expect_sq_ok(&a, a.qp, "A SEND", 0x9900, VIRTIO_RDMA_WC_SEND);
+    {
+        Expect e = {
+            .wr_id = 0x9901, .status = VIRTIO_RDMA_WC_SUCCESS,
+            .opcode = VIRTIO_RDMA_WC_RECV, .byte_len = 32,
+            .qp_num = b.qp->qpn, .src_qp = ANY, .wc_flags = 0,
+        };
+        expect_cqe(&b, "B RECV", &e);
+    }
+    side_check_mem(&b, "armed RECV");
+    assert_no_irq(&a, "A not armed");
+    assert_no_irq(&b, "B fired once");
+
+    /* Fired once: disarmed. */
+    arm_send(&a, &b, 0, wr += 0x10);
+    assert_no_irq(&b, "B disarmed after firing");
+
+    /* A armed: the send completion interrupts. */
+    arm(&a, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
+    arm_send(&a, &b, 0, wr += 0x10);
+    assert_irq(&a, "A armed NEXT");
+    assert_no_irq(&b, "B not armed");
+
+    /* Arming twice before a completion still interrupts once. */
+    arm(&b, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
+    arm(&b, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
+    arm_send(&a, &b, 0, wr += 0x10);
+    assert_irq(&b, "B armed twice");
+    arm_send(&a, &b, 0, wr += 0x10);
+    assert_no_irq(&b, "B disarmed after arming twice");
+    teardown(&a, &b);
+}
+
+static void test_cq_arm_solicited(void)
+{
+    Side a, b;
+    uint64_t wr = 0xa000;
+
+    loopback_setup(&a, &b);
+
+    /* Armed for solicited events: an unsolicited SEND does not interrupt. */
+    arm(&b, VIRTIO_RDMA_NOTIFY_SOLICITED);
+    arm_send(&a, &b, 0, wr += 0x10);
+    assert_no_irq(&b, "B armed SOLICITED, unsolicited SEND");
+
+    /* ... and does not disarm it: a solicited one does interrupt. */
+    arm_send(&a, &b, VIRTIO_RDMA_SEND_SOLICITED, wr += 0x10);
+    assert_irq(&b, "B armed SOLICITED, solicited SEND");
+    assert_no_irq(&a, "A not armed");
+
+    /* Fired: disarmed again. */
+    arm_send(&a, &b, VIRTIO_RDMA_SEND_SOLICITED, wr += 0x10);
+    assert_no_irq(&b, "B disarmed after the solicited event");
+
+    /* Armed NEXT: any completion, solicited or not. */
+    arm(&b, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
+    arm_send(&a, &b, 0, wr += 0x10);
+    assert_irq(&b, "B armed NEXT, unsolicited SEND");
+    teardown(&a, &b);
+}
+
+/* ---- registration ---------------------------------------------------------------- */
+
+/*
+ * Tests whose device/engine support has not landed yet are skipped with the
+ * reason, unless QTEST_VRDMA_DP_ALL=1 (how they are developed).  Remove an
+ * entry as soon as its test passes.
+ */
+typedef struct DpTest {
+    const char *path;
+    GTestDataFunc fn;
+    const void *data;
+    const char *pending;        /* why it cannot pass yet; NULL: enabled */
+} DpTest;
+
+#define ENGINE_RC "soft-RoCE engine (hw/rdma/virtio/core): RC data path " \
+                  "(vrdma_core_post_send/post_recv/run) not landed"
+#define ENGINE_UD "soft-RoCE engine (hw/rdma/virtio/core): UD SEND and the " \
+                  "wire receive path (vrdma_core_net_receive) not landed"
+#define ENGINE_RETRY "soft-RoCE engine (hw/rdma/virtio/core): RC retransmit " \
+                     "timer / RETRY_EXC_ERR and flush not landed"
+#define ENGINE_ARM "soft-RoCE engine (hw/rdma/virtio/core): completions and " \
+                   "CQ arming (cq_notify) not landed"
+
+static void wrap_void(const void *fn)
+{
+    ((void (*)(void))fn)();
+}
+
+static const DpTest dp_tests[] = {
+    { "wire/connect", wrap_void, test_wire_connect, NULL },
+    { "loopback/rc-send", run_loopback, rc_send, ENGINE_RC },
+    { "loopback/rc-write", run_loopback, rc_write, ENGINE_RC },
+    { "loopback/rc-write-imm", run_loopback, rc_write_imm, ENGINE_RC },
+    { "loopback/rc-read", run_loopback, rc_read, ENGINE_RC },
+    { "loopback/rc-cas", run_loopback, rc_cas, ENGINE_RC },
+    { "loopback/rc-faa", run_loopback, rc_faa, ENGINE_RC },
+    { "wire/rc-send", run_wire, rc_send, ENGINE_RC },
+    { "wire/rc-write", run_wire, rc_write, ENGINE_RC },
+    { "wire/rc-write-imm", run_wire, rc_write_imm, ENGINE_RC },
+    { "wire/rc-read", run_wire, rc_read, ENGINE_RC },
+    { "wire/rc-cas", run_wire, rc_cas, ENGINE_RC },
+    { "wire/rc-faa", run_wire, rc_faa, ENGINE_RC },
+    { "wire/ud-send-ipv4", test_wire_ud, GINT_TO_POINTER(0), ENGINE_UD },
+    { "wire/ud-send-ipv6", test_wire_ud, GINT_TO_POINTER(1), ENGINE_UD },
+    { "wire/peer-gone", wrap_void, test_wire_peer_gone, ENGINE_RETRY },
+    { "cq-arm/next", wrap_void, test_cq_arm_next, ENGINE_ARM },
+    { "cq-arm/solicited", wrap_void, test_cq_arm_solicited, ENGINE_ARM },
+};
+
+static void run_dp_test(const void *opaque)
+{
+    const DpTest *t = opaque;
+
+    if (t->pending && !g_getenv("QTEST_VRDMA_DP_ALL")) {
+        g_test_skip(t->pending);
+        return;
+    }
+    t->fn(t->data);
+}
+
+int main(int argc, char **argv)
+{
+    size_t i;
+
+    g_test_init(&argc, &argv, NULL);
+    for (i = 0; i < ARRAY_SIZE(dp_tests); i++) {
+        g_autofree char *path = g_strdup_printf("/virtio-rdma-dp/%s",
+                                                dp_tests[i].path);
+
+        qtest_add_data_func(path, &dp_tests[i], run_dp_test);
+    }
+    return g_test_run();
+}

@@ -475,6 +475,14 @@ static void test_wire_connect(void)
         g_assert_cmpuint(qvrdma_dp_cq_pending(s->cq), ==, 0);
         g_assert_false(qvrdma_dp_cq_irq(s->cq));
         side_check_mem(s, "connect");
+        /* MSI-X messages do reach guest memory: the control queue's. */
+        g_assert_true(s->d->ctrl_msix);
+        qvrdma_dp_ctrl_irq(s->d);
+        g_assert_false(qvrdma_dp_ctrl_irq(s->d));
+        g_assert_cmpuint(qvrdma_dp_qp_state(s->d, s->qp), ==,
+                         VIRTIO_RDMA_QPS_RTS);
+        g_assert_true(qvrdma_dp_ctrl_irq(s->d));
+        g_assert_false(qvrdma_dp_cq_irq(s->cq));
     }
     teardown(&a, &b);
 }

@@ -59,7 +59,28 @@ QVrdmaDev *qvrdma_dev_boot(const char *netdev_opts, const char *mac,
     qvrdma_read_config(&d->r, &d->cfg);
     d->max_cq = le32_to_cpu(d->cfg.max_cq);
     d->max_qp = le32_to_cpu(d->cfg.max_qp);
+
+    /*
+     * The proxy has max_cq + 2 vectors: configuration, one per CQ, control.
+     * The control queue's last one shows the MSI-X path works at all.
+     */
+    if (d->msix_entries >= d->max_cq + 2) {
+        QVirtQueuePCI *vqpci = container_of(d->r.ctrl, QVirtQueuePCI, vq);
+
+        qvirtqueue_pci_msix_setup(d->vpci, vqpci, &d->qs->alloc,
+                                  d->max_cq + 1);
+        qtest_writel(d->qts, vqpci->msix_addr, 0);
+        d->ctrl_msix = true;
+    }
     return d;
+}
+
+bool qvrdma_dp_ctrl_irq(QVrdmaDev *d)
+{
+    QVirtioDevice *vdev = &d->vpci->vdev;
+
+    g_assert_true(d->ctrl_msix);
+    return vdev->bus->get_queue_isr_status(vdev, d->r.ctrl);
 }
 
 void qvrdma_dev_kill(QVrdmaDev *d)
@@ -69,6 +90,10 @@ void qvrdma_dev_kill(QVrdmaDev *d)
 
 void qvrdma_dev_quit(QVrdmaDev *d)
 {
+    if (d->ctrl_msix) {
+        guest_free(&d->qs->alloc,
+                   container_of(d->r.ctrl, QVirtQueuePCI, vq)->msix_addr);
+    }
     qvrdma_cleanup(&d->r);
     qvirtio_pci_destructor(&d->vpci->obj);
     g_free(d->vpci);

@@ -39,6 +39,7 @@ typedef struct QVrdmaDev {
     uint32_t max_qp;
     uint8_t mac[6];             /* the paired NIC's MAC */
     uint16_t msix_entries;      /* MSI-X table size; 0: MSI-X off */
+    bool ctrl_msix;             /* the control queue has vector max_cq + 1 */
 } QVrdmaDev;
 
 /* A virtqueue of the data path, with our own descriptor bookkeeping. */
@@ -86,6 +87,12 @@ QVrdmaDev *qvrdma_dev_boot(const char *netdev_opts, const char *mac,
 void qvrdma_dev_quit(QVrdmaDev *d);
 /* Kill QEMU (SIGTERM + wait) but keep @d for a later qvrdma_dev_quit(). */
 void qvrdma_dev_kill(QVrdmaDev *d);
+/*
+ * Whether the control queue's MSI-X vector fired since the last call (every
+ * control command notifies); clears it.  Shows the MSI-X path works, which
+ * gives "no CQ interrupt" its meaning.
+ */
+bool qvrdma_dp_ctrl_irq(QVrdmaDev *d);
 
 /* virtqueue index helpers (ABI numbering) */
 uint16_t qvrdma_cq_vq_index(QVrdmaDev *d, uint32_t cqn);

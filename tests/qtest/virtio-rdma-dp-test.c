@@ -83,8 +83,9 @@ static void side_init(Side *s, const char *name, QVrdmaDev *d, bool own_dev,
     st = qvrdma_create_pd(&d->r, &s->pdn);
     g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
     s->cq = qvrdma_dp_cq_create(d, 64);
+    /* Only WRs with SIGNALED complete when successful (as ULPs use it). */
     s->qp = qvrdma_dp_qp_create(d, s->pdn, VIRTIO_RDMA_QPT_RC, s->cq, s->cq,
-                                4);
+                                4, VIRTIO_RDMA_SIGNAL_REQ_WR);
 
     qvrdma_pt_build(&d->r, &s->pt, MR_PAGES, NULL);
     st = qvrdma_reg_user_mr(&d->r, s->pdn, access, va, MR_LEN, va, s->pt.l1,
@@ -103,7 +104,7 @@ static void side_init(Side *s, const char *name, QVrdmaDev *d, bool own_dev,
 static void side_add_ud(Side *s, uint32_t sq_psn)
 {
     s->ud = qvrdma_dp_qp_create(s->d, s->pdn, VIRTIO_RDMA_QPT_UD, s->cq,
-                                s->cq, 4);
+                                s->cq, 4, VIRTIO_RDMA_SIGNAL_ALL_WR);
     qvrdma_dp_ud_ready(s->d, s->ud, QKEY, sq_psn);
 }
 
@@ -337,17 +338,22 @@ static void rc_connect(Side *a, Side *b, uint8_t timeout, uint8_t retry_cnt)
  * Loopback: both sides on one device; GID 0 = ::ffff:10.0.0.1 and the
  * destination MAC is the device's own.
  */
-static QVrdmaDev *loopback_setup(Side *a, Side *b)
+static QVrdmaDev *loopback_setup_psn(Side *a, Side *b, uint32_t a_sq_psn)
 {
     QVrdmaDev *d = qvrdma_dev_boot("user,id=n0", MAC_A, RDMA_OPTS);
 
-    side_init(a, "A", d, true, VA_A, 0x100);
+    side_init(a, "A", d, true, VA_A, a_sq_psn);
     side_init(b, "B", d, false, VA_B, 0xabcde);
     qvrdma_gid_ipv4(a->gid, 10, 0, 0, 1);
     memcpy(b->gid, a->gid, 16);
     qvrdma_dp_add_gid(d, 0, a->gid);
     rc_connect(a, b, 14, 7);
     return d;
+}
+
+static QVrdmaDev *loopback_setup(Side *a, Side *b)
+{
+    return loopback_setup_psn(a, b, 0x100);
 }
 
 /* Two free UDP ports on 127.0.0.1 (both held until both are known). */
@@ -734,6 +740,61 @@ static void run_wire(const void *opaque)
     teardown(&a, &b);
 }
 
+/* Unsignaled WRs complete silently, but in order with the signaled ones. */
+static void test_loopback_unsignaled(void)
+{
+    struct virtio_rdma_sge src = { 0 }, dst[2];
+    struct virtio_rdma_sq_req wr;
+    Side a, b;
+    int i;
+
+    loopback_setup(&a, &b);
+    src = sge_of(&a, 0, 100);
+    dst[0] = sge_of(&b, 0x1000, 128);
+    dst[1] = sge_of(&b, 0x1100, 128);
+    qvrdma_dp_post_recv(b.qp, 0xb001, &dst[0], 1);
+    qvrdma_dp_post_recv(b.qp, 0xb011, &dst[1], 1);
+    wr = qvrdma_wr_send(0xb000);
+    wr.send_flags = 0;
+    qvrdma_dp_post_send(a.qp, &wr, &src, 1);
+    wr = qvrdma_wr_send(0xb010);
+    qvrdma_dp_post_send(a.qp, &wr, &src, 1);
+    memcpy(b.shadow + 0x1000, a.shadow, 100);
+    memcpy(b.shadow + 0x1100, a.shadow, 100);
+
+    expect_sq_ok(&a, a.qp, "signaled SEND after an unsignaled one", 0xb010,
+                 VIRTIO_RDMA_WC_SEND);
+    for (i = 0; i < 2; i++) {
+        Expect e = {
+            .wr_id = i ? 0xb011 : 0xb001, .status = VIRTIO_RDMA_WC_SUCCESS,
+            .opcode = VIRTIO_RDMA_WC_RECV, .byte_len = 100,
+            .qp_num = b.qp->qpn, .src_qp = ANY, .wc_flags = 0,
+        };
+
+        expect_cqe(&b, i ? "second RECV" : "first RECV", &e);
+    }
+    expect_quiet(&a, "unsignaled SEND");
+    expect_quiet(&b, "unsignaled SEND");
+    side_check_mem(&b, "unsignaled SEND");
+    teardown(&a, &b);
+}
+
+/* A's PSNs wrap from 0xffffff to 0 inside multi-packet messages. */
+static void test_loopback_psn_wrap(void)
+{
+    Side a, b;
+
+    loopback_setup_psn(&a, &b, 0xfffffe);
+    op_send(&a, &b, 3000, false, 0, 0xc000);  /* PSNs fffffe, ffffff, 0 */
+    op_write(&a, &b, 4000, false, 0xc010);    /* 1..4 */
+    op_read(&a, &b, 3500, 0xc020);
+    op_atomic(&a, &b, VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD, 0x3f10, 5, 0,
+              0xc030);
+    expect_quiet(&a, "PSN wrap");
+    expect_quiet(&b, "PSN wrap");
+    teardown(&a, &b);
+}
+
 /* ---- UD over the wire ------------------------------------------------------------- */
 
 static uint16_t ip_checksum(const uint8_t *p, size_t len)
@@ -770,8 +831,8 @@ static void ud_send(Side *a, Side *b, uint8_t sgid_index,
     struct virtio_rdma_sge src = sge_of(a, 0x0200, len);
     struct virtio_rdma_sge dst = sge_of(b, roff, 40 + 1024);
     struct virtio_rdma_sq_req wr = qvrdma_wr_send(wr_id);
-    /* BTH 12 + DETH 8 + payload + ICRC 4 after the UDP header. */
-    const uint32_t udp_len = 8 + 12 + 8 + len + 4;
+    /* UDP 8 + BTH 12 + DETH 8 + payload padded to 4 + ICRC 4. */
+    const uint32_t udp_len = 8 + 12 + 8 + ROUND_UP(len, 4) + 4;
     uint8_t grh[40];
     Expect e = {
         .wr_id = wr_id + 1, .status = VIRTIO_RDMA_WC_SUCCESS,
@@ -1087,6 +1148,9 @@ static const DpTest dp_tests[] = {
     { "loopback/rc-read", run_loopback, rc_read, ENGINE_RC },
     { "loopback/rc-cas", run_loopback, rc_cas, ENGINE_RC },
     { "loopback/rc-faa", run_loopback, rc_faa, ENGINE_RC },
+    { "loopback/rc-unsignaled", wrap_void, test_loopback_unsignaled,
+      ENGINE_RC },
+    { "loopback/rc-psn-wrap", wrap_void, test_loopback_psn_wrap, ENGINE_RC },
     { "wire/rc-send", run_wire, rc_send, ENGINE_RC },
     { "wire/rc-write", run_wire, rc_write, ENGINE_RC },
     { "wire/rc-write-imm", run_wire, rc_write_imm, ENGINE_RC },

@@ -289,7 +289,7 @@ QVrdmaCq *qvrdma_dp_cq_create(QVrdmaDev *d, uint32_t cqe)
 
 QVrdmaQp *qvrdma_dp_qp_create(QVrdmaDev *d, uint32_t pdn, uint8_t type,
                               QVrdmaCq *send_cq, QVrdmaCq *recv_cq,
-                              uint32_t max_sge)
+                              uint32_t max_sge, uint8_t sq_sig_type)
 {
     QVrdmaQp *qp = g_new0(QVrdmaQp, 1);
     struct virtio_rdma_cmd_create_qp req =
@@ -297,6 +297,7 @@ QVrdmaQp *qvrdma_dp_qp_create(QVrdmaDev *d, uint32_t pdn, uint8_t type,
     uint8_t st;
 
     req.recv_cqn = recv_cq->cqn;
+    req.sq_sig_type = sq_sig_type;
     req.max_send_sge = max_sge;
     req.max_recv_sge = max_sge;
     st = qvrdma_create_qp(&d->r, &req, &qp->qpn);

@@ -107,11 +107,12 @@ uint16_t qvrdma_rq_vq_index(QVrdmaDev *d, uint32_t qpn);
 QVrdmaCq *qvrdma_dp_cq_create(QVrdmaDev *d, uint32_t cqe);
 /*
  * CREATE_QP (@type on @pdn, SQ on @send_cq, RQ on @recv_cq, 16 WRs and
- * @max_sge SGEs each way) and set up both of its virtqueues.
+ * @max_sge SGEs each way, @sq_sig_type VIRTIO_RDMA_SIGNAL_*) and set up both
+ * of its virtqueues.
  */
 QVrdmaQp *qvrdma_dp_qp_create(QVrdmaDev *d, uint32_t pdn, uint8_t type,
                               QVrdmaCq *send_cq, QVrdmaCq *recv_cq,
-                              uint32_t max_sge);
+                              uint32_t max_sge, uint8_t sq_sig_type);
 void qvrdma_dp_cq_free(QVrdmaCq *cq);
 void qvrdma_dp_qp_free(QVrdmaQp *qp);
 

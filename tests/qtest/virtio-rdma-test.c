@@ -23,6 +23,8 @@
 #include "standard-headers/linux/virtio_ring.h"
 #include "libqos/qgraph.h"
 #include "libqos/pci.h"
+#include "libqos/pci-pc.h"
+#include "libqos/libqos-pc.h"
 #include "libqos/virtio-rdma.h"
 
 #define GID_EVENT "RDMA_GID_STATUS_CHANGED"
@@ -1520,6 +1522,80 @@ static void test_reset(void *obj, void *data, QGuestAllocator *alloc)
     qvrdma_pt_free(r, &pt);
 }
 
+/*
+ * Unplugging the slot unrealizes the device with live objects: everything
+ * is freed (under ASan, LeakSanitizer checks that at QEMU's exit), mapped
+ * pages are released and the guest's GIDs are reported deleted.  Its own
+ * machine: the qos graph's device must survive the test.
+ */
+static void test_unplug(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QOSState *qs = qtest_pc_boot("-M pc -netdev user,id=un0 "
+                                 "-device virtio-net-pci,id=unic,netdev=un0,"
+                                 "addr=05.0,multifunction=on "
+                                 "-device virtio-rdma-pci,id=urdma,addr=05.1");
+    QPCIAddress addr = { .devfn = QPCI_DEVFN(5, 1) };
+    QVirtioPCIDevice *vpci = virtio_pci_new(qs->pcibus, &addr);
+    QVirtioRdma r = { 0 };
+    struct virtio_rdma_rsp_mr mr;
+    QVrdmaPageTable pt;
+    uint32_t pdn, cqn;
+    QDict *resp, *ev;
+    int deleted = 0;
+    bool gid_gone = false;
+
+    g_assert_nonnull(vpci);
+    qvirtio_pci_device_enable(vpci);
+    qvirtio_start_device(&vpci->vdev);
+    qvrdma_init(&r, &vpci->vdev, qs->qts, &qs->alloc);
+
+    MUST(qvrdma_add_gid(&r, gid_ll, VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, 0, 1));
+    pdn = make_pd(&r);
+    cqn = make_cq(&r, 8);
+    make_qp(&r, pdn, VIRTIO_RDMA_QPT_RC, cqn);
+    qvrdma_pt_build(&r, &pt, 4, NULL);
+    MUST(qvrdma_reg_user_mr(&r, pdn, VIRTIO_RDMA_ACCESS_LOCAL_WRITE, 0x50000,
+                            4 * 4096, 0x50000, pt.l1, 4, &mr));
+    assert_objects(qs->qts, 1, 1, 1, 1, 4);
+    drain_gid_events(qs->qts);
+
+    /*
+     * Ejecting the slot (PIIX4 ACPI PCI hotplug: eject register at
+     * 0xae00 + 8, one bit per slot) removes both functions.
+     */
+    qtest_qmp_device_del_send(qs->qts, "unic");
+    qtest_outl(qs->qts, 0xae00 + 0x8, 1 << 5);
+    /* Events in the order QEMU sends them; the GID goes with the device. */
+    while (deleted < 2 || !gid_gone) {
+        const char *name;
+        QDict *data;
+
+        ev = qtest_qmp_receive_dict(qs->qts);
+        name = qdict_get_try_str(ev, "event");
+        data = qdict_get_qdict(ev, "data");
+        if (name && !strcmp(name, "DEVICE_DELETED") &&
+            qdict_haskey(data, "device")) {
+            deleted++;
+        } else if (name && !strcmp(name, GID_EVENT)) {
+            g_assert_false(qdict_get_bool(data, "gid-status"));
+            g_assert_false(gid_gone);
+            gid_gone = true;
+        }
+        qobject_unref(ev);
+    }
+
+    resp = qtest_qmp(qs->qts, "{'execute': 'query-virtio-rdma'}");
+    g_assert_cmpint(qlist_size(qdict_get_qlist(resp, "return")), ==, 0);
+    qobject_unref(resp);
+
+    /* The device is gone: what these write to it lands nowhere. */
+    qvrdma_pt_free(&r, &pt);
+    qvrdma_cleanup(&r);
+    qvirtio_pci_destructor(&vpci->obj);
+    g_free(vpci);
+    qtest_shutdown(qs);
+}
+
 /* ---- QMP / HMP ------------------------------------------------------------ */
 
 static void test_query_hmp(void *obj, void *data, QGuestAllocator *alloc)
@@ -1872,6 +1948,7 @@ static void register_virtio_rdma_test(void)
     qos_add_test("batch", "virtio-rdma", test_batch, NULL);
     qos_add_test("broken-frame", "virtio-rdma", test_broken_frame, NULL);
     qos_add_test("reset", "virtio-rdma", test_reset, NULL);
+    qos_add_test("unplug", "virtio-rdma", test_unplug, NULL);
     qos_add_test("query-hmp", "virtio-rdma", test_query_hmp, NULL);
     qos_add_test("limits", "virtio-rdma", test_limits, &limits);
     qos_add_test("props", "virtio-rdma", test_props, &props);

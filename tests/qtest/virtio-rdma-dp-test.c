@@ -60,6 +60,8 @@ typedef struct Side {
     uint64_t va;
     uint8_t gid[16];            /* GID index 0 */
     uint32_t sq_psn;
+    uint8_t rnr_retry;          /* as requester */
+    uint8_t min_rnr_timer;      /* as responder (0: the helper's default) */
     uint8_t *shadow;            /* what the MR must hold */
 } Side;
 
@@ -79,6 +81,7 @@ static void side_init(Side *s, const char *name, QVrdmaDev *d, bool own_dev,
     s->own_dev = own_dev;
     s->va = va;
     s->sq_psn = sq_psn;
+    s->rnr_retry = 7;
 
     st = qvrdma_create_pd(&d->r, &s->pdn);
     g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
@@ -318,7 +321,8 @@ static void rc_connect_one(Side *s, Side *peer, uint8_t timeout,
         .sq_psn = s->sq_psn,
         .timeout = timeout,
         .retry_cnt = retry_cnt,
-        .rnr_retry = 7,
+        .rnr_retry = s->rnr_retry,
+        .min_rnr_timer = s->min_rnr_timer,
     };
 
     memcpy(p.dgid, peer->gid, 16);
@@ -338,7 +342,7 @@ static void rc_connect(Side *a, Side *b, uint8_t timeout, uint8_t retry_cnt)
  * Loopback: both sides on one device; GID 0 = ::ffff:10.0.0.1 and the
  * destination MAC is the device's own.
  */
-static QVrdmaDev *loopback_setup_psn(Side *a, Side *b, uint32_t a_sq_psn)
+static QVrdmaDev *loopback_boot(Side *a, Side *b, uint32_t a_sq_psn)
 {
     QVrdmaDev *d = qvrdma_dev_boot("user,id=n0", MAC_A, RDMA_OPTS);
 
@@ -347,6 +351,13 @@ static QVrdmaDev *loopback_setup_psn(Side *a, Side *b, uint32_t a_sq_psn)
     qvrdma_gid_ipv4(a->gid, 10, 0, 0, 1);
     memcpy(b->gid, a->gid, 16);
     qvrdma_dp_add_gid(d, 0, a->gid);
+    return d;
+}
+
+static QVrdmaDev *loopback_setup_psn(Side *a, Side *b, uint32_t a_sq_psn)
+{
+    QVrdmaDev *d = loopback_boot(a, b, a_sq_psn);
+
     rc_connect(a, b, 14, 7);
     return d;
 }
@@ -795,6 +806,196 @@ static void test_loopback_psn_wrap(void)
     teardown(&a, &b);
 }
 
+/* ---- RC error paths (loopback) ----------------------------------------------------- */
+
+static Expect expect_err(uint64_t wr_id, uint32_t status, uint32_t qpn)
+{
+    return (Expect) {
+        .wr_id = wr_id, .status = status, .opcode = ANY, .byte_len = ANY,
+        .qp_num = qpn, .src_qp = ANY, .wc_flags = ANY,
+    };
+}
+
+/* After an error completion: the QP is in ERR and the next WR flushes. */
+static void expect_qp_error(Side *s, const char *what, uint64_t next_wr_id)
+{
+    struct virtio_rdma_sge src = sge_of(s, 0, 8);
+    struct virtio_rdma_sq_req wr = qvrdma_wr_send(next_wr_id);
+    Expect e = expect_err(next_wr_id, VIRTIO_RDMA_WC_WR_FLUSH_ERR,
+                          s->qp->qpn);
+
+    g_assert_cmpuint(qvrdma_dp_qp_state(s->d, s->qp), ==,
+                     VIRTIO_RDMA_QPS_ERR);
+    qvrdma_dp_post_send(s->qp, &wr, &src, 1);
+    expect_cqe(s, what, &e);
+}
+
+/* WRITE with an rkey the responder does not know: REM_ACCESS_ERR. */
+static void test_loopback_rem_access(void)
+{
+    struct virtio_rdma_sge src;
+    struct virtio_rdma_sq_req wr;
+    Side a, b;
+    Expect e;
+
+    loopback_setup(&a, &b);
+    src = sge_of(&a, 0, 64);
+    wr = qvrdma_wr_rdma(VIRTIO_RDMA_WR_RDMA_WRITE, 0xd000, b.va + 0x100,
+                        b.mr.rkey ^ 0x80);  /* same MR index, wrong tag */
+    qvrdma_dp_post_send(a.qp, &wr, &src, 1);
+    e = expect_err(0xd000, VIRTIO_RDMA_WC_REM_ACCESS_ERR, a.qp->qpn);
+    expect_cqe(&a, "WRITE with a bad rkey", &e);
+    expect_qp_error(&a, "SEND after REM_ACCESS_ERR", 0xd010);
+    side_check_mem(&b, "WRITE with a bad rkey");
+    side_check_mem(&a, "WRITE with a bad rkey");
+    g_test_message("responder QP state after the NAK: %u",
+                   qvrdma_dp_qp_state(b.d, b.qp));
+    expect_quiet(&a, "REM_ACCESS_ERR");
+    teardown(&a, &b);
+}
+
+/* RDMA READ beyond the end of the remote MR: REM_ACCESS_ERR, nothing read. */
+static void test_loopback_rem_bounds(void)
+{
+    struct virtio_rdma_sge dst;
+    struct virtio_rdma_sq_req wr;
+    Side a, b;
+    Expect e;
+
+    loopback_setup(&a, &b);
+    dst = sge_of(&a, 0x2000, 64);
+    wr = qvrdma_wr_rdma(VIRTIO_RDMA_WR_RDMA_READ, 0xd100,
+                        b.va + MR_LEN - 32, b.mr.rkey);
+    qvrdma_dp_post_send(a.qp, &wr, &dst, 1);
+    e = expect_err(0xd100, VIRTIO_RDMA_WC_REM_ACCESS_ERR, a.qp->qpn);
+    expect_cqe(&a, "READ past the remote MR", &e);
+    expect_qp_error(&a, "SEND after REM_ACCESS_ERR", 0xd110);
+    side_check_mem(&a, "READ past the remote MR");
+    expect_quiet(&a, "REM_ACCESS_ERR");
+    teardown(&a, &b);
+}
+
+/* A local SGE with an lkey that does not exist: LOC_PROT_ERR, nothing sent. */
+static void test_loopback_loc_prot(void)
+{
+    struct virtio_rdma_sge src, rbuf;
+    struct virtio_rdma_sq_req wr;
+    Side a, b;
+    Expect e;
+
+    loopback_setup(&a, &b);
+    rbuf = sge_of(&b, 0x1000, 256);
+    qvrdma_dp_post_recv(b.qp, 0xd201, &rbuf, 1);
+    src = sge_of(&a, 0, 64);
+    src.lkey = cpu_to_le32(a.mr.lkey + 0x1000);     /* another MR index */
+    wr = qvrdma_wr_send(0xd200);
+    qvrdma_dp_post_send(a.qp, &wr, &src, 1);
+    e = expect_err(0xd200, VIRTIO_RDMA_WC_LOC_PROT_ERR, a.qp->qpn);
+    expect_cqe(&a, "SEND with a bad lkey", &e);
+    expect_qp_error(&a, "SEND after LOC_PROT_ERR", 0xd210);
+    /* Nothing reached B: its receive is still posted, its memory intact. */
+    expect_quiet(&b, "SEND with a bad lkey");
+    side_check_mem(&b, "SEND with a bad lkey");
+    teardown(&a, &b);
+}
+
+/*
+ * SEND longer than the receive buffer: the requester gets REM_INV_REQ_ERR;
+ * the receive completes in error (IBA: LOC_LEN_ERR; rxe reports
+ * REM_INV_REQ_ERR).  Nothing is written past the receive buffer.
+ */
+static void test_loopback_recv_too_small(void)
+{
+    struct virtio_rdma_sge src, rbuf;
+    struct virtio_rdma_sq_req wr;
+    struct virtio_rdma_cq_req c;
+    Side a, b;
+    Expect e;
+    uint32_t st;
+
+    loopback_setup(&a, &b);
+    rbuf = sge_of(&b, 0x1000, 64);
+    qvrdma_dp_post_recv(b.qp, 0xd301, &rbuf, 1);
+    src = sge_of(&a, 0, 100);
+    wr = qvrdma_wr_send(0xd300);
+    qvrdma_dp_post_send(a.qp, &wr, &src, 1);
+    e = expect_err(0xd300, VIRTIO_RDMA_WC_REM_INV_REQ_ERR, a.qp->qpn);
+    expect_cqe(&a, "SEND longer than the receive buffer", &e);
+
+    qvrdma_dp_wait_cqe(b.cq, &c);
+    st = le32_to_cpu(c.status);
+    g_test_message("receiver's completion: %s",
+                   qvrdma_wc_status_name(st));
+    g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0xd301);
+    g_assert_cmpuint(le32_to_cpu(c.qp_num), ==, b.qp->qpn);
+    g_assert_true(st == VIRTIO_RDMA_WC_LOC_LEN_ERR ||
+                  st == VIRTIO_RDMA_WC_REM_INV_REQ_ERR);
+    g_assert_cmpuint(qvrdma_dp_qp_state(b.d, b.qp), ==, VIRTIO_RDMA_QPS_ERR);
+    expect_qp_error(&a, "SEND after REM_INV_REQ_ERR", 0xd310);
+    /* Whatever was placed stays inside the 64-byte buffer. */
+    {
+        g_autofree uint8_t *mem = g_malloc(MR_LEN);
+
+        qtest_bufread(b.d->qts, b.pt.data, mem, MR_LEN);
+        memcpy(b.shadow + 0x1000, mem + 0x1000, 64);
+    }
+    side_check_mem(&b, "SEND longer than the receive buffer");
+    teardown(&a, &b);
+}
+
+/*
+ * No receive posted: the responder answers RNR NAK (its min_rnr_timer); the
+ * requester retries and succeeds once a receive is posted (rnr_retry 7 =
+ * forever), or gives up with RNR_RETRY_EXC_ERR after rnr_retry tries.
+ */
+static void test_loopback_rnr(void)
+{
+    struct virtio_rdma_sge src, rbuf;
+    struct virtio_rdma_sq_req wr;
+    Side a, b;
+    Expect e;
+    gint64 t0;
+
+    loopback_boot(&a, &b, 0x100);
+    b.min_rnr_timer = 18;                   /* 5.12 ms */
+    rc_connect(&a, &b, 14, 7);
+
+    src = sge_of(&a, 0, 48);
+    wr = qvrdma_wr_send(0xe000);
+    qvrdma_dp_post_send(a.qp, &wr, &src, 1);
+    expect_quiet(&a, "SEND without a receive posted");
+    rbuf = sge_of(&b, 0x1000, 64);
+    qvrdma_dp_post_recv(b.qp, 0xe001, &rbuf, 1);
+    memcpy(b.shadow + 0x1000, a.shadow, 48);
+    expect_sq_ok(&a, a.qp, "SEND after the receive was posted late", 0xe000,
+                 VIRTIO_RDMA_WC_SEND);
+    e = (Expect) {
+        .wr_id = 0xe001, .status = VIRTIO_RDMA_WC_SUCCESS,
+        .opcode = VIRTIO_RDMA_WC_RECV, .byte_len = 48, .qp_num = b.qp->qpn,
+        .src_qp = ANY, .wc_flags = 0,
+    };
+    expect_cqe(&b, "late receive", &e);
+    side_check_mem(&b, "RNR retry");
+    teardown(&a, &b);
+
+    /* Now with rnr_retry 2: gives up. */
+    loopback_boot(&a, &b, 0x100);
+    b.min_rnr_timer = 18;
+    a.rnr_retry = 2;
+    rc_connect(&a, &b, 14, 7);
+    wr = qvrdma_wr_send(0xe100);
+    src = sge_of(&a, 0, 48);
+    t0 = g_get_monotonic_time();
+    qvrdma_dp_post_send(a.qp, &wr, &src, 1);
+    e = expect_err(0xe100, VIRTIO_RDMA_WC_RNR_RETRY_EXC_ERR, a.qp->qpn);
+    expect_cqe(&a, "SEND to a QP that never posts a receive", &e);
+    /* Two waits of at least 5.12 ms happened first. */
+    g_assert_cmpint(g_get_monotonic_time() - t0, >=, 2 * 5120);
+    expect_qp_error(&a, "SEND after RNR_RETRY_EXC_ERR", 0xe110);
+    side_check_mem(&b, "RNR_RETRY_EXC_ERR");
+    teardown(&a, &b);
+}
+
 /* ---- UD over the wire ------------------------------------------------------------- */
 
 static uint16_t ip_checksum(const uint8_t *p, size_t len)
@@ -1151,6 +1352,15 @@ static const DpTest dp_tests[] = {
     { "loopback/rc-unsignaled", wrap_void, test_loopback_unsignaled,
       ENGINE_RC },
     { "loopback/rc-psn-wrap", wrap_void, test_loopback_psn_wrap, ENGINE_RC },
+    { "loopback/rc-rem-access-err", wrap_void, test_loopback_rem_access,
+      ENGINE_RC },
+    { "loopback/rc-rem-bounds-err", wrap_void, test_loopback_rem_bounds,
+      ENGINE_RC },
+    { "loopback/rc-loc-prot-err", wrap_void, test_loopback_loc_prot,
+      ENGINE_RC },
+    { "loopback/rc-recv-too-small", wrap_void, test_loopback_recv_too_small,
+      ENGINE_RC },
+    { "loopback/rc-rnr", wrap_void, test_loopback_rnr, ENGINE_RC },
     { "wire/rc-send", run_wire, rc_send, ENGINE_RC },
     { "wire/rc-write", run_wire, rc_write, ENGINE_RC },
     { "wire/rc-write-imm", run_wire, rc_write_imm, ENGINE_RC },

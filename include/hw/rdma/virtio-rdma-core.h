@@ -203,6 +203,79 @@ void vrdma_core_timer(VrdmaCore *core);
  */
 bool vrdma_core_run(VrdmaCore *core);
 
+/* ---- data-path statistics ------------------------------------------------ */
+
+/*
+ * Why a received (or internally looped-back) frame was dropped.  1..20 are
+ * the ways a frame can fail to be a well-formed RoCEv2 packet, in the order
+ * they are checked; the rest are packets that are well-formed but not
+ * acceptable.  Names via vrdma_drop_name(); each drop is also reported
+ * through VrdmaHostOps.wire_drop with that name.
+ */
+typedef enum VrdmaDrop {
+    VRDMA_DROP_NONE = 0,
+    VRDMA_DROP_TRUNCATED_ETH,   /* shorter than the Ethernet header */
+    VRDMA_DROP_ETHERTYPE,       /* neither IPv4 nor IPv6 */
+    VRDMA_DROP_TRUNCATED_IP,
+    VRDMA_DROP_IP_VERSION,
+    VRDMA_DROP_IPV4_IHL,        /* IPv4 options */
+    VRDMA_DROP_IP_LENGTH,
+    VRDMA_DROP_IPV4_CHECKSUM,
+    VRDMA_DROP_IPV4_FRAGMENT,
+    VRDMA_DROP_IP_PROTOCOL,
+    VRDMA_DROP_TRUNCATED_UDP,
+    VRDMA_DROP_UDP_LENGTH,
+    VRDMA_DROP_UDP_PORT,
+    VRDMA_DROP_TRUNCATED_BTH,
+    VRDMA_DROP_BTH_VERSION,
+    VRDMA_DROP_OPCODE,          /* unknown BTH opcode */
+    VRDMA_DROP_TRUNCATED_EXT,
+    VRDMA_DROP_TRUNCATED_ICRC,
+    VRDMA_DROP_PAD,
+    VRDMA_DROP_PAYLOAD,         /* payload on an opcode without one */
+    VRDMA_DROP_ICRC,            /* ICRC mismatch (corruption) */
+    VRDMA_DROP_PKEY,            /* BTH P_Key does not match ours */
+    VRDMA_DROP_NO_QP,           /* destination QP does not exist */
+    VRDMA_DROP_QP_TYPE,         /* opcode of another transport than the QP's */
+    VRDMA_DROP_QP_STATE,        /* the QP takes no such packet in its state */
+    VRDMA_DROP_ADDR,            /* RC/UC: not between the QP's two addresses */
+    VRDMA_DROP_QKEY,            /* UD/GSI: Q_Key mismatch */
+    VRDMA_DROP_NO_RECV_WQE,     /* UD/UC: no receive WQE posted */
+    VRDMA_DROP_LENGTH,          /* UD/UC: bad length or receive buffer too small */
+    VRDMA_DROP_UC_MESSAGE,      /* UC: rest of a message that lost a packet */
+    VRDMA_DROP_UC_ACCESS,       /* UC: RDMA WRITE the QP or the R_Key refuses */
+    VRDMA_DROP_UNSUPPORTED,     /* opcode this engine does not execute (UD/UC) */
+    VRDMA_DROP_RESPONSE,        /* response that matches no outstanding request */
+    VRDMA_DROP_LOOPBACK_FULL,   /* internal loopback queue full */
+    VRDMA_DROP_NOT_OURS,        /* looped-back frame not for one of our GIDs */
+    VRDMA_DROP__COUNT,
+} VrdmaDrop;
+
+const char *vrdma_drop_name(VrdmaDrop why);
+
+/*
+ * Data-path counters since the core was created (kept across reset, like
+ * the command counters).  Packets looped back between two QPs of this core
+ * count as sent and as received, and also in loopback_packets.
+ */
+typedef struct VrdmaDpStats {
+    uint64_t tx_packets, tx_bytes;     /* frames built (wire + loopback) */
+    uint64_t rx_packets, rx_bytes;     /* frames taken (ours, incl. dropped) */
+    uint64_t loopback_packets;
+    uint64_t retransmits;              /* request packets sent again */
+    uint64_t retry_timeouts;           /* retransmit-timer expiries */
+    uint64_t naks_sent, naks_received; /* NAKs other than RNR */
+    uint64_t rnr_naks_sent, rnr_naks_received;
+    uint64_t duplicates;               /* duplicate requests answered again */
+    uint64_t completions;              /* CQEs written */
+    uint64_t error_completions;        /* of which with an error status */
+    uint64_t cq_overruns;              /* CQEs lost: no buffer on the CQ */
+    uint64_t drops;                    /* sum of drop[] */
+    uint64_t drop[VRDMA_DROP__COUNT];
+} VrdmaDpStats;
+
+void vrdma_core_get_dp_stats(const VrdmaCore *core, VrdmaDpStats *stats);
+
 #ifdef __cplusplus
 }
 #endif

@@ -26,7 +26,7 @@ using vrdma::Status;
 VrdmaCore::VrdmaCore(const VrdmaLimits &lim_, const VrdmaHostOps &ops_)
     : lim(lim_), ops(ops_), caps(vrdma::device_caps(lim_)), pds(lim_.max_pd),
       cqs(lim_.max_cq), mrs(lim_.max_mr), qps(lim_.max_qp),
-      port(lim_.phys_mtu)
+      port(lim_.phys_mtu), dp(lim_)
 {
 }
 
@@ -39,6 +39,7 @@ void VrdmaCore::reset()
 {
     /* QPs first: they hold references on CQs and PDs, MRs on PDs. */
     qps.clear();
+    vrdma::dp::engine_reset(*this); /* outstanding work goes with its QP */
     mrs.clear();
     cqs.clear();
     pds.clear();

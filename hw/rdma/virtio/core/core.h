@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "cq.h"
+#include "dp/engine.h"
 #include "hw/rdma/virtio-rdma-core.h"
 #include "mr.h"
 #include "object_table.h"
@@ -47,6 +48,7 @@ struct VrdmaCore {
     vrdma::MrTable mrs;
     vrdma::ObjectTable<vrdma::Qp> qps;
     vrdma::Port port;
+    vrdma::dp::Engine dp;
 
     uint64_t cmds = 0;
     uint64_t cmd_errors = 0;

@@ -150,6 +150,7 @@ Status cmd_create_mr(VrdmaCore &c, const virtio_rdma_cmd_create_mr &req,
     mr->kind = MrKind::kFastReg;
     mr->access = req.access_flags;
     mr->max_num_sg = req.max_num_sg;
+    mr->valid = false; /* until a REG_MR work request registers it */
     commit(c, *index, req.pdn, *pd, std::move(mr), rsp);
     return kOk;
 }
@@ -177,9 +178,13 @@ Status cmd_map_mr_sg(VrdmaCore &c, const virtio_rdma_cmd_map_mr_sg &req,
         !s.ok()) {
         return s;
     }
+    /*
+     * Mapped for writing whatever CREATE_MR said: the access rights that
+     * count are the ones the REG_MR work request sets later (ib_alloc_mr()
+     * takes none).
+     */
     GuestPages pages;
-    if (Status s = map_page_table(c.ops, req.pages, req.npages,
-                                  mr->access & kWriteAccess, pages);
+    if (Status s = map_page_table(c.ops, req.pages, req.npages, true, pages);
         !s.ok()) {
         return s;
     }

@@ -34,6 +34,11 @@ struct Mr {
     uint32_t lkey = 0;
     uint32_t rkey = 0;       /* 0: no remote access */
     uint32_t max_num_sg = 0; /* kFastReg: capacity of the page list */
+    /*
+     * kFastReg: registered by a REG_MR work request and not invalidated
+     * since (IBA 10.6.1: "valid" vs "free").  Always true for the others.
+     */
+    bool valid = true;
     uint64_t iova = 0;       /* address of the first byte, as the guest names it */
     uint64_t length = 0;
     GuestPages pages;        /* data pages, pre-translated */

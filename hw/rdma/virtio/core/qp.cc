@@ -232,7 +232,8 @@ Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
     c.pds.at(qp->pd_index)->refs++;
     c.cqs.at(qp->send_cqn)->refs++;
     c.cqs.at(qp->recv_cqn)->refs++;
-    c.qps.insert(qpn, std::move(qp));
+    Qp *live = c.qps.insert(qpn, std::move(qp));
+    dp::qp_create(c, qpn, *live);
     rsp.qpn = qpn;
     return kOk;
 }
@@ -254,12 +255,14 @@ Status cmd_modify_qp(VrdmaCore &c, const virtio_rdma_cmd_modify_qp &req,
         return s;
     }
     /* Everything checked: apply it all. */
+    const uint32_t old_state = qp->state();
     if ((req.attr_mask & VIRTIO_RDMA_QP_STATE) &&
         a.qp_state == VIRTIO_RDMA_QPS_RESET) {
         qp->reset_attrs(); /* IBA 10.3.1: RESET forgets the attributes */
-        return kOk;
+    } else {
+        apply(*qp, req.attr_mask, a);
     }
-    apply(*qp, req.attr_mask, a);
+    dp::qp_modified(c, *qp, old_state, req.attr_mask);
     return kOk;
 }
 
@@ -283,10 +286,11 @@ Status cmd_query_qp(VrdmaCore &c, const virtio_rdma_cmd_query_qp &req,
 Status cmd_destroy_qp(VrdmaCore &c, const virtio_rdma_cmd_destroy_qp &req,
                       NoPayload &)
 {
-    const Qp *qp = c.qps.at(req.qpn);
+    Qp *qp = c.qps.at(req.qpn);
     if (!qp) {
         return fail(VRDMA_ERR_BAD_HANDLE, req.qpn);
     }
+    dp::qp_destroy(c, req.qpn, *qp); /* outstanding work is dropped */
     c.pds.at(qp->pd_index)->refs--;
     c.cqs.at(qp->send_cqn)->refs--;
     c.cqs.at(qp->recv_cqn)->refs--;

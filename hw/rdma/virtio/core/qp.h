@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "dp/engine.h"
 #include "errors.h"
 #include "wire.h"
 
@@ -26,6 +27,8 @@ struct Qp {
     virtio_rdma_qp_cap cap{}; /* as created */
     /* As last set by MODIFY_QP, host byte order; qp_state is the state. */
     virtio_rdma_qp_attr attr{};
+    /* The data path's state (rings, requester/completer/responder). */
+    dp::QpEngine dp;
 
     uint32_t state() const { return attr.qp_state; }
     /* Back to the attributes of a new QP (state RESET). */

@@ -204,6 +204,49 @@ inline void le_fields(virtio_rdma_cmd_req_notify &r)
     VRDMA_LE(r.flags);
 }
 
+/* ---- data path ---- */
+
+inline void le_fields(virtio_rdma_sge &r)
+{
+    VRDMA_LE(r.addr);
+    VRDMA_LE(r.length);
+    VRDMA_LE(r.lkey);
+}
+
+inline void le_fields(virtio_rdma_rq_req &r)
+{
+    VRDMA_LE(r.num_sge);
+    VRDMA_LE(r.wr_id);
+}
+
+/*
+ * The fixed fields.  ex is left as it is (imm_data is big-endian as the
+ * driver stores it; an rkey there is converted where it is used) and the wr
+ * union is converted by the parser, member by member, for the opcode.
+ */
+inline void le_fields(virtio_rdma_sq_req &r)
+{
+    VRDMA_LE(r.num_sge);
+    VRDMA_LE(r.send_flags);
+    VRDMA_LE(r.opcode);
+    VRDMA_LE(r.wr_id);
+}
+
+/* All but ex, which the engine fills in its wire form. */
+inline void le_fields(virtio_rdma_cq_req &r)
+{
+    VRDMA_LE(r.wr_id);
+    VRDMA_LE(r.status);
+    VRDMA_LE(r.opcode);
+    VRDMA_LE(r.vendor_err);
+    VRDMA_LE(r.byte_len);
+    VRDMA_LE(r.qp_num);
+    VRDMA_LE(r.src_qp);
+    VRDMA_LE(r.wc_flags);
+    VRDMA_LE(r.pkey_index);
+    VRDMA_LE(r.slid);
+}
+
 } // namespace vrdma
 
 #endif

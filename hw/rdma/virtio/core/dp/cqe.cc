@@ -1,0 +1,168 @@
+/*
+ * virtio-rdma soft-RoCE engine: completions.
+ *
+ * A CQE goes to the host's cq_push (the next buffer the driver posted on
+ * the CQ's virtqueue).  Then the arming rules (IBA 11.4.2.2; the RFC
+ * driver's REQ_NOTIFY_CQ): armed NEXT_COMPLETION -> any completion
+ * interrupts; armed SOLICITED -> only a receive completion of a solicited
+ * message or a completion with an error; after the interrupt the CQ is
+ * disarmed until the driver arms it again.
+ *
+ * No buffer (cq_push fails) is a CQ overrun: the CQE is lost, counted, and
+ * the QP that completed goes to ERR (IBA 11.4.2.1 makes it a CQ error; the
+ * QP is where the damage is visible to the driver).
+ *
+ * Send completions are in send-queue order: comp_drain() reports the WQEs
+ * at the head that are done, signaled ones (or all with SIGNAL_ALL_WR) and
+ * every error (IBA 10.7.3.1).  An error puts the QP in ERR, which flushes
+ * every WQE still outstanding on both queues with WR_FLUSH_ERR, signaled or
+ * not.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "../core.h"
+#include "engine.h"
+#include "../wire.h"
+
+namespace vrdma::dp {
+
+uint32_t wc_opcode_of(uint32_t wr_opcode)
+{
+    switch (wr_opcode) {
+    case VIRTIO_RDMA_WR_RDMA_WRITE:
+    case VIRTIO_RDMA_WR_RDMA_WRITE_WITH_IMM:
+        return VIRTIO_RDMA_WC_RDMA_WRITE;
+    case VIRTIO_RDMA_WR_SEND:
+    case VIRTIO_RDMA_WR_SEND_WITH_IMM:
+    case VIRTIO_RDMA_WR_SEND_WITH_INV:
+        return VIRTIO_RDMA_WC_SEND;
+    case VIRTIO_RDMA_WR_RDMA_READ:
+    case VIRTIO_RDMA_WR_RDMA_READ_WITH_INV:
+        return VIRTIO_RDMA_WC_RDMA_READ;
+    case VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP:
+        return VIRTIO_RDMA_WC_COMP_SWAP;
+    case VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD:
+        return VIRTIO_RDMA_WC_FETCH_ADD;
+    case VIRTIO_RDMA_WR_LOCAL_INV:
+        return VIRTIO_RDMA_WC_LOCAL_INV;
+    case VIRTIO_RDMA_WR_REG_MR:
+        return VIRTIO_RDMA_WC_REG_MR;
+    default:
+        return 0xFF; /* as rxe: no such completion opcode */
+    }
+}
+
+namespace {
+
+/* @returns false on a CQ overrun. */
+bool push(VrdmaCore &c, uint32_t cqn, const virtio_rdma_cq_req &host,
+          bool solicited)
+{
+    Cq *cq = c.cqs.at(cqn);
+    if (!cq) {
+        return true; /* cannot happen: the QP holds a reference */
+    }
+    virtio_rdma_cq_req w = host;
+    le_fields(w);
+    if (!c.ops.cq_push || c.ops.cq_push(c.ops.opaque, cqn, &w) != 0) {
+        c.dp.stats.cq_overruns++;
+        return false;
+    }
+    c.dp.stats.completions++;
+    const bool error = host.status != VIRTIO_RDMA_WC_SUCCESS;
+    c.dp.stats.error_completions += error;
+    if ((cq->armed & VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION) ||
+        ((cq->armed & VIRTIO_RDMA_NOTIFY_SOLICITED) && (solicited || error))) {
+        cq->armed = 0;
+        if (c.ops.cq_notify) {
+            c.ops.cq_notify(c.ops.opaque, cqn);
+        }
+    }
+    return true;
+}
+
+} // namespace
+
+bool cq_post(VrdmaCore &c, uint32_t cqn, const virtio_rdma_cq_req &cqe,
+             bool solicited)
+{
+    return push(c, cqn, cqe, solicited);
+}
+
+/* @returns false on a CQ overrun. */
+static bool send_cqe(VrdmaCore &c, Qp &qp, const SendWqe &w, uint8_t status)
+{
+    const bool signaled = qp.sq_sig_type == VIRTIO_RDMA_SIGNAL_ALL_WR ||
+                          (w.flags & VIRTIO_RDMA_SEND_SIGNALED) ||
+                          status != VIRTIO_RDMA_WC_SUCCESS;
+    if (!signaled) {
+        return true;
+    }
+    virtio_rdma_cq_req cqe{};
+    cqe.wr_id = w.wr_id;
+    cqe.status = status;
+    cqe.opcode = wc_opcode_of(w.opcode);
+    cqe.byte_len = w.length;
+    cqe.qp_num = qp.dp.qpn;
+    if (w.opcode == VIRTIO_RDMA_WR_SEND_WITH_IMM ||
+        w.opcode == VIRTIO_RDMA_WR_RDMA_WRITE_WITH_IMM) {
+        cqe.wc_flags = VIRTIO_RDMA_WC_WITH_IMM;
+    }
+    return push(c, qp.send_cqn, cqe, false);
+}
+
+void complete_send(VrdmaCore &c, Qp &qp, const SendWqe &w, uint8_t status)
+{
+    if (!send_cqe(c, qp, w, status)) {
+        qp_to_error(c, qp);
+    }
+}
+
+void comp_drain(VrdmaCore &c, Qp &qp)
+{
+    QpEngine &e = qp.dp;
+    while (e.sq_head != e.sq_tail) {
+        SendWqe &w = e.swqe(e.sq_head);
+        if (w.state != WqeState::kDone) {
+            break;
+        }
+        const SendWqe done = w;
+        e.sq_head++;
+        if (e.sq_req - e.sq_head > e.sq_tail - e.sq_head) {
+            e.sq_req = e.sq_head; /* it was the WQE the requester stopped at */
+        }
+        if (done.rd_atomic) {
+            e.req.rd_atomic--;
+        }
+        const bool ok = send_cqe(c, qp, done, done.status);
+        if (!ok || done.status != VIRTIO_RDMA_WC_SUCCESS) {
+            qp_to_error(c, qp);
+            return;
+        }
+    }
+}
+
+void flush_queues(VrdmaCore &c, Qp &qp)
+{
+    QpEngine &e = qp.dp;
+    while (e.sq_head != e.sq_tail) {
+        const SendWqe w = e.swqe(e.sq_head);
+        e.sq_head++;
+        send_cqe(c, qp, w, VIRTIO_RDMA_WC_WR_FLUSH_ERR);
+    }
+    e.sq_req = e.sq_head;
+    e.req.rd_atomic = 0;
+    while (e.rq_head != e.rq_tail) {
+        const RecvWqe &w = e.rwqe(e.rq_head);
+        virtio_rdma_cq_req cqe{};
+        cqe.wr_id = w.wr_id;
+        cqe.status = VIRTIO_RDMA_WC_WR_FLUSH_ERR;
+        cqe.opcode = VIRTIO_RDMA_WC_RECV;
+        cqe.qp_num = e.qpn;
+        e.rq_head++;
+        push(c, qp.recv_cqn, cqe, false);
+    }
+    e.resp.recv_active = false;
+}
+
+} // namespace vrdma::dp

@@ -1,0 +1,378 @@
+/*
+ * virtio-rdma soft-RoCE engine: the data-path state of one QP and of the
+ * device, and the functions the engine's files share.
+ *
+ * The engine follows Linux rxe's split, one file per role:
+ *   wqe.cc    work requests posted by the driver, checked and queued
+ *   mem.cc    SGE <-> guest memory, lkey/rkey checks
+ *   cqe.cc    completions, CQ arming, flushes
+ *   qp_dp.cc  per-QP lifecycle: create, modify hooks, error, destroy
+ *   net.cc    frames out: building, the wire, the internal loopback
+ *   recv.cc   frames in: is it ours, parse, route to a QP
+ *   req.cc    requester: WQEs -> request packets (segmentation, PSNs)
+ *   comp.cc   completer: ACKs/NAKs/read responses -> completions, retries
+ *   resp.cc   responder: request packets -> memory, receive completions,
+ *             ACKs, read/atomic replies
+ *   run.cc    scheduling, timers, the C entry points, statistics
+ * The requester, completer and responder are explicit state machines: an
+ * enum of states and one driving loop, each step returning the next state.
+ *
+ * Storage is allocated when a QP is created (rings of queue_size parsed
+ * WQEs, SGE arrays, responder resources) and when the core is created
+ * (transmit buffer, loopback queue, run queue).  From then on the data path
+ * does not allocate, throw or make a virtual call.  Every guest value is
+ * untrusted: 64-bit checked arithmetic, copied once, validated before use.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_RDMA_VIRTIO_CORE_DP_ENGINE_H
+#define HW_RDMA_VIRTIO_CORE_DP_ENGINE_H
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "hw/rdma/virtio-rdma-core.h"
+#include "../roce/frame.h"
+
+struct VrdmaCore;
+
+namespace vrdma {
+
+struct Qp;
+struct Mr;
+
+namespace dp {
+
+/* ---- PSNs: 24-bit serial numbers (IBA 9.7.1) ---- */
+
+inline constexpr uint32_t kPsnMask = 0x00FFFFFF;
+
+/* a - b as a signed distance in the 24-bit PSN space. */
+constexpr int32_t psn_diff(uint32_t a, uint32_t b)
+{
+    return static_cast<int32_t>((a - b) << 8) >> 8;
+}
+
+constexpr uint32_t psn_add(uint32_t psn, uint32_t n)
+{
+    return (psn + n) & kPsnMask;
+}
+
+/* ---- protocol constants ---- */
+
+inline constexpr uint32_t kMaxMsgSize = 1u << 31;  /* IBA: 2^31 bytes */
+inline constexpr uint32_t kMaxUnackedPsns = 128;   /* rxe: requester window */
+inline constexpr uint32_t kMaxPktsPerAck = 64;     /* rxe: AckReq every 64 */
+inline constexpr uint32_t kGsiQkey = 0x80010000;   /* IBA 13.5.3.2 */
+inline constexpr uint32_t kQkeyUseQp = 0x80000000; /* IBA C10-15 */
+inline constexpr uint8_t kRnrRetryInfinite = 7;    /* IBA 9.7.5.2.8 */
+inline constexpr uint8_t kAethAckUnlimited = 0x1F; /* rxe's ACK syndrome */
+inline constexpr size_t kGrhBytes = 40;
+/* Outstanding reads/atomics per QP and direction (config: max_qp_rd_atom). */
+inline constexpr uint32_t kMaxRdAtomic = 16;
+
+/*
+ * The largest frame: Ethernet + 802.1Q + IPv6 + UDP + BTH + the largest
+ * extension headers + 4096 bytes + pad + ICRC, rounded up.
+ */
+inline constexpr size_t kMaxFrame = 4352;
+
+/* Work per call of vrdma_core_run() (packets), and per QP in one turn. */
+inline constexpr unsigned kRunBudget = 256;
+inline constexpr unsigned kQpBudget = 64;
+/* Frames taken from the loopback queue per vrdma_core_run(). */
+inline constexpr unsigned kLoopBudget = 256;
+/* Capacity of the loopback queue (frames). */
+inline constexpr uint32_t kLoopSlots = 256;
+/* Responder packets sent right away from inside net_receive. */
+inline constexpr unsigned kInlineReplyBudget = 8;
+
+/* ---- work requests, as the engine keeps them ---- */
+
+struct Sge {
+    uint64_t addr = 0;
+    uint32_t length = 0;
+    uint32_t lkey = 0;
+};
+
+/* Where a UD send goes (from the WQE's address vector). */
+struct Av {
+    std::array<uint8_t, 16> dgid{};
+    std::array<uint8_t, 6> dmac{};
+    uint8_t gid_index = 0;
+    uint8_t hop_limit = 0;
+    uint8_t tclass = 0;
+    uint32_t flow_label = 0;
+};
+
+enum class WqeState : uint8_t {
+    kPosted,  /* not (completely) sent yet */
+    kPending, /* RC: every packet sent, waiting for the response */
+    kDone,    /* finished (status says how); the completer reports it */
+};
+
+struct SendWqe {
+    uint64_t wr_id = 0;
+    uint32_t opcode = 0;     /* enum virtio_rdma_wr_opcode */
+    uint32_t flags = 0;      /* VIRTIO_RDMA_SEND_* */
+    uint32_t ex = 0;         /* imm_data as it is in memory, or an rkey */
+    uint32_t rkey = 0;
+    uint64_t remote_addr = 0;
+    uint64_t compare_add = 0;
+    uint64_t swap = 0;
+    uint32_t remote_qpn = 0; /* UD */
+    uint32_t remote_qkey = 0;
+    Av av;
+    uint32_t reg_mrn = 0;    /* REG_MR */
+    uint32_t reg_key = 0;
+    uint32_t reg_access = 0;
+    uint32_t num_sge = 0;
+    uint32_t length = 0;     /* sum of the SGE lengths, <= 2^31 */
+
+    /* progress */
+    WqeState state = WqeState::kPosted;
+    uint8_t status = VIRTIO_RDMA_WC_SUCCESS;
+    bool rd_atomic = false;  /* holds one of max_rd_atomic's credits */
+    bool started = false;    /* first packet sent: PSNs assigned */
+    uint32_t first_psn = 0;
+    uint32_t last_psn = 0;
+    uint32_t offset = 0;     /* message bytes already sent (requested) */
+};
+
+struct RecvWqe {
+    uint64_t wr_id = 0;
+    uint32_t num_sge = 0;
+    uint32_t length = 0;     /* sum of the SGE lengths */
+};
+
+/* ---- per-QP state ---- */
+
+struct ReqState {
+    uint32_t psn = 0;        /* next PSN to send */
+    uint32_t psn_hi = 0;     /* highest next PSN ever (retransmit count) */
+    uint32_t noack_pkts = 0; /* packets since the last AckReq */
+    uint32_t rd_atomic = 0;  /* outstanding READ/ATOMIC WQEs */
+    bool need_retry = false; /* go back to comp.psn before sending more */
+    bool wait_rnr = false;   /* RNR timer running: send nothing */
+};
+
+struct CompState {
+    uint32_t psn = 0;        /* oldest PSN not yet acknowledged */
+    int16_t opcode = -1;     /* last read response opcode of a message */
+    uint8_t retry_left = 0;
+    uint8_t rnr_left = 0;
+    bool started_retry = false;
+    uint64_t retrans_deadline = 0; /* 0: not armed */
+    uint64_t rnr_deadline = 0;
+};
+
+enum class ResType : uint8_t { kNone, kRead, kAtomic };
+
+/* A responder resource (IBA 9.7.5.1.3): one READ or ATOMIC to answer again. */
+struct Res {
+    ResType type = ResType::kNone;
+    bool queued = false;     /* in the reply queue */
+    bool restart = true;     /* next read response starts a message */
+    uint32_t first_psn = 0;
+    uint32_t last_psn = 0;
+    uint32_t cur_psn = 0;
+    uint64_t va_org = 0;
+    uint64_t va = 0;
+    uint32_t length = 0;
+    uint32_t resid = 0;
+    uint32_t rkey = 0;
+    uint64_t orig = 0;       /* ATOMIC: the value before the operation */
+};
+
+/* What the responder still has to send, in order. */
+enum class OutKind : uint8_t { kAck, kRead, kAtomic };
+
+struct OutItem {
+    OutKind kind = OutKind::kAck;
+    uint8_t syndrome = 0;    /* kAck: AETH syndrome */
+    uint8_t res = 0;         /* kRead/kAtomic: resource index */
+    uint32_t psn = 0;        /* kAck */
+    uint32_t msn = 0;        /* kAck */
+};
+
+inline constexpr uint32_t kOutSlots = 2 * kMaxRdAtomic + 8;
+
+struct RespState {
+    uint32_t epsn = 0;       /* next expected request PSN */
+    uint32_t ack_psn = 0;    /* epsn after the last SEND/WRITE/ATOMIC */
+    uint32_t msn = 0;        /* messages completed (24 bits on the wire) */
+    int16_t opcode = -1;     /* last request opcode inside a message */
+    bool sent_psn_nak = false;
+    bool drop_msg = false;   /* UC: drop until the next message starts */
+    /* the message in progress */
+    bool recv_active = false;/* a receive WQE is being filled */
+    uint32_t recv_off = 0;
+    uint64_t va = 0;         /* RDMA WRITE: where the next byte goes */
+    uint32_t rkey = 0;
+    uint32_t resid = 0;
+    uint32_t length = 0;     /* RDMA WRITE: DMA length of the RETH */
+    std::array<Res, kMaxRdAtomic> res{};
+    uint32_t res_next = 0;
+    std::array<OutItem, kOutSlots> out{};
+    uint32_t out_head = 0;
+    uint32_t out_count = 0;
+};
+
+struct QpEngine {
+    uint32_t qpn = 0;
+    uint32_t ring_mask = 0;  /* ring capacity - 1 (queue_size is 2^n) */
+    uint32_t send_sge_cap = 0;
+    uint32_t recv_sge_cap = 0;
+    std::vector<SendWqe> sq;
+    std::vector<Sge> sq_sge;
+    /* free-running counters; slot = counter & ring_mask */
+    uint32_t sq_head = 0;    /* oldest not completed */
+    uint32_t sq_req = 0;     /* next the requester works on */
+    uint32_t sq_tail = 0;    /* next free */
+    std::vector<RecvWqe> rq;
+    std::vector<Sge> rq_sge;
+    uint32_t rq_head = 0;
+    uint32_t rq_tail = 0;
+
+    ReqState req;
+    CompState comp;
+    RespState resp;
+    bool in_runq = false;
+
+    uint32_t sq_count() const { return sq_tail - sq_head; }
+    uint32_t rq_count() const { return rq_tail - rq_head; }
+    SendWqe &swqe(uint32_t i) { return sq[i & ring_mask]; }
+    Sge *ssge(uint32_t i) { return &sq_sge[(i & ring_mask) * send_sge_cap]; }
+    RecvWqe &rwqe(uint32_t i) { return rq[i & ring_mask]; }
+    Sge *rsge(uint32_t i) { return &rq_sge[(i & ring_mask) * recv_sge_cap]; }
+};
+
+/* ---- device-wide state ---- */
+
+struct Engine {
+    explicit Engine(const VrdmaLimits &lim);
+
+    /* QPs with work for vrdma_core_run(), FIFO, each at most once. */
+    std::vector<uint32_t> runq;
+    uint32_t runq_head = 0;
+    uint32_t runq_count = 0;
+
+    /* Frames between two QPs of this device, delivered by run(). */
+    std::vector<uint8_t> loop_buf; /* kLoopSlots * kMaxFrame */
+    std::vector<uint16_t> loop_len;
+    uint32_t loop_head = 0;
+    uint32_t loop_count = 0;
+
+    std::vector<uint8_t> tx;       /* the frame being built */
+    uint64_t timer_armed = UINT64_MAX; /* deadline given to timer_mod */
+    bool kicked = false;           /* kick() called, run() not yet */
+    uint16_t ip_id = 0;
+
+    VrdmaDpStats stats{};
+};
+
+/* ---- shared functions (VrdmaCore holds an Engine as .dp) ---- */
+
+/* qp_dp.cc */
+void qp_create(VrdmaCore &c, uint32_t qpn, Qp &qp);
+void qp_destroy(VrdmaCore &c, uint32_t qpn, Qp &qp);
+/* After MODIFY_QP applied @mask; the state was @old_state. */
+void qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state, uint32_t mask);
+/* The engine found an error: QP to ERR, flush everything outstanding. */
+void qp_to_error(VrdmaCore &c, Qp &qp);
+/* Bytes per packet of this QP (path MTU capped by the port's). */
+uint32_t qp_mtu(const VrdmaCore &c, const Qp &qp);
+uint64_t qp_timeout_ns(const Qp &qp);
+bool qp_is_rc(const Qp &qp);
+bool qp_is_ud(const Qp &qp); /* UD or GSI */
+
+/* wqe.cc */
+void post_send(VrdmaCore &c, uint32_t qpn, const void *wqe, size_t len);
+void post_recv(VrdmaCore &c, uint32_t qpn, const void *wqe, size_t len);
+
+/* cqe.cc */
+/*
+ * Writes @cqe (host order) to CQ @cqn, then applies the arming rules.
+ * @returns false on a CQ overrun (counted; the caller errors the QP).
+ */
+bool cq_post(VrdmaCore &c, uint32_t cqn, const virtio_rdma_cq_req &cqe,
+             bool solicited);
+uint32_t wc_opcode_of(uint32_t wr_opcode);
+/* Reports send WQE @w with @status (if signaled or an error). */
+void complete_send(VrdmaCore &c, Qp &qp, const SendWqe &w, uint8_t status);
+/* Completes every kDone WQE at the head of the SQ; may put the QP in ERR. */
+void comp_drain(VrdmaCore &c, Qp &qp);
+void flush_queues(VrdmaCore &c, Qp &qp);
+
+/* mem.cc */
+/* WC status of a failed local access (LOC_PROT_ERR...), or SUCCESS. */
+uint8_t sgl_check(VrdmaCore &c, const Qp &qp, const Sge *sge, uint32_t n,
+                  bool write);
+uint8_t sgl_copy(VrdmaCore &c, const Qp &qp, const Sge *sge, uint32_t n,
+                 uint64_t offset, uint8_t *buf, uint32_t len, bool to_sgl);
+enum class RkeyErr : uint8_t { kOk, kKey, kPd, kAccess, kBounds };
+/* The MR @rkey names, if it lets @qp's peer do @access on [va, va+len). */
+Mr *rkey_check(VrdmaCore &c, const Qp &qp, uint32_t rkey, uint64_t va,
+               uint64_t len, uint32_t access, RkeyErr *err);
+bool mr_read(VrdmaCore &c, const Mr &mr, uint64_t va, uint8_t *buf,
+             uint32_t len);
+bool mr_write(VrdmaCore &c, const Mr &mr, uint64_t va, const uint8_t *buf,
+              uint32_t len);
+/* 8-byte atomic at @va (aligned, checked): @returns the old value. */
+bool mr_atomic(VrdmaCore &c, const Mr &mr, uint64_t va, bool cmp_swap,
+               uint64_t compare, uint64_t swap_add, uint64_t *orig);
+uint8_t local_inv(VrdmaCore &c, const Qp &qp, uint32_t key);
+uint8_t reg_mr(VrdmaCore &c, const Qp &qp, const SendWqe &w);
+
+/* net.cc */
+/* The addresses of @qp's packets to its RC/UC peer (the QP's AV). */
+bool addr_for_qp(VrdmaCore &c, const Qp &qp, roce::FrameAddr *a);
+/* ... of a UD send to @av. */
+bool addr_for_ud(VrdmaCore &c, const Qp &qp, const Av &av,
+                 roce::FrameAddr *a);
+/*
+ * Lays out a packet of @opcode with @payload bytes in c.dp.tx, BTH P_Key,
+ * TVer and pad set.  @returns false if it cannot be built.
+ */
+bool tx_begin(VrdmaCore &c, const roce::FrameAddr &a, uint8_t opcode,
+              uint32_t payload, roce::TxFrame *f);
+/* ICRC, then out: to the wire, or to the loopback queue if it is for us. */
+void tx_finish(VrdmaCore &c, const roce::TxFrame &f,
+               const roce::FrameAddr &a);
+
+/* recv.cc */
+/* A frame from the wire (@loopback false) or the loopback queue. */
+bool receive(VrdmaCore &c, std::span<const uint8_t> frame, bool loopback);
+void drop(VrdmaCore &c, VrdmaDrop why, uint32_t qpn);
+
+/* req.cc */
+enum class Progress : uint8_t { kIdle, kBlocked, kBudget };
+Progress req_run(VrdmaCore &c, Qp &qp, unsigned &budget);
+/* Go-back-N from comp.psn (IBA 9.7.4.1.4). */
+void req_retry(VrdmaCore &c, Qp &qp);
+
+/* comp.cc */
+void comp_receive(VrdmaCore &c, Qp &qp, const roce::Packet &pkt);
+void comp_timer(VrdmaCore &c, Qp &qp, uint64_t now);
+/* Forward progress: retry counters back to full, timer pushed out. */
+void comp_progress(VrdmaCore &c, Qp &qp);
+
+/* resp.cc */
+void resp_receive(VrdmaCore &c, Qp &qp, const roce::Packet &pkt);
+Progress resp_flush(VrdmaCore &c, Qp &qp, unsigned &budget);
+
+/* run.cc */
+void schedule(VrdmaCore &c, Qp &qp);
+void kick(VrdmaCore &c);
+uint64_t now(const VrdmaCore &c);
+/* Makes sure the host timer fires no later than @deadline. */
+void arm_timer(VrdmaCore &c, uint64_t deadline);
+void engine_reset(VrdmaCore &c);
+
+} // namespace dp
+} // namespace vrdma
+
+#endif

@@ -1,0 +1,267 @@
+/*
+ * virtio-rdma soft-RoCE engine: guest memory as the data path sees it.
+ *
+ * Local access goes through an SGE's lkey, remote access through an rkey;
+ * both name an MR by key >> 8 and must match the whole key.  Checks, each
+ * with 64-bit overflow-safe arithmetic:
+ *   the key names a live MR (fast-registration MRs: registered and not
+ *   invalidated), the MR is in the QP's PD, it grants the access (local
+ *   write for a buffer the device writes; remote read/write/atomic for a
+ *   peer), and [addr, addr + len) lies inside it.
+ * A local failure is LOC_PROT_ERR (rxe's copy_data: -EFAULT), a message
+ * longer than the SGEs LOC_LEN_ERR.
+ *
+ * User and fast-registration MRs hold pre-translated host pointers of 4 KiB
+ * guest pages; DMA MRs name guest-physical addresses and go through the
+ * host's read/write ops.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include <algorithm>
+#include <cstring>
+
+#include "../config.h"
+#include "../core.h"
+#include "engine.h"
+#include "../wire.h"
+
+namespace vrdma::dp {
+
+namespace {
+
+bool usable(const Mr &mr)
+{
+    return mr.kind != MrKind::kFastReg || mr.valid;
+}
+
+/* [va, va + len) inside @mr, without wrapping. */
+bool in_bounds(const Mr &mr, uint64_t va, uint64_t len)
+{
+    uint64_t end;
+    if (__builtin_add_overflow(va, len, &end)) {
+        return false;
+    }
+    if (mr.kind == MrKind::kDma) {
+        return true;
+    }
+    if (va < mr.iova) {
+        return false;
+    }
+    const uint64_t off = va - mr.iova;
+    return off <= mr.length && len <= mr.length - off;
+}
+
+/*
+ * The MR an SGE names, if it may be used as the QP's local buffer (written
+ * by the device if @write); nullptr otherwise.
+ */
+const Mr *sge_mr(VrdmaCore &c, const Qp &qp, const Sge &s, bool write)
+{
+    const Mr *mr = c.mrs.lookup_lkey(s.lkey);
+    if (!mr || !usable(*mr) || mr->pd_index != qp.pd_index) {
+        return nullptr;
+    }
+    if (write && (!(mr->access & VIRTIO_RDMA_ACCESS_LOCAL_WRITE) ||
+                  (mr->kind == MrKind::kDma && !c.ops.write))) {
+        return nullptr;
+    }
+    if (!in_bounds(*mr, s.addr, s.length)) {
+        return nullptr;
+    }
+    return mr;
+}
+
+/* Copies between @buf and [va, va + len) of @mr (checked by the caller). */
+bool mr_copy(VrdmaCore &c, const Mr &mr, uint64_t va, uint8_t *buf,
+             uint32_t len, bool to_mr)
+{
+    if (len == 0) {
+        return true;
+    }
+    if (mr.kind == MrKind::kDma) {
+        if (to_mr) {
+            return c.ops.write && c.ops.write(c.ops.opaque, va, buf, len) == 0;
+        }
+        return c.ops.read(c.ops.opaque, va, buf, len) == 0;
+    }
+    uint64_t off = va - (mr.iova & ~kPageMask);
+    while (len) {
+        const uint64_t page = off >> VIRTIO_RDMA_PAGE_SHIFT;
+        const uint32_t in = static_cast<uint32_t>(off & kPageMask);
+        const uint32_t n = std::min<uint32_t>(len, kPageSize - in);
+        if (page >= mr.pages.count() || (to_mr && !mr.pages.is_write())) {
+            return false;
+        }
+        uint8_t *host = mr.pages.page(page) + in;
+        if (to_mr) {
+            std::memcpy(host, buf, n);
+        } else {
+            std::memcpy(buf, host, n);
+        }
+        buf += n;
+        off += n;
+        len -= n;
+    }
+    return true;
+}
+
+} // namespace
+
+uint8_t sgl_check(VrdmaCore &c, const Qp &qp, const Sge *sge, uint32_t n,
+                  bool write)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (sge[i].length && !sge_mr(c, qp, sge[i], write)) {
+            return VIRTIO_RDMA_WC_LOC_PROT_ERR;
+        }
+    }
+    return VIRTIO_RDMA_WC_SUCCESS;
+}
+
+uint8_t sgl_copy(VrdmaCore &c, const Qp &qp, const Sge *sge, uint32_t n,
+                 uint64_t offset, uint8_t *buf, uint32_t len, bool to_sgl)
+{
+    for (uint32_t i = 0; i < n && len; i++) {
+        const Sge &s = sge[i];
+        if (offset >= s.length) {
+            offset -= s.length;
+            continue;
+        }
+        const Mr *mr = sge_mr(c, qp, s, to_sgl);
+        if (!mr) {
+            return VIRTIO_RDMA_WC_LOC_PROT_ERR;
+        }
+        const uint32_t chunk =
+            static_cast<uint32_t>(std::min<uint64_t>(len, s.length - offset));
+        if (!mr_copy(c, *mr, s.addr + offset, buf, chunk, to_sgl)) {
+            return VIRTIO_RDMA_WC_LOC_PROT_ERR;
+        }
+        buf += chunk;
+        len -= chunk;
+        offset = 0;
+    }
+    return len ? VIRTIO_RDMA_WC_LOC_LEN_ERR : VIRTIO_RDMA_WC_SUCCESS;
+}
+
+Mr *rkey_check(VrdmaCore &c, const Qp &qp, uint32_t rkey, uint64_t va,
+               uint64_t len, uint32_t access, RkeyErr *err)
+{
+    Mr *mr = c.mrs.lookup_rkey(rkey);
+    if (!mr || !usable(*mr)) {
+        *err = RkeyErr::kKey;
+        return nullptr;
+    }
+    if (mr->pd_index != qp.pd_index) {
+        *err = RkeyErr::kPd;
+        return nullptr;
+    }
+    if (!(mr->access & access) ||
+        (mr->kind == MrKind::kDma && !c.ops.write &&
+         (access & (VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
+                    VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC)))) {
+        *err = RkeyErr::kAccess;
+        return nullptr;
+    }
+    if (!in_bounds(*mr, va, len)) {
+        *err = RkeyErr::kBounds;
+        return nullptr;
+    }
+    *err = RkeyErr::kOk;
+    return mr;
+}
+
+bool mr_read(VrdmaCore &c, const Mr &mr, uint64_t va, uint8_t *buf,
+             uint32_t len)
+{
+    return mr_copy(c, mr, va, buf, len, false);
+}
+
+bool mr_write(VrdmaCore &c, const Mr &mr, uint64_t va, const uint8_t *buf,
+              uint32_t len)
+{
+    return mr_copy(c, mr, va, const_cast<uint8_t *>(buf), len, true);
+}
+
+bool mr_atomic(VrdmaCore &c, const Mr &mr, uint64_t va, bool cmp_swap,
+               uint64_t compare, uint64_t swap_add, uint64_t *orig)
+{
+    /* Guest memory is little-endian; an aligned word is in one page. */
+    if (mr.kind == MrKind::kDma) {
+        uint64_t raw;
+        if (c.ops.read(c.ops.opaque, va, &raw, sizeof(raw)) != 0) {
+            return false;
+        }
+        const uint64_t old = le(raw);
+        const uint64_t next = cmp_swap ? (old == compare ? swap_add : old)
+                                       : old + swap_add;
+        raw = le(next);
+        if (!c.ops.write ||
+            c.ops.write(c.ops.opaque, va, &raw, sizeof(raw)) != 0) {
+            return false;
+        }
+        *orig = old;
+        return true;
+    }
+    const uint64_t off = va - (mr.iova & ~kPageMask);
+    const uint64_t page = off >> VIRTIO_RDMA_PAGE_SHIFT;
+    if (page >= mr.pages.count() || !mr.pages.is_write() || (va & 7)) {
+        return false;
+    }
+    /* Atomic against the guest's CPUs too (IB_ATOMIC_HCA is the promise). */
+    auto *word = reinterpret_cast<uint64_t *>(mr.pages.page(page) +
+                                              (off & kPageMask));
+    uint64_t raw = __atomic_load_n(word, __ATOMIC_SEQ_CST);
+    for (;;) {
+        const uint64_t old = le(raw);
+        const uint64_t next = cmp_swap ? (old == compare ? swap_add : old)
+                                       : old + swap_add;
+        if (__atomic_compare_exchange_n(word, &raw, le(next), false,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+            *orig = old;
+            return true;
+        }
+    }
+}
+
+/*
+ * LOCAL_INV (IBA 10.6.6.1): the MR @key names goes back to "free".  Only
+ * fast-registration MRs can be invalidated (rxe_invalidate_mr()), and only
+ * from a QP of their PD.
+ */
+uint8_t local_inv(VrdmaCore &c, const Qp &qp, uint32_t key)
+{
+    Mr *mr = c.mrs.objects().at(key >> 8);
+    if (!mr || (mr->rkey ? key != mr->rkey : key != mr->lkey) ||
+        mr->kind != MrKind::kFastReg || mr->pd_index != qp.pd_index) {
+        return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
+    }
+    mr->valid = false;
+    return VIRTIO_RDMA_WC_SUCCESS;
+}
+
+/*
+ * REG_MR (IBA 10.6.3.4, fast registration): the MR that CREATE_MR made and
+ * MAP_MR_SG filled becomes valid with the WQE's key (same index, new key
+ * byte: lkey = rkey = key) and access rights.  As in rxe_reg_fast_mr() the
+ * MR must be free, in the QP's PD, and the key must keep the MR's index.
+ */
+uint8_t reg_mr(VrdmaCore &c, const Qp &qp, const SendWqe &w)
+{
+    constexpr uint32_t kNeedLocalWrite = VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
+                                         VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC;
+    Mr *mr = c.mrs.objects().find(w.reg_mrn);
+    if (!mr || mr->kind != MrKind::kFastReg || mr->valid ||
+        mr->pd_index != qp.pd_index || (w.reg_key >> 8) != (mr->lkey >> 8) ||
+        (w.reg_access & ~VIRTIO_RDMA_ACCESS_SUPPORTED) ||
+        ((w.reg_access & kNeedLocalWrite) &&
+         !(w.reg_access & VIRTIO_RDMA_ACCESS_LOCAL_WRITE))) {
+        return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
+    }
+    mr->access = w.reg_access;
+    mr->lkey = w.reg_key;
+    mr->rkey = w.reg_key;
+    mr->valid = true;
+    return VIRTIO_RDMA_WC_SUCCESS;
+}
+
+} // namespace vrdma::dp

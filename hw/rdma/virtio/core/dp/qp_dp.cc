@@ -1,0 +1,159 @@
+/*
+ * virtio-rdma soft-RoCE engine: the data-path side of a QP's life.
+ *
+ *   CREATE_QP  every ring and resource is allocated (queue_size WQEs per
+ *              queue, their SGE arrays at the QP's max SGE counts).
+ *   MODIFY_QP  ->RESET drops all outstanding work silently (IBA 10.3.1);
+ *              ->ERR flushes every outstanding WQE of both queues with
+ *              WR_FLUSH_ERR; RQ_PSN / SQ_PSN set the responder's expected
+ *              PSN and the requester's next PSN; RETRY_CNT / RNR_RETRY
+ *              refill the counters; ->RTS starts the requester.
+ *   DESTROY_QP outstanding work is dropped without completions.
+ *   engine error: qp_to_error() -- the QP goes to ERR as if modified,
+ *              with the flush (IBA 10.3.1 "Error" state).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include <algorithm>
+
+#include "../core.h"
+#include "engine.h"
+
+namespace vrdma::dp {
+
+namespace {
+
+/* Everything in flight forgotten; the rings keep their storage. */
+void clear_transient(Qp &qp)
+{
+    QpEngine &e = qp.dp;
+    e.req = ReqState{};
+    e.comp = CompState{};
+    e.resp.opcode = -1;
+    e.resp.sent_psn_nak = false;
+    e.resp.drop_msg = false;
+    e.resp.recv_active = false;
+    e.resp.recv_off = 0;
+    e.resp.resid = 0;
+    e.resp.res.fill(Res{});
+    e.resp.res_next = 0;
+    e.resp.out_head = 0;
+    e.resp.out_count = 0;
+    /* A QP in the run queue stays there: run() finds nothing to do. */
+}
+
+void refill_counters(Qp &qp)
+{
+    qp.dp.comp.retry_left = qp.attr.retry_cnt;
+    qp.dp.comp.rnr_left = qp.attr.rnr_retry;
+}
+
+} // namespace
+
+bool qp_is_rc(const Qp &qp)
+{
+    return qp.type == VIRTIO_RDMA_QPT_RC;
+}
+
+bool qp_is_ud(const Qp &qp)
+{
+    return qp.type == VIRTIO_RDMA_QPT_UD || qp.type == VIRTIO_RDMA_QPT_GSI;
+}
+
+uint32_t qp_mtu(const VrdmaCore &c, const Qp &qp)
+{
+    uint32_t mtu = c.port.active_mtu;
+    if (!qp_is_ud(qp) && qp.attr.path_mtu >= VIRTIO_RDMA_MTU_256) {
+        mtu = std::min(mtu, qp.attr.path_mtu);
+    }
+    return 128u << mtu; /* enum ib_mtu n is 128 << n bytes */
+}
+
+/* IBA 9.7.6.1.3: 4.096 us * 2^timeout; 0 means wait forever. */
+uint64_t qp_timeout_ns(const Qp &qp)
+{
+    return qp.attr.timeout ? 4096ull << qp.attr.timeout : 0;
+}
+
+void qp_create(VrdmaCore &c, uint32_t qpn, Qp &qp)
+{
+    QpEngine &e = qp.dp;
+    const uint32_t n = c.lim.queue_size;
+    e.qpn = qpn;
+    e.ring_mask = n - 1;
+    e.send_sge_cap = std::max<uint32_t>(qp.cap.max_send_sge, 1);
+    e.recv_sge_cap = std::max<uint32_t>(qp.cap.max_recv_sge, 1);
+    e.sq.assign(n, SendWqe{});
+    e.sq_sge.assign(size_t{n} * e.send_sge_cap, Sge{});
+    e.rq.assign(n, RecvWqe{});
+    e.rq_sge.assign(size_t{n} * e.recv_sge_cap, Sge{});
+}
+
+void qp_destroy(VrdmaCore &c, uint32_t qpn, Qp &qp)
+{
+    Engine &g = c.dp;
+    /* Out of the run queue, so a new QP with this number starts clean. */
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < g.runq_count; i++) {
+        const uint32_t q = g.runq[(g.runq_head + i) % g.runq.size()];
+        if (q != qpn) {
+            g.runq[(g.runq_head + kept) % g.runq.size()] = q;
+            kept++;
+        }
+    }
+    g.runq_count = kept;
+    qp.dp.in_runq = false;
+}
+
+void qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state, uint32_t mask)
+{
+    QpEngine &e = qp.dp;
+    const uint32_t state = qp.state();
+
+    if (state == VIRTIO_RDMA_QPS_RESET) {
+        if (old_state != VIRTIO_RDMA_QPS_RESET) {
+            clear_transient(qp);
+            e.sq_head = e.sq_req = e.sq_tail = 0;
+            e.rq_head = e.rq_tail = 0;
+            e.resp.epsn = 0;
+            e.resp.msn = 0;
+        }
+        return;
+    }
+    if (state == VIRTIO_RDMA_QPS_ERR) {
+        if (old_state != VIRTIO_RDMA_QPS_ERR) {
+            clear_transient(qp);
+            flush_queues(c, qp);
+        }
+        return;
+    }
+    if (mask & VIRTIO_RDMA_QP_RQ_PSN) {
+        e.resp.epsn = qp.attr.rq_psn & kPsnMask;
+        e.resp.opcode = -1;
+        e.resp.sent_psn_nak = false;
+    }
+    if (mask & VIRTIO_RDMA_QP_SQ_PSN) {
+        e.req.psn = qp.attr.sq_psn & kPsnMask;
+        e.comp.psn = e.req.psn;
+        e.comp.opcode = -1;
+    }
+    if (mask & (VIRTIO_RDMA_QP_RETRY_CNT | VIRTIO_RDMA_QP_RNR_RETRY)) {
+        refill_counters(qp);
+    }
+    if (state == VIRTIO_RDMA_QPS_RTS && old_state != VIRTIO_RDMA_QPS_RTS &&
+        e.sq_count()) {
+        schedule(c, qp); /* from SQD: resume */
+    }
+}
+
+void qp_to_error(VrdmaCore &c, Qp &qp)
+{
+    if (qp.state() == VIRTIO_RDMA_QPS_ERR) {
+        return;
+    }
+    qp.attr.qp_state = VIRTIO_RDMA_QPS_ERR;
+    clear_transient(qp);
+    flush_queues(c, qp);
+}
+
+} // namespace vrdma::dp

@@ -1,0 +1,204 @@
+/*
+ * virtio-rdma soft-RoCE engine: frames in (rxe_recv.c's role).
+ *
+ * First, before any other work, is the frame ours at all: IPv4 or IPv6
+ * (after at most one 802.1Q tag), UDP, destination port 4791, destination
+ * address one of our GIDs'.  Anything else goes back to virtio-net
+ * untouched.  Then, each failure counted and reported (wire_drop):
+ *   parse_frame() (the 20 ways of not being a well-formed RoCEv2 packet,
+ *   ICRC included); BTH P_Key matches ours (IBA 10.9.3: low 15 bits equal,
+ *   one of the two a full member); the destination QP exists; the opcode's
+ *   transport is the QP's; the QP's state takes the packet (requests:
+ *   RTR and later; responses: RTS and later; never ERR); RC/UC: the packet
+ *   is between the QP's two addresses (rxe check_addr); UD/GSI: the Q_Key.
+ * Requests go to the responder, responses (ACK, read response, atomic ACK)
+ * to the completer.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include <cstring>
+
+#include "../core.h"
+#include "engine.h"
+#include "../roce/headers.h"
+
+namespace vrdma::dp {
+
+namespace {
+
+using roce::load_be16;
+
+/*
+ * Our frame?  Only looks at what it must: the L2/L3 headers up to the UDP
+ * destination port and the destination address.
+ */
+bool is_ours(const VrdmaCore &c, std::span<const uint8_t> f)
+{
+    const uint8_t *p = f.data();
+    const size_t len = f.size();
+    if (len < roce::kEthBytes) {
+        return false;
+    }
+    size_t l3 = roce::kEthBytes;
+    uint16_t etype = load_be16(p + 12);
+    if (etype == roce::kEtherTypeVlan) {
+        if (len < roce::kEthBytes + roce::kVlanBytes) {
+            return false;
+        }
+        etype = load_be16(p + 16);
+        l3 += roce::kVlanBytes;
+    }
+    roce::Gid dst{};
+    size_t l4;
+    if (etype == roce::kEtherTypeIpv4) {
+        if (len < l3 + roce::kIpv4Bytes) {
+            return false;
+        }
+        const uint8_t *ip = p + l3;
+        const size_t ihl = size_t{ip[0] & 0x0Fu} * 4;
+        if (ip[0] >> 4 != 4 || ihl < roce::kIpv4Bytes ||
+            ip[9] != roce::kIpProtoUdp || (load_be16(ip + 6) & 0x1FFF)) {
+            return false;
+        }
+        dst[10] = dst[11] = 0xFF;
+        std::memcpy(dst.data() + 12, ip + 16, 4);
+        l4 = l3 + ihl;
+    } else if (etype == roce::kEtherTypeIpv6) {
+        if (len < l3 + roce::kIpv6Bytes) {
+            return false;
+        }
+        const uint8_t *ip = p + l3;
+        if (ip[0] >> 4 != 6 || ip[6] != roce::kIpProtoUdp) {
+            return false;
+        }
+        std::memcpy(dst.data(), ip + 24, 16);
+        l4 = l3 + roce::kIpv6Bytes;
+    } else {
+        return false;
+    }
+    if (len < l4 + 4 || load_be16(p + l4 + 2) != roce::kRoceUdpPort) {
+        return false;
+    }
+    for (const GidEntry &g : c.port.gids) {
+        if (g.valid && g.gid == dst) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* IBA 10.9.3 P_Key matching against our one key, 0xFFFF. */
+bool pkey_ok(uint16_t pkey)
+{
+    return (pkey & 0x7FFF) == (VRDMA_DEFAULT_PKEY & 0x7FFF);
+}
+
+bool transport_ok(const Qp &qp, roce::Transport t)
+{
+    switch (qp.type) {
+    case VIRTIO_RDMA_QPT_RC:
+        return t == roce::Transport::kRc;
+    case VIRTIO_RDMA_QPT_UC:
+        return t == roce::Transport::kUc;
+    default:
+        return t == roce::Transport::kUd;
+    }
+}
+
+bool state_ok(uint32_t state, bool request)
+{
+    switch (state) {
+    case VIRTIO_RDMA_QPS_RTR:
+        return request;
+    case VIRTIO_RDMA_QPS_RTS:
+    case VIRTIO_RDMA_QPS_SQD:
+    case VIRTIO_RDMA_QPS_SQE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool addr_ok(const VrdmaCore &c, const Qp &qp, const roce::Packet &pkt)
+{
+    const virtio_rdma_ah_attr &ah = qp.attr.ah_attr;
+    const GidEntry *ours = c.port.gid(ah.grh.sgid_index);
+    return ours && ours->gid == pkt.dgid &&
+           std::memcmp(pkt.sgid.data(), ah.grh.dgid, 16) == 0;
+}
+
+} // namespace
+
+void drop(VrdmaCore &c, VrdmaDrop why, uint32_t qpn)
+{
+    c.dp.stats.drop[why]++;
+    c.dp.stats.drops++;
+    if (c.ops.wire_drop) {
+        c.ops.wire_drop(c.ops.opaque, vrdma_drop_name(why), qpn);
+    }
+}
+
+static_assert(static_cast<int>(roce::ParseError::kIcrc) == VRDMA_DROP_ICRC,
+              "VrdmaDrop 1..20 are the ParseError values");
+static_assert(static_cast<int>(roce::ParseError::kTruncatedEth) ==
+              VRDMA_DROP_TRUNCATED_ETH);
+static_assert(static_cast<int>(roce::ParseError::kCount) ==
+              VRDMA_DROP_PKEY);
+
+bool receive(VrdmaCore &c, std::span<const uint8_t> frame, bool loopback)
+{
+    if (!is_ours(c, frame)) {
+        if (loopback) {
+            drop(c, VRDMA_DROP_NOT_OURS, 0);
+        }
+        return false;
+    }
+    c.dp.stats.rx_packets++;
+    c.dp.stats.rx_bytes += frame.size();
+
+    roce::Packet pkt;
+    const roce::ParseError pe = roce::parse_frame(frame, &pkt);
+    if (pe != roce::ParseError::kNone) {
+        drop(c, static_cast<VrdmaDrop>(pe), 0);
+        return true;
+    }
+    const roce::Bth bth = pkt.bth();
+    const uint32_t qpn = bth.qpn();
+    if (!pkey_ok(bth.pkey())) {
+        drop(c, VRDMA_DROP_PKEY, qpn);
+        return true;
+    }
+    Qp *qp = qpn ? c.qps.at(qpn) : nullptr;
+    if (!qp) {
+        drop(c, VRDMA_DROP_NO_QP, qpn);
+        return true;
+    }
+    if (!transport_ok(*qp, pkt.info->transport())) {
+        drop(c, VRDMA_DROP_QP_TYPE, qpn);
+        return true;
+    }
+    const bool request = pkt.info->has(roce::kMaskReq);
+    if (!state_ok(qp->state(), request)) {
+        drop(c, VRDMA_DROP_QP_STATE, qpn);
+        return true;
+    }
+    if (qp_is_ud(*qp)) {
+        const uint32_t qkey =
+            qp->type == VIRTIO_RDMA_QPT_GSI ? kGsiQkey : qp->attr.qkey;
+        if (pkt.deth().qkey() != qkey) {
+            drop(c, VRDMA_DROP_QKEY, qpn);
+            return true;
+        }
+    } else if (!addr_ok(c, *qp, pkt)) {
+        drop(c, VRDMA_DROP_ADDR, qpn);
+        return true;
+    }
+    if (request) {
+        resp_receive(c, *qp, pkt);
+    } else {
+        comp_receive(c, *qp, pkt);
+    }
+    return true;
+}
+
+} // namespace vrdma::dp

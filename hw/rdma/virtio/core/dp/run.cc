@@ -1,0 +1,227 @@
+/*
+ * virtio-rdma soft-RoCE engine: scheduling, timers, statistics and the C
+ * entry points of the data path.
+ *
+ * Work that cannot be done at once (sending a WQE's packets, a long READ
+ * reply, frames looped back between two of our QPs) waits in two bounded
+ * FIFOs: the run queue of QPs (each at most once) and the loopback queue.
+ * vrdma_core_run() takes at most kLoopBudget looped-back frames and sends
+ * at most kRunBudget packets, kQpBudget per QP per turn (round robin); a QP
+ * with more to do goes to the back.  Whenever work appears outside run(),
+ * ops.kick asks the host for a run() (once until it comes).
+ *
+ * Timers: every QP keeps its own deadlines (retransmit, RNR) on now_ns()'s
+ * clock; the host has one timer, armed for the earliest.  A deadline later
+ * than the one armed does not re-arm it: the timer then fires early, every
+ * QP's deadlines are looked at, and the timer is armed for the next one.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include <algorithm>
+#include <cstring>
+
+#include "../core.h"
+#include "engine.h"
+
+namespace vrdma::dp {
+
+Engine::Engine(const VrdmaLimits &lim)
+    : runq(lim.max_qp), loop_buf(size_t{kLoopSlots} * kMaxFrame),
+      loop_len(kLoopSlots), tx(kMaxFrame)
+{
+}
+
+uint64_t now(const VrdmaCore &c)
+{
+    return c.ops.now_ns ? c.ops.now_ns(c.ops.opaque) : 0;
+}
+
+void kick(VrdmaCore &c)
+{
+    if (!c.dp.kicked) {
+        c.dp.kicked = true;
+        if (c.ops.kick) {
+            c.ops.kick(c.ops.opaque);
+        }
+    }
+}
+
+void schedule(VrdmaCore &c, Qp &qp)
+{
+    Engine &g = c.dp;
+    if (!qp.dp.in_runq) {
+        qp.dp.in_runq = true;
+        g.runq[(g.runq_head + g.runq_count) % g.runq.size()] = qp.dp.qpn;
+        g.runq_count++;
+    }
+    kick(c);
+}
+
+void arm_timer(VrdmaCore &c, uint64_t deadline)
+{
+    if (c.ops.timer_mod && deadline < c.dp.timer_armed) {
+        c.dp.timer_armed = deadline;
+        c.ops.timer_mod(c.ops.opaque, deadline);
+    }
+}
+
+void engine_reset(VrdmaCore &c)
+{
+    Engine &g = c.dp;
+    g.runq_head = g.runq_count = 0;
+    g.loop_head = g.loop_count = 0;
+    g.kicked = false;
+    if (g.timer_armed != UINT64_MAX) {
+        g.timer_armed = UINT64_MAX;
+        if (c.ops.timer_mod) {
+            c.ops.timer_mod(c.ops.opaque, UINT64_MAX);
+        }
+    }
+}
+
+namespace {
+
+bool run_once(VrdmaCore &c)
+{
+    Engine &g = c.dp;
+
+    /* Frames between our own QPs, oldest first; new ones wait a turn. */
+    for (unsigned n = std::min<uint32_t>(g.loop_count, kLoopBudget); n; n--) {
+        const uint32_t slot = g.loop_head;
+        receive(c,
+                std::span<const uint8_t>(&g.loop_buf[size_t{slot} * kMaxFrame],
+                                         g.loop_len[slot]),
+                true);
+        g.loop_head = (g.loop_head + 1) % kLoopSlots;
+        g.loop_count--;
+    }
+
+    unsigned budget = kRunBudget;
+    /* A QP that comes back has used its turn's budget: this ends. */
+    while (budget && g.runq_count) {
+        const uint32_t qpn = g.runq[g.runq_head];
+        g.runq_head = (g.runq_head + 1) % g.runq.size();
+        g.runq_count--;
+        Qp *qp = c.qps.at(qpn);
+        if (!qp || !qp->dp.in_runq) {
+            continue;
+        }
+        qp->dp.in_runq = false;
+        unsigned qp_budget = std::min(budget, kQpBudget);
+        const unsigned start = qp_budget;
+        const Progress r = resp_flush(c, *qp, qp_budget);
+        const Progress s = req_run(c, *qp, qp_budget);
+        budget -= start - qp_budget;
+        if (r == Progress::kBudget || s == Progress::kBudget) {
+            qp->dp.in_runq = true;
+            g.runq[(g.runq_head + g.runq_count) % g.runq.size()] = qpn;
+            g.runq_count++;
+        }
+    }
+    return g.runq_count || g.loop_count;
+}
+
+} // namespace
+
+} // namespace vrdma::dp
+
+using namespace vrdma;
+
+extern "C" {
+
+void vrdma_core_post_send(VrdmaCore *core, uint32_t qpn, const void *wqe,
+                          size_t len)
+{
+    dp::post_send(*core, qpn, wqe, len);
+}
+
+void vrdma_core_post_recv(VrdmaCore *core, uint32_t qpn, const void *wqe,
+                          size_t len)
+{
+    dp::post_recv(*core, qpn, wqe, len);
+}
+
+bool vrdma_core_net_receive(VrdmaCore *core, const void *frame, size_t len)
+{
+    return dp::receive(
+        *core, std::span<const uint8_t>(static_cast<const uint8_t *>(frame), len),
+        false);
+}
+
+void vrdma_core_timer(VrdmaCore *core)
+{
+    VrdmaCore &c = *core;
+    c.dp.timer_armed = UINT64_MAX;
+    const uint64_t t = dp::now(c);
+    uint64_t next = UINT64_MAX;
+    c.qps.for_each([&](uint32_t, Qp &qp) {
+        dp::comp_timer(c, qp, t);
+        for (uint64_t d : {qp.dp.comp.retrans_deadline, qp.dp.comp.rnr_deadline}) {
+            if (d && d < next) {
+                next = d;
+            }
+        }
+    });
+    if (next != UINT64_MAX) {
+        dp::arm_timer(c, next);
+    }
+}
+
+bool vrdma_core_run(VrdmaCore *core)
+{
+    VrdmaCore &c = *core;
+    c.dp.kicked = true; /* no kicks from inside: the return value says it */
+    const bool more = dp::run_once(c);
+    c.dp.kicked = more;
+    return more;
+}
+
+void vrdma_core_get_dp_stats(const VrdmaCore *core, VrdmaDpStats *stats)
+{
+    *stats = core->dp.stats;
+}
+
+const char *vrdma_drop_name(VrdmaDrop why)
+{
+    switch (why) {
+    case VRDMA_DROP_NONE: return "none";
+    case VRDMA_DROP_TRUNCATED_ETH: return "truncated_eth";
+    case VRDMA_DROP_ETHERTYPE: return "ethertype";
+    case VRDMA_DROP_TRUNCATED_IP: return "truncated_ip";
+    case VRDMA_DROP_IP_VERSION: return "ip_version";
+    case VRDMA_DROP_IPV4_IHL: return "ipv4_ihl";
+    case VRDMA_DROP_IP_LENGTH: return "ip_length";
+    case VRDMA_DROP_IPV4_CHECKSUM: return "ipv4_checksum";
+    case VRDMA_DROP_IPV4_FRAGMENT: return "ipv4_fragment";
+    case VRDMA_DROP_IP_PROTOCOL: return "ip_protocol";
+    case VRDMA_DROP_TRUNCATED_UDP: return "truncated_udp";
+    case VRDMA_DROP_UDP_LENGTH: return "udp_length";
+    case VRDMA_DROP_UDP_PORT: return "udp_port";
+    case VRDMA_DROP_TRUNCATED_BTH: return "truncated_bth";
+    case VRDMA_DROP_BTH_VERSION: return "bth_version";
+    case VRDMA_DROP_OPCODE: return "opcode";
+    case VRDMA_DROP_TRUNCATED_EXT: return "truncated_ext";
+    case VRDMA_DROP_TRUNCATED_ICRC: return "truncated_icrc";
+    case VRDMA_DROP_PAD: return "pad";
+    case VRDMA_DROP_PAYLOAD: return "payload";
+    case VRDMA_DROP_ICRC: return "icrc";
+    case VRDMA_DROP_PKEY: return "pkey";
+    case VRDMA_DROP_NO_QP: return "no_qp";
+    case VRDMA_DROP_QP_TYPE: return "qp_type";
+    case VRDMA_DROP_QP_STATE: return "qp_state";
+    case VRDMA_DROP_ADDR: return "addr";
+    case VRDMA_DROP_QKEY: return "qkey";
+    case VRDMA_DROP_NO_RECV_WQE: return "no_recv_wqe";
+    case VRDMA_DROP_LENGTH: return "length";
+    case VRDMA_DROP_UC_MESSAGE: return "uc_message";
+    case VRDMA_DROP_UC_ACCESS: return "uc_access";
+    case VRDMA_DROP_UNSUPPORTED: return "unsupported";
+    case VRDMA_DROP_RESPONSE: return "response";
+    case VRDMA_DROP_LOOPBACK_FULL: return "loopback_full";
+    case VRDMA_DROP_NOT_OURS: return "not_ours";
+    case VRDMA_DROP__COUNT: break;
+    }
+    return "?";
+}
+
+} // extern "C"

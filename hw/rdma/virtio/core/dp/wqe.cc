@@ -1,0 +1,253 @@
+/*
+ * virtio-rdma soft-RoCE engine: work requests posted by the driver.
+ *
+ * The host copied the descriptor's bytes once; they are parsed here into
+ * the engine's own WQE, with every field checked before the WQE is queued
+ * (rdma-core's rxe provider: validate with no side effects, then queue).
+ * What is checked, and the completion status of a failure:
+ *
+ *   length below the header, num_sge above the QP's cap, length not exactly
+ *   header + num_sge SGEs, unknown send flag, IB_SEND_INLINE (unsupported),
+ *   opcode unknown or not valid for the QP type      -> LOC_QP_OP_ERR
+ *   SGE lengths adding up to more than 2^31, an atomic's local buffer not
+ *   8 bytes                                          -> LOC_LEN_ERR
+ *
+ * Keys are not looked up here: a REG_MR earlier in the same send queue may
+ * create the key a later WQE uses, so SGEs are checked when executed.
+ *
+ * Where the request goes depends on the QP state (IBA 10.3.1, 11.4.1.1):
+ *   send queue: RTS, SQD -> queued (a malformed WQE too: it completes in
+ *     order with its error and the QP goes to ERR, as rxe's requester does);
+ *     RESET, INIT, RTR -> LOC_QP_OP_ERR right away (the verb's "immediate
+ *     error"), state unchanged; SQE, ERR -> WR_FLUSH_ERR right away.
+ *   receive queue: INIT..SQE -> queued (a malformed one completes with its
+ *     error right away); RESET -> LOC_QP_OP_ERR; ERR -> WR_FLUSH_ERR.
+ *   either queue full (queue_size outstanding) -> LOC_QP_OP_ERR right away.
+ * A request for a QP that does not exist has no CQ to complete on: it is
+ * reported through guest_error (cmd 0, BAD_HANDLE).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include <algorithm>
+#include <cstring>
+
+#include "../core.h"
+#include "engine.h"
+#include "../wire.h"
+
+namespace vrdma::dp {
+
+namespace {
+
+constexpr uint32_t kKnownSendFlags =
+    VIRTIO_RDMA_SEND_FENCE | VIRTIO_RDMA_SEND_SIGNALED |
+    VIRTIO_RDMA_SEND_SOLICITED | VIRTIO_RDMA_SEND_INLINE |
+    VIRTIO_RDMA_SEND_IP_CSUM;
+
+/* The opcodes each QP type executes (IBA 10.8.2 / rxe's wr_opcode_mask). */
+bool opcode_valid(uint8_t qp_type, uint32_t op)
+{
+    switch (op) {
+    case VIRTIO_RDMA_WR_SEND:
+    case VIRTIO_RDMA_WR_SEND_WITH_IMM:
+        return true;
+    case VIRTIO_RDMA_WR_RDMA_WRITE:
+    case VIRTIO_RDMA_WR_RDMA_WRITE_WITH_IMM:
+    case VIRTIO_RDMA_WR_LOCAL_INV:
+    case VIRTIO_RDMA_WR_REG_MR:
+        return qp_type == VIRTIO_RDMA_QPT_RC || qp_type == VIRTIO_RDMA_QPT_UC;
+    case VIRTIO_RDMA_WR_RDMA_READ:
+    case VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP:
+    case VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD:
+    case VIRTIO_RDMA_WR_SEND_WITH_INV:
+        return qp_type == VIRTIO_RDMA_QPT_RC;
+    default:
+        return false; /* RDMA_READ_WITH_INV is iWARP's; the rest unknown */
+    }
+}
+
+/*
+ * Copies @n SGEs from @p into @out (host order) and sums their lengths.
+ * @returns false if the sum exceeds the largest message.
+ */
+bool read_sges(const uint8_t *p, uint32_t n, Sge *out, uint32_t *total)
+{
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        virtio_rdma_sge s;
+        std::memcpy(&s, p + i * sizeof(s), sizeof(s));
+        le_fields(s);
+        out[i] = Sge{s.addr, s.length, s.lkey};
+        sum += s.length;
+    }
+    if (sum > kMaxMsgSize) {
+        return false;
+    }
+    *total = static_cast<uint32_t>(sum);
+    return true;
+}
+
+void unknown_qp(VrdmaCore &c, uint32_t qpn, size_t len)
+{
+    if (c.ops.guest_error) {
+        c.ops.guest_error(c.ops.opaque, 0, VRDMA_ERR_BAD_HANDLE, qpn, len);
+    }
+}
+
+/* A completion outside the queues' order (immediate error or flush). */
+void complete_now(VrdmaCore &c, Qp &qp, uint32_t cqn, uint64_t wr_id,
+                  uint32_t wc_opcode, uint8_t status)
+{
+    virtio_rdma_cq_req cqe{};
+    cqe.wr_id = wr_id;
+    cqe.status = status;
+    cqe.opcode = wc_opcode;
+    cqe.qp_num = qp.dp.qpn;
+    cq_post(c, cqn, cqe, false);
+}
+
+} // namespace
+
+void post_send(VrdmaCore &c, uint32_t qpn, const void *bytes, size_t len)
+{
+    Qp *qp = c.qps.at(qpn);
+    if (!qp) {
+        unknown_qp(c, qpn, len);
+        return;
+    }
+    QpEngine &e = qp->dp;
+    const auto *p = static_cast<const uint8_t *>(bytes);
+
+    virtio_rdma_sq_req h{};
+    std::memcpy(&h, p, std::min(len, sizeof(h)));
+    le_fields(h);
+
+    SendWqe w;
+    w.wr_id = h.wr_id; /* 0 if the header is cut short before it */
+    w.opcode = h.opcode;
+    w.flags = h.send_flags;
+    w.ex = h.ex;
+    w.num_sge = h.num_sge;
+
+    uint8_t status = VIRTIO_RDMA_WC_SUCCESS;
+    if (len < sizeof(h) || h.num_sge > qp->cap.max_send_sge ||
+        len != sizeof(h) + uint64_t{h.num_sge} * sizeof(virtio_rdma_sge) ||
+        (h.send_flags & ~kKnownSendFlags) ||
+        (h.send_flags & VIRTIO_RDMA_SEND_INLINE) ||
+        !opcode_valid(qp->type, h.opcode)) {
+        status = VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
+        w.num_sge = 0;
+    }
+
+    const uint32_t state = qp->state();
+    if (state == VIRTIO_RDMA_QPS_ERR || state == VIRTIO_RDMA_QPS_SQE) {
+        complete_now(c, *qp, qp->send_cqn, w.wr_id, wc_opcode_of(w.opcode),
+                     VIRTIO_RDMA_WC_WR_FLUSH_ERR);
+        return;
+    }
+    if ((state != VIRTIO_RDMA_QPS_RTS && state != VIRTIO_RDMA_QPS_SQD) ||
+        e.sq_count() > e.ring_mask) {
+        complete_now(c, *qp, qp->send_cqn, w.wr_id, wc_opcode_of(w.opcode),
+                     VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
+        return;
+    }
+
+    Sge *sge = e.ssge(e.sq_tail);
+    if (status == VIRTIO_RDMA_WC_SUCCESS &&
+        !read_sges(p + sizeof(h), w.num_sge, sge, &w.length)) {
+        status = VIRTIO_RDMA_WC_LOC_LEN_ERR;
+    }
+    if (status == VIRTIO_RDMA_WC_SUCCESS) {
+        switch (w.opcode) {
+        case VIRTIO_RDMA_WR_RDMA_WRITE:
+        case VIRTIO_RDMA_WR_RDMA_WRITE_WITH_IMM:
+        case VIRTIO_RDMA_WR_RDMA_READ:
+            w.remote_addr = le(h.wr.rdma.remote_addr);
+            w.rkey = le(h.wr.rdma.rkey);
+            break;
+        case VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP:
+        case VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD:
+            w.remote_addr = le(h.wr.atomic.remote_addr);
+            w.compare_add = le(h.wr.atomic.compare_add);
+            w.swap = le(h.wr.atomic.swap);
+            w.rkey = le(h.wr.atomic.rkey);
+            /* The local buffer of an atomic is one 64-bit word. */
+            if (w.length != sizeof(uint64_t)) {
+                status = VIRTIO_RDMA_WC_LOC_LEN_ERR;
+            }
+            break;
+        case VIRTIO_RDMA_WR_REG_MR:
+            w.reg_mrn = le(h.wr.reg.mrn);
+            w.reg_key = le(h.wr.reg.key);
+            w.reg_access = le(h.wr.reg.access);
+            break;
+        default:
+            break;
+        }
+        if (qp->type == VIRTIO_RDMA_QPT_UD || qp->type == VIRTIO_RDMA_QPT_GSI) {
+            const virtio_rdma_av &av = h.wr.ud.av;
+            const uint32_t stf = le(av.sl_tclass_flowlabel);
+            w.remote_qpn = le(h.wr.ud.remote_qpn) & 0x00FFFFFF;
+            w.remote_qkey = le(h.wr.ud.remote_qkey);
+            std::memcpy(w.av.dgid.data(), av.dgid, 16);
+            std::memcpy(w.av.dmac.data(), av.dmac, 6);
+            w.av.gid_index = av.gid_index;
+            w.av.hop_limit = av.hop_limit;
+            /* sl(31:28) | traffic class(27:20) | flow label(19:0) */
+            w.av.tclass = static_cast<uint8_t>(stf >> 20);
+            w.av.flow_label = stf & 0xFFFFF;
+            if (av.gid_index >= VRDMA_GID_TABLE_LEN) {
+                status = VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
+            }
+        }
+    }
+    if (status != VIRTIO_RDMA_WC_SUCCESS) {
+        w.status = status;
+        w.num_sge = 0;
+    }
+    e.swqe(e.sq_tail) = w;
+    e.sq_tail++;
+    if (state == VIRTIO_RDMA_QPS_RTS) {
+        schedule(c, *qp);
+    }
+}
+
+void post_recv(VrdmaCore &c, uint32_t qpn, const void *bytes, size_t len)
+{
+    Qp *qp = c.qps.at(qpn);
+    if (!qp) {
+        unknown_qp(c, qpn, len);
+        return;
+    }
+    QpEngine &e = qp->dp;
+    const auto *p = static_cast<const uint8_t *>(bytes);
+
+    virtio_rdma_rq_req h{};
+    std::memcpy(&h, p, std::min(len, sizeof(h)));
+    le_fields(h);
+
+    const uint32_t state = qp->state();
+    if (state == VIRTIO_RDMA_QPS_ERR) {
+        complete_now(c, *qp, qp->recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
+                     VIRTIO_RDMA_WC_WR_FLUSH_ERR);
+        return;
+    }
+    if (state == VIRTIO_RDMA_QPS_RESET || e.rq_count() > e.ring_mask ||
+        len < sizeof(h) || h.num_sge > qp->cap.max_recv_sge ||
+        len != sizeof(h) + uint64_t{h.num_sge} * sizeof(virtio_rdma_sge)) {
+        complete_now(c, *qp, qp->recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
+                     VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
+        return;
+    }
+    RecvWqe &w = e.rwqe(e.rq_tail);
+    if (!read_sges(p + sizeof(h), h.num_sge, e.rsge(e.rq_tail), &w.length)) {
+        complete_now(c, *qp, qp->recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
+                     VIRTIO_RDMA_WC_LOC_LEN_ERR);
+        return;
+    }
+    w.wr_id = h.wr_id;
+    w.num_sge = h.num_sge;
+    e.rq_tail++;
+}
+
+} // namespace vrdma::dp

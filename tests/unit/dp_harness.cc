@@ -117,6 +117,7 @@ Node::Node(Wire *w, int id_, const VrdmaLimits &lim_in) : wire(w), id(id_)
     ops.timer_mod = h_timer_mod;
     ops.kick = h_kick;
     ops.wire_drop = h_wire_drop;
+    ops.guest_error = h_guest_error;
     core = vrdma_core_new(&lim, &ops);
     if (wire) {
         wire->nodes.push_back(this);
@@ -207,6 +208,12 @@ void Node::h_kick(void *o)
 void Node::h_wire_drop(void *o, const char *why, uint32_t qpn)
 {
     static_cast<Node *>(o)->drop_log.emplace_back(why, qpn);
+}
+
+void Node::h_guest_error(void *o, uint8_t cmd, VrdmaErr err, uint64_t a,
+                         uint64_t b)
+{
+    static_cast<Node *>(o)->errors.push_back({cmd, err, a, b});
 }
 
 uint8_t Node::ctrl_raw(uint8_t cmd, const void *req, size_t len, void *rsp,

@@ -211,6 +211,7 @@ public:
     std::map<uint32_t, unsigned> notifies;
     std::vector<std::pair<std::string, uint32_t>> drop_log;
     std::vector<Bytes> not_ours; /* frames net_receive gave back */
+    std::vector<GuestError> errors; /* guest_error() calls */
     bool kicked = false;
     bool run_more = false;
     uint64_t deadline = UINT64_MAX;
@@ -229,6 +230,8 @@ private:
     static void h_timer_mod(void *o, uint64_t deadline);
     static void h_kick(void *o);
     static void h_wire_drop(void *o, const char *why, uint32_t qpn);
+    static void h_guest_error(void *o, uint8_t cmd, VrdmaErr err, uint64_t a,
+                              uint64_t b);
 
     uint64_t next_ram_ = FakeGuest::kRam0.base + 0x1000;
     uint64_t next_table_ = FakeGuest::kRam1.base;
@@ -294,6 +297,17 @@ protected:
                                           uint32_t max_sge = 4);
     static void connect_pair(Node &x, uint32_t qx, Node &y, uint32_t qy,
                              uint8_t type, const Conn &conn, bool x_is_a);
+
+    static constexpr uint32_t kAllAccess =
+        VIRTIO_RDMA_ACCESS_LOCAL_WRITE | VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
+        VIRTIO_RDMA_ACCESS_REMOTE_READ | VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC;
+
+    /* A registered buffer of @len bytes. */
+    static MrInfo buffer(Node &n, uint32_t pdn, uint64_t len,
+                         uint32_t access = kAllAccess)
+    {
+        return n.reg_mr(pdn, n.alloc(len), len, access);
+    }
 
     Wire wire{12345};
     std::unique_ptr<Node> a, b;

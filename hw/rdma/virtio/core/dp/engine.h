@@ -85,8 +85,11 @@ inline constexpr unsigned kRunBudget = 256;
 inline constexpr unsigned kQpBudget = 64;
 /* Frames taken from the loopback queue per vrdma_core_run(). */
 inline constexpr unsigned kLoopBudget = 256;
-/* Capacity of the loopback queue (frames). */
-inline constexpr uint32_t kLoopSlots = 256;
+/*
+ * Capacity of the loopback queue (frames): twice what one run() takes, so
+ * the replies to a full turn of looped-back requests fit.
+ */
+inline constexpr uint32_t kLoopSlots = 2 * kLoopBudget;
 /* Responder packets sent right away from inside net_receive. */
 inline constexpr unsigned kInlineReplyBudget = 8;
 

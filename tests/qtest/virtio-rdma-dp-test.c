@@ -231,13 +231,19 @@ typedef struct Expect {
     uint32_t qp_num;
     uint32_t src_qp;            /* ANY: not checked */
     uint32_t wc_flags;          /* ANY: not checked */
+    uint32_t wc_flags_mask;     /* 0: all bits but GRH (RC) */
 } Expect;
 
 static void cqe_check(const char *what, const struct virtio_rdma_cq_req *c,
-                      const Expect *e)
+                      const Expect *ex)
 {
+    Expect em = *ex, *e = &em;
     g_autofree char *got = qvrdma_cqe_str(c);
     g_autoptr(GString) bad = g_string_new("");
+
+    if (!e->wc_flags_mask) {
+        e->wc_flags_mask = ~VIRTIO_RDMA_WC_GRH;
+    }
 
     if (le64_to_cpu(c->wr_id) != e->wr_id) {
         g_string_append_printf(bad, " wr_id (want 0x%" PRIx64 ")", e->wr_id);
@@ -259,8 +265,17 @@ static void cqe_check(const char *what, const struct virtio_rdma_cq_req *c,
     if (e->src_qp != ANY && le32_to_cpu(c->src_qp) != e->src_qp) {
         g_string_append_printf(bad, " src_qp (want %u)", e->src_qp);
     }
-    if (e->wc_flags != ANY && le32_to_cpu(c->wc_flags) != e->wc_flags) {
-        g_string_append_printf(bad, " wc_flags (want 0x%x)", e->wc_flags);
+    /*
+     * GRH is only checked where it means something (UD: the 40-byte area is
+     * filled).  On RoCE every packet has an IP header, and rxe's kernel path
+     * reports IB_WC_GRH on RC receives too; the shadow compare shows that
+     * no GRH was placed in an RC receive buffer.
+     */
+    if (e->wc_flags != ANY &&
+        (le32_to_cpu(c->wc_flags) & e->wc_flags_mask) !=
+        (e->wc_flags & e->wc_flags_mask)) {
+        g_string_append_printf(bad, " wc_flags (want 0x%x under mask 0x%x)",
+                               e->wc_flags, e->wc_flags_mask);
     }
     if (e->wc_flags != ANY && (e->wc_flags & VIRTIO_RDMA_WC_WITH_IMM) &&
         c->ex != e->ex) {
@@ -1039,7 +1054,7 @@ static void ud_send(Side *a, Side *b, uint8_t sgid_index,
         .wr_id = wr_id + 1, .status = VIRTIO_RDMA_WC_SUCCESS,
         .opcode = VIRTIO_RDMA_WC_RECV, .byte_len = 40 + len,
         .qp_num = b->ud->qpn, .src_qp = a->ud->qpn,
-        .wc_flags = VIRTIO_RDMA_WC_GRH,
+        .wc_flags = VIRTIO_RDMA_WC_GRH, .wc_flags_mask = ~0u,
     };
 
     qvrdma_dp_post_recv(b->ud, wr_id + 1, &dst, 1);
@@ -1206,16 +1221,24 @@ static void assert_no_irq(Side *s, const char *when)
 }
 
 /*
- * Waits for @s's CQ interrupt, which must come with its completion already
- * in the used ring.
+ * Waits for @s's CQ interrupt.  With @cqe_unread (its completion not taken
+ * yet), the completion must already be in the used ring when it comes.
  */
-static void assert_irq(Side *s, const char *when)
+static void assert_irq_full(Side *s, const char *when, bool cqe_unread)
 {
     if (!qvrdma_dp_wait_cq_irq(s->cq, QVRDMA_DP_TIMEOUT_US)) {
         g_error("%s: no interrupt on %s's armed CQ %u (%u CQEs waiting)",
                 when, s->name, s->cq->cqn, qvrdma_dp_cq_pending(s->cq));
     }
-    g_assert_cmpuint(qvrdma_dp_cq_pending(s->cq), >=, 1);
+    if (cqe_unread) {
+        g_assert_cmpuint(qvrdma_dp_cq_pending(s->cq), >=, 1);
+    }
+}
+
+/* After arm_send(), which took the completions already. */
+static void assert_irq(Side *s, const char *when)
+{
+    assert_irq_full(s, when, false);
 }
 
 static void arm(Side *s, uint32_t flags)
@@ -1250,7 +1273,7 @@ static void test_cq_arm_next(void)
 
         qvrdma_dp_post_send(a.qp, &w, &s, 1);
     }
-    assert_irq(&b, "B armed NEXT");
+    assert_irq_full(&b, "B armed NEXT", true);
     memcpy(b.shadow + 0x1000, a.shadow, 32);
     expect_sq_ok(&a, a.qp, "A SEND", 0x9900, VIRTIO_RDMA_WC_SEND);
     {
@@ -1327,14 +1350,15 @@ typedef struct DpTest {
     const char *pending;        /* why it cannot pass yet; NULL: enabled */
 } DpTest;
 
-#define ENGINE_RC "soft-RoCE engine (hw/rdma/virtio/core): RC data path " \
-                  "(vrdma_core_post_send/post_recv/run) not landed"
-#define ENGINE_UD "soft-RoCE engine (hw/rdma/virtio/core): UD SEND and the " \
-                  "wire receive path (vrdma_core_net_receive) not landed"
-#define ENGINE_RETRY "soft-RoCE engine (hw/rdma/virtio/core): RC retransmit " \
-                     "timer / RETRY_EXC_ERR and flush not landed"
-#define ENGINE_ARM "soft-RoCE engine (hw/rdma/virtio/core): completions and " \
-                   "CQ arming (cq_notify) not landed"
+/*
+ * The engine (hw/rdma/virtio/core/dp) has landed; what is still missing from
+ * main is the device half: SQ/RQ kicks handed to the core, cq_push/
+ * cq_notify, the timer/BH host-ops and the net filter on the paired NIC's
+ * netdev.  Every test below passes against that work in progress.
+ */
+#define DEVICE_DP "device data path (hw/rdma/virtio/virtio-rdma.c: SQ/RQ " \
+                  "kicks, CQ push/notify, timer; virtio-rdma-net.c: the " \
+                  "wire filter) not committed yet"
 
 static void wrap_void(const void *fn)
 {
@@ -1343,35 +1367,35 @@ static void wrap_void(const void *fn)
 
 static const DpTest dp_tests[] = {
     { "wire/connect", wrap_void, test_wire_connect, NULL },
-    { "loopback/rc-send", run_loopback, rc_send, ENGINE_RC },
-    { "loopback/rc-write", run_loopback, rc_write, ENGINE_RC },
-    { "loopback/rc-write-imm", run_loopback, rc_write_imm, ENGINE_RC },
-    { "loopback/rc-read", run_loopback, rc_read, ENGINE_RC },
-    { "loopback/rc-cas", run_loopback, rc_cas, ENGINE_RC },
-    { "loopback/rc-faa", run_loopback, rc_faa, ENGINE_RC },
+    { "loopback/rc-send", run_loopback, rc_send, DEVICE_DP },
+    { "loopback/rc-write", run_loopback, rc_write, DEVICE_DP },
+    { "loopback/rc-write-imm", run_loopback, rc_write_imm, DEVICE_DP },
+    { "loopback/rc-read", run_loopback, rc_read, DEVICE_DP },
+    { "loopback/rc-cas", run_loopback, rc_cas, DEVICE_DP },
+    { "loopback/rc-faa", run_loopback, rc_faa, DEVICE_DP },
     { "loopback/rc-unsignaled", wrap_void, test_loopback_unsignaled,
-      ENGINE_RC },
-    { "loopback/rc-psn-wrap", wrap_void, test_loopback_psn_wrap, ENGINE_RC },
+      DEVICE_DP },
+    { "loopback/rc-psn-wrap", wrap_void, test_loopback_psn_wrap, DEVICE_DP },
     { "loopback/rc-rem-access-err", wrap_void, test_loopback_rem_access,
-      ENGINE_RC },
+      DEVICE_DP },
     { "loopback/rc-rem-bounds-err", wrap_void, test_loopback_rem_bounds,
-      ENGINE_RC },
+      DEVICE_DP },
     { "loopback/rc-loc-prot-err", wrap_void, test_loopback_loc_prot,
-      ENGINE_RC },
+      DEVICE_DP },
     { "loopback/rc-recv-too-small", wrap_void, test_loopback_recv_too_small,
-      ENGINE_RC },
-    { "loopback/rc-rnr", wrap_void, test_loopback_rnr, ENGINE_RC },
-    { "wire/rc-send", run_wire, rc_send, ENGINE_RC },
-    { "wire/rc-write", run_wire, rc_write, ENGINE_RC },
-    { "wire/rc-write-imm", run_wire, rc_write_imm, ENGINE_RC },
-    { "wire/rc-read", run_wire, rc_read, ENGINE_RC },
-    { "wire/rc-cas", run_wire, rc_cas, ENGINE_RC },
-    { "wire/rc-faa", run_wire, rc_faa, ENGINE_RC },
-    { "wire/ud-send-ipv4", test_wire_ud, GINT_TO_POINTER(0), ENGINE_UD },
-    { "wire/ud-send-ipv6", test_wire_ud, GINT_TO_POINTER(1), ENGINE_UD },
-    { "wire/peer-gone", wrap_void, test_wire_peer_gone, ENGINE_RETRY },
-    { "cq-arm/next", wrap_void, test_cq_arm_next, ENGINE_ARM },
-    { "cq-arm/solicited", wrap_void, test_cq_arm_solicited, ENGINE_ARM },
+      DEVICE_DP },
+    { "loopback/rc-rnr", wrap_void, test_loopback_rnr, DEVICE_DP },
+    { "wire/rc-send", run_wire, rc_send, DEVICE_DP },
+    { "wire/rc-write", run_wire, rc_write, DEVICE_DP },
+    { "wire/rc-write-imm", run_wire, rc_write_imm, DEVICE_DP },
+    { "wire/rc-read", run_wire, rc_read, DEVICE_DP },
+    { "wire/rc-cas", run_wire, rc_cas, DEVICE_DP },
+    { "wire/rc-faa", run_wire, rc_faa, DEVICE_DP },
+    { "wire/ud-send-ipv4", test_wire_ud, GINT_TO_POINTER(0), DEVICE_DP },
+    { "wire/ud-send-ipv6", test_wire_ud, GINT_TO_POINTER(1), DEVICE_DP },
+    { "wire/peer-gone", wrap_void, test_wire_peer_gone, DEVICE_DP },
+    { "cq-arm/next", wrap_void, test_cq_arm_next, DEVICE_DP },
+    { "cq-arm/solicited", wrap_void, test_cq_arm_solicited, DEVICE_DP },
 };
 
 static void run_dp_test(const void *opaque)

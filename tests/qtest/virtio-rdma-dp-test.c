@@ -27,6 +27,7 @@
 #include <netinet/in.h>
 #include "libqtest.h"
 #include "qemu/bswap.h"
+#include "standard-headers/linux/virtio_config.h"
 #include "libqos/libqos-pc.h"
 #include "libqos/virtio-rdma.h"
 #include "libqos/virtio-rdma-dp.h"
@@ -1010,6 +1011,104 @@ static void test_loopback_rnr(void)
     teardown(&a, &b);
 }
 
+/* ---- malformed work requests ------------------------------------------------------ */
+
+/*
+ * What the engine does with a work request it cannot take (its wqe.cc):
+ * SQ in RESET/INIT/RTR -> LOC_QP_OP_ERR at once, state unchanged; SQ in RTS
+ * -> a malformed WQE completes in order with LOC_QP_OP_ERR and the QP goes
+ * to ERR; RQ -> a malformed WQE completes at once with LOC_QP_OP_ERR.
+ */
+static void test_loopback_wqe_malformed(void)
+{
+    struct virtio_rdma_sge src;
+    struct virtio_rdma_sq_req wr;
+    Side a, b;
+    Expect e;
+    uint8_t raw[sizeof(struct virtio_rdma_sq_req) +
+                5 * sizeof(struct virtio_rdma_sge)];
+
+    loopback_boot(&a, &b, 0x100);
+    src = sge_of(&a, 0, 16);
+
+    /* RESET: refused at once, the QP stays in RESET. */
+    wr = qvrdma_wr_send(0xf000);
+    qvrdma_dp_post_send(a.qp, &wr, &src, 1);
+    e = expect_err(0xf000, VIRTIO_RDMA_WC_LOC_QP_OP_ERR, a.qp->qpn);
+    expect_cqe(&a, "SEND on a QP in RESET", &e);
+    g_assert_cmpuint(qvrdma_dp_qp_state(a.d, a.qp), ==,
+                     VIRTIO_RDMA_QPS_RESET);
+
+    rc_connect(&a, &b, 14, 7);
+
+    /* A good SEND, then one whose SGE list is shorter than num_sge says. */
+    op_send(&a, &b, 16, false, 0, 0xf010);
+    wr = qvrdma_wr_send(0xf020);
+    wr.num_sge = 2;
+    memcpy(raw, &wr, sizeof(wr));
+    memcpy(raw + sizeof(wr), &src, sizeof(src));
+    qvrdma_dp_post_raw(&a.qp->sq, raw, sizeof(wr) + sizeof(src));
+    e = expect_err(0xf020, VIRTIO_RDMA_WC_LOC_QP_OP_ERR, a.qp->qpn);
+    expect_cqe(&a, "SEND with num_sge 2 and one SGE", &e);
+    expect_qp_error(&a, "SEND after a malformed WQE", 0xf030);
+
+    /* An unknown opcode on the other side's SQ. */
+    wr = qvrdma_wr_send(0xf040);
+    wr.opcode = 0x17;
+    qvrdma_dp_post_send(b.qp, &wr, &src, 0);
+    e = expect_err(0xf040, VIRTIO_RDMA_WC_LOC_QP_OP_ERR, b.qp->qpn);
+    expect_cqe(&b, "WQE with opcode 0x17", &e);
+
+    /* A receive WQE with more SGEs than the QP's max_recv_sge (4). */
+    {
+        struct virtio_rdma_rq_req rq = { .num_sge = 5, .wr_id = 0xf051 };
+        struct virtio_rdma_sge s5 = sge_of(&a, 0x1000, 8);
+        int i;
+
+        memcpy(raw, &rq, sizeof(rq));
+        for (i = 0; i < 5; i++) {
+            memcpy(raw + sizeof(rq) + i * sizeof(s5), &s5, sizeof(s5));
+        }
+        qvrdma_dp_post_raw(&a.qp->rq, raw, sizeof(rq) + 5 * sizeof(s5));
+    }
+    /* a is in ERR by now: its receive queue flushes. */
+    e = expect_err(0xf051, VIRTIO_RDMA_WC_WR_FLUSH_ERR, a.qp->qpn);
+    expect_cqe(&a, "5-SGE receive on a QP in ERR", &e);
+
+    expect_quiet(&a, "malformed WQEs");
+    side_check_mem(&a, "malformed WQEs");
+    side_check_mem(&b, "malformed WQEs");
+    teardown(&a, &b);
+}
+
+/*
+ * A send queue descriptor the device would have to write: the ring is
+ * broken, the device says NEEDS_RESET, and a reset brings it back.
+ */
+static void test_loopback_wqe_writable(void)
+{
+    struct virtio_rdma_sq_req wr = qvrdma_wr_send(0xf100);
+    struct virtio_rdma_port_attr port;
+    Side a, b;
+    gint64 t0;
+
+    loopback_setup(&a, &b);
+    qvrdma_dp_post_desc(&a.qp->sq, &wr, sizeof(wr), true);
+    t0 = g_get_monotonic_time();
+    while (!(qvrdma_status(&a.d->r) & VIRTIO_CONFIG_S_NEEDS_RESET)) {
+        g_assert_cmpint(g_get_monotonic_time() - t0, <=,
+                        QVRDMA_DP_TIMEOUT_US);
+        g_usleep(1000);
+    }
+    /* No completion for a request the device never took. */
+    g_assert_cmpuint(qvrdma_dp_cq_pending(a.cq), ==, 0);
+    qvrdma_reinit(&a.d->r);
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_query_port(&a.d->r, 1, &port)),
+                    ==, "OK");
+    g_assert_cmpuint(port.state, ==, VIRTIO_RDMA_PORT_ACTIVE);
+    teardown(&a, &b);
+}
+
 /* ---- UD over the wire ------------------------------------------------------------- */
 
 static uint16_t ip_checksum(const uint8_t *p, size_t len)
@@ -1386,6 +1485,10 @@ static const DpTest dp_tests[] = {
     { "loopback/rc-recv-too-small", wrap_void, test_loopback_recv_too_small,
       DEVICE_DP },
     { "loopback/rc-rnr", wrap_void, test_loopback_rnr, DEVICE_DP },
+    { "loopback/wqe-malformed", wrap_void, test_loopback_wqe_malformed,
+      DEVICE_DP },
+    { "loopback/wqe-device-writable", wrap_void, test_loopback_wqe_writable,
+      DEVICE_DP },
     { "wire/rc-send", run_wire, rc_send, DEVICE_DP },
     { "wire/rc-write", run_wire, rc_write, DEVICE_DP },
     { "wire/rc-write-imm", run_wire, rc_write_imm, DEVICE_DP },

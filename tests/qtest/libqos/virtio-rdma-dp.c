@@ -327,16 +327,22 @@ void qvrdma_dp_qp_free(QVrdmaQp *qp)
 
 /* ---- work requests --------------------------------------------------------- */
 
-void qvrdma_dp_post_raw(QVrdmaRing *ring, const void *wqe, uint32_t len)
+void qvrdma_dp_post_desc(QVrdmaRing *ring, const void *wqe, uint32_t len,
+                         bool device_writable)
 {
     uint32_t i;
 
     g_assert_cmpuint(len, <=, ring->slot);
     i = ring_get_free(ring);
     qtest_memwrite(ring->dev->qts, ring_buf(ring, i), wqe, len);
-    ring_write_desc(ring, i, len, false);
+    ring_write_desc(ring, i, len, device_writable);
     ring_add_avail(ring, i);
     ring_publish_and_kick(ring);
+}
+
+void qvrdma_dp_post_raw(QVrdmaRing *ring, const void *wqe, uint32_t len)
+{
+    qvrdma_dp_post_desc(ring, wqe, len, false);
 }
 
 void qvrdma_dp_post_send(QVrdmaQp *qp, const struct virtio_rdma_sq_req *req,

@@ -131,6 +131,9 @@ void qvrdma_dp_post_recv(QVrdmaQp *qp, uint64_t wr_id,
  * malformed-WQE tests) and kicks.
  */
 void qvrdma_dp_post_raw(QVrdmaRing *ring, const void *wqe, uint32_t len);
+/* The same with the descriptor's WRITE flag as given (a broken driver). */
+void qvrdma_dp_post_desc(QVrdmaRing *ring, const void *wqe, uint32_t len,
+                         bool device_writable);
 
 /* Send WQE builders (signaled; wr_id as given). */
 struct virtio_rdma_sq_req qvrdma_wr_send(uint64_t wr_id);

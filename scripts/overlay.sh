@@ -18,8 +18,11 @@ links=(
     configs/devices/x86_64-softmmu/virtio-rdma.mak
     tests/qtest/libqos/virtio-rdma.c
     tests/qtest/libqos/virtio-rdma.h
+    tests/qtest/libqos/virtio-rdma-dp.c
+    tests/qtest/libqos/virtio-rdma-dp.h
     tests/qtest/virtio-rdma-test.c
     tests/qtest/virtio-rdma-demo.c
+    tests/qtest/virtio-rdma-dp-test.c
 )
 for p in "${links[@]}"; do
     [ -e "$top/$p" ] || { echo "overlay: $p missing in the repo" >&2; exit 1; }

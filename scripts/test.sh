@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Run every test tier and end with one summary line "N passed, N failed".
 #   unit      GoogleTest on the C++ core, plain and under ASan/UBSan
-#   qtest     the libqos driver tests + demo against QEMU, plain and under ASan/UBSan
+#   qtest     the libqos driver tests, the data-path tests (loopback and two
+#             QEMUs over -netdev dgram) and the demo against QEMU, plain and
+#             under ASan/UBSan
 # Builds what is missing first (incremental).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,7 +51,7 @@ run_unit() {
 run_qtest() {
     local name=$1 bdir=$2
     echo "== $name"
-    BUILD_TARGETS="tests/qtest/qos-test tests/qtest/virtio-rdma-demo" \
+    BUILD_TARGETS="tests/qtest/qos-test tests/qtest/virtio-rdma-demo tests/qtest/virtio-rdma-dp-test" \
         bash "$top/scripts/build.sh" $([ "$name" = qtest-san ] && echo --san) >"$log/$name-build.log" 2>&1 ||
         { tail -n 40 "$log/$name-build.log"; failed=$((failed + 1)); failures+=("$name build"); return; }
     local qos_path rc
@@ -63,6 +65,7 @@ run_qtest() {
         timeout 600 "$bdir/tests/qtest/qos-test" --tap -k -p "$qos_path" >>"$log/$name.log" 2>&1 || rc=1
     done
     timeout 300 "$bdir/tests/qtest/virtio-rdma-demo" --tap -k >>"$log/$name.log" 2>&1 || rc=1
+    timeout 900 "$bdir/tests/qtest/virtio-rdma-dp-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
     count_tap "$name" "$log/$name.log" "$rc"
 }
 

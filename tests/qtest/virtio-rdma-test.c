@@ -1568,16 +1568,16 @@ static void test_unplug(void *obj, void *data, QGuestAllocator *alloc)
     /* Events in the order QEMU sends them; the GID goes with the device. */
     while (deleted < 2 || !gid_gone) {
         const char *name;
-        QDict *data;
+        QDict *evdata;
 
         ev = qtest_qmp_receive_dict(qs->qts);
         name = qdict_get_try_str(ev, "event");
-        data = qdict_get_qdict(ev, "data");
+        evdata = qdict_get_qdict(ev, "data");
         if (name && !strcmp(name, "DEVICE_DELETED") &&
-            qdict_haskey(data, "device")) {
+            qdict_haskey(evdata, "device")) {
             deleted++;
         } else if (name && !strcmp(name, GID_EVENT)) {
-            g_assert_false(qdict_get_bool(data, "gid-status"));
+            g_assert_false(qdict_get_bool(evdata, "gid-status"));
             g_assert_false(gid_gone);
             gid_gone = true;
         }

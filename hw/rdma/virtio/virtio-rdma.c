@@ -14,6 +14,8 @@
 #include "qemu/iov.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
+#include "qemu/bitmap.h"
+#include "qemu/timer.h"
 #include "exec/memory.h"
 #include "system/dma.h"
 #include "hw/qdev-properties.h"
@@ -113,6 +115,91 @@ static void vrdma_host_guest_error(void *opaque, uint8_t cmd, VrdmaErr err,
     trace_virtio_rdma_err_cmd(vrdma_cmd_name(cmd), vrdma_err_name(err), a, b);
 }
 
+static void vrdma_host_net_send(void *opaque, const void *frame, size_t len)
+{
+    virtio_rdma_net_send(opaque, frame, len);
+}
+
+static VirtQueue *virtio_rdma_cq_vq(VirtIORdma *r, uint32_t cqn)
+{
+    return cqn < r->conf.max_cq ? r->data_vqs[cqn] : NULL;
+}
+
+/*
+ * The driver pre-posts device-writable buffers on each CQ's virtqueue; a
+ * completion takes the next one.  A buffer that cannot hold a CQE means the
+ * ring is broken.
+ */
+static int vrdma_host_cq_push(void *opaque, uint32_t cqn,
+                              const struct virtio_rdma_cq_req *cqe)
+{
+    VirtIORdma *r = opaque;
+    VirtIODevice *vdev = VIRTIO_DEVICE(r);
+    VirtQueue *vq = virtio_rdma_cq_vq(r, cqn);
+    VirtQueueElement *elem;
+
+    if (!vq || vdev->broken) {
+        return -1;
+    }
+    elem = virtqueue_pop(vq, sizeof(*elem));
+    if (!elem) {
+        trace_virtio_rdma_cq_overrun(cqn);
+        return -1;
+    }
+    if (iov_size(elem->in_sg, elem->in_num) < sizeof(*cqe)) {
+        trace_virtio_rdma_err_cqe_buffer(cqn,
+                                         iov_size(elem->in_sg, elem->in_num));
+        virtio_error(vdev, "virtio-rdma: CQ %u buffer too small for a "
+                     "completion", cqn);
+        virtqueue_detach_element(vq, elem, 0);
+        g_free(elem);
+        return -1;
+    }
+    iov_from_buf(elem->in_sg, elem->in_num, 0, cqe, sizeof(*cqe));
+    virtqueue_push(vq, elem, sizeof(*cqe));
+    g_free(elem);
+    return 0;
+}
+
+static void vrdma_host_cq_notify(void *opaque, uint32_t cqn)
+{
+    VirtIORdma *r = opaque;
+    VirtQueue *vq = virtio_rdma_cq_vq(r, cqn);
+
+    if (vq) {
+        virtio_notify(VIRTIO_DEVICE(r), vq);
+    }
+}
+
+/* Real time, also under -accel qtest: peers on a wire do not wait for us. */
+static uint64_t vrdma_host_now_ns(void *opaque)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+}
+
+static void vrdma_host_timer_mod(void *opaque, uint64_t deadline_ns)
+{
+    VirtIORdma *r = opaque;
+
+    if (deadline_ns == UINT64_MAX) {
+        timer_del(r->timer);
+    } else {
+        timer_mod(r->timer, MIN(deadline_ns, INT64_MAX));
+    }
+}
+
+static void vrdma_host_kick(void *opaque)
+{
+    VirtIORdma *r = opaque;
+
+    qemu_bh_schedule(r->dp_bh);
+}
+
+static void vrdma_host_wire_drop(void *opaque, const char *why, uint32_t qpn)
+{
+    trace_virtio_rdma_wire_drop(why, qpn);
+}
+
 /* ---- control queue ---------------------------------------------------------- */
 
 /* @returns false when the ring is broken (virtio_error() was raised). */
@@ -188,6 +275,90 @@ static void virtio_rdma_ctrl_bh(void *opaque)
     virtio_rdma_handle_ctrl(VIRTIO_DEVICE(r), r->ctrl_vq);
 }
 
+/* ---- send / receive queues -------------------------------------------------- */
+
+/* Largest work request: header + the most SGEs any QP may have, plus one. */
+#define VIRTIO_RDMA_WQE_MAX \
+    (sizeof(struct virtio_rdma_sq_req) + 32 * sizeof(struct virtio_rdma_sge) + 1)
+
+/*
+ * One descriptor chain per work request, device-readable only.  Its bytes
+ * are copied once and handed to the core, which owns the request from then
+ * on; the descriptor is returned to the driver at once.
+ */
+static void virtio_rdma_handle_wq(VirtIODevice *vdev, VirtQueue *vq)
+{
+    VirtIORdma *r = VIRTIO_RDMA(vdev);
+    unsigned idx = virtio_get_queue_index(vq);
+    unsigned rel = idx - 1 - r->conf.max_cq;
+    uint32_t qpn = rel / 2;
+    bool is_rq = rel & 1;
+    unsigned budget = virtio_queue_get_num(vdev, idx);
+    unsigned done = 0;
+    VirtQueueElement *elem;
+
+    if (vdev->broken) {
+        return;
+    }
+    while (done < budget && (elem = virtqueue_pop(vq, sizeof(*elem)))) {
+        uint8_t wqe[VIRTIO_RDMA_WQE_MAX];
+        size_t len;
+
+        done++;
+        if (elem->in_num) {
+            trace_virtio_rdma_err_wqe_layout(idx, elem->in_num);
+            virtio_error(vdev, "virtio-rdma: work request on vq %u has "
+                         "device-writable descriptors", idx);
+            virtqueue_detach_element(vq, elem, 0);
+            g_free(elem);
+            return;
+        }
+        len = iov_to_buf(elem->out_sg, elem->out_num, 0, wqe, sizeof(wqe));
+        virtqueue_push(vq, elem, 0);
+        g_free(elem);
+        if (is_rq) {
+            vrdma_core_post_recv(r->core, qpn, wqe, len);
+        } else {
+            vrdma_core_post_send(r->core, qpn, wqe, len);
+        }
+    }
+    if (done) {
+        virtio_notify(vdev, vq);
+    }
+    if (done == budget && !virtio_queue_empty(vq)) {
+        set_bit(idx - 1, r->dp_pending);
+    }
+    qemu_bh_schedule(r->dp_bh);
+}
+
+/* Queues a kick left unfinished, then the engine, each with its budget. */
+static void virtio_rdma_dp_bh(void *opaque)
+{
+    VirtIORdma *r = opaque;
+    VirtIODevice *vdev = VIRTIO_DEVICE(r);
+    unsigned long i;
+
+    if (vdev->broken) {
+        return;
+    }
+    for (i = find_first_bit(r->dp_pending, r->num_data_vqs);
+         i < r->num_data_vqs;
+         i = find_next_bit(r->dp_pending, r->num_data_vqs, i + 1)) {
+        clear_bit(i, r->dp_pending);
+        virtio_rdma_handle_wq(vdev, r->data_vqs[i]);
+    }
+    if (vrdma_core_run(r->core)) {
+        qemu_bh_schedule(r->dp_bh);
+    }
+}
+
+static void virtio_rdma_timer_cb(void *opaque)
+{
+    VirtIORdma *r = opaque;
+
+    vrdma_core_timer(r->core);
+}
+
 /* ---- virtio device ---------------------------------------------------------- */
 
 static void virtio_rdma_get_config(VirtIODevice *vdev, uint8_t *config)
@@ -213,9 +384,12 @@ static void virtio_rdma_reset(VirtIODevice *vdev)
     VrdmaStats st;
 
     qemu_bh_cancel(r->ctrl_bh);
+    qemu_bh_cancel(r->dp_bh);
+    bitmap_zero(r->dp_pending, r->num_data_vqs);
     vrdma_core_get_stats(r->core, &st);
     trace_virtio_rdma_reset(st.pds, st.cqs, st.qps, st.mrs);
     vrdma_core_reset(r->core);
+    timer_del(r->timer);
 }
 
 void virtio_rdma_set_nic(VirtIORdma *r, VirtIONet *nic)
@@ -300,6 +474,13 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
         .write = vrdma_host_write,
         .gid_changed = vrdma_host_gid_changed,
         .guest_error = vrdma_host_guest_error,
+        .net_send = vrdma_host_net_send,
+        .cq_push = vrdma_host_cq_push,
+        .cq_notify = vrdma_host_cq_notify,
+        .now_ns = vrdma_host_now_ns,
+        .timer_mod = vrdma_host_timer_mod,
+        .kick = vrdma_host_kick,
+        .wire_drop = vrdma_host_wire_drop,
     };
     unsigned i;
 
@@ -313,6 +494,8 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
         return;
     }
     object_ref(OBJECT(r->nic));
+    /* Before anything else is set up: the timer and BH must exist first. */
+    r->timer = timer_new_ns(QEMU_CLOCK_REALTIME, virtio_rdma_timer_cb, r);
 
     memcpy(r->mac, r->nic->nic_conf.macaddr.a, sizeof(r->mac));
     peer = r->nic->nic_conf.peers.ncs[0];
@@ -337,9 +520,10 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
     r->core = vrdma_core_new(&lim, &ops);
     if (!r->core) {
         error_setg(errp, "virtio-rdma: the core refused the limits");
-        object_unref(OBJECT(r->nic));
-        g_clear_pointer(&r->netdev_name, g_free);
-        return;
+        goto fail;
+    }
+    if (!virtio_rdma_net_attach(r, errp)) {
+        goto fail;
     }
 
     virtio_init(vdev, VIRTIO_ID_RDMA_DEVICE, sizeof(struct virtio_rdma_config));
@@ -351,11 +535,25 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
     r->num_data_vqs = c->max_cq + 2 * c->max_qp;
     r->data_vqs = g_new0(VirtQueue *, r->num_data_vqs);
     for (i = 0; i < r->num_data_vqs; i++) {
-        r->data_vqs[i] = virtio_add_queue(vdev, c->queue_size, NULL);
+        /* CQ queues are filled by the driver and consumed on completion. */
+        r->data_vqs[i] = virtio_add_queue(vdev, c->queue_size,
+                                          i < c->max_cq ? NULL :
+                                          virtio_rdma_handle_wq);
     }
+    r->dp_pending = bitmap_new(r->num_data_vqs);
     r->ctrl_bh = virtio_bh_new_guarded(dev, virtio_rdma_ctrl_bh, r);
+    r->dp_bh = virtio_bh_new_guarded(dev, virtio_rdma_dp_bh, r);
     trace_virtio_rdma_realize(c->max_qp, c->max_cq, 1 + r->num_data_vqs,
                               r->netdev_name);
+    return;
+
+fail:
+    vrdma_core_free(r->core);
+    r->core = NULL;
+    timer_free(r->timer);
+    r->timer = NULL;
+    g_clear_pointer(&r->netdev_name, g_free);
+    object_unref(OBJECT(r->nic));
 }
 
 static void virtio_rdma_device_unrealize(DeviceState *dev)
@@ -364,9 +562,14 @@ static void virtio_rdma_device_unrealize(DeviceState *dev)
     VirtIORdma *r = VIRTIO_RDMA(dev);
     unsigned i;
 
+    /* The wire first: no frame may reach a core being freed. */
+    virtio_rdma_net_detach(r);
     qemu_bh_delete(r->ctrl_bh);
+    qemu_bh_delete(r->dp_bh);
     vrdma_core_free(r->core);
     r->core = NULL;
+    timer_free(r->timer);
+    g_free(r->dp_pending);
     for (i = 0; i < r->num_data_vqs; i++) {
         virtio_delete_queue(r->data_vqs[i]);
     }

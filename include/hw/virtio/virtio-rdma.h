@@ -41,9 +41,20 @@ struct VirtIORdma {
     VirtQueue **data_vqs;   /* CQs, then SQ/RQ pairs, in ABI order */
     unsigned num_data_vqs;
     QEMUBH *ctrl_bh;        /* continues the control queue past the budget */
+    QEMUBH *dp_bh;          /* runs the engine and queues left over by a kick */
+    unsigned long *dp_pending; /* data vqs (index - 1) whose kick ran out of budget */
+    QEMUTimer *timer;       /* the engine's retransmit / RNR timer */
+
+    Object *wire;           /* net filter on the paired NIC's netdev */
+    uint8_t *rx_buf;        /* linearised received frame */
 };
 
 /* Called by virtio-rdma-pci before realize: the paired virtio-net device. */
 void virtio_rdma_set_nic(VirtIORdma *r, VirtIONet *nic);
+
+/* virtio-rdma-net.c: the paired NIC's wire. */
+bool virtio_rdma_net_attach(VirtIORdma *r, Error **errp);
+void virtio_rdma_net_detach(VirtIORdma *r);
+void virtio_rdma_net_send(VirtIORdma *r, const void *frame, size_t len);
 
 #endif

@@ -1,0 +1,135 @@
+/*
+ * virtio-rdma: the wire.  The soft-RoCE engine shares the paired
+ * virtio-net's net backend, like a RoCE NIC shares its port:
+ *
+ *  - receive: a net filter on that netdev sees every frame the backend sends
+ *    towards the guest NIC first; RoCEv2 frames for one of our GIDs are
+ *    taken by the core, everything else passes on to virtio-net untouched;
+ *  - transmit: our frames leave through the NIC's own queue, so they carry
+ *    its MAC and reach the backend like the guest's other traffic.
+ *
+ * This works over every netdev QEMU has (dgram, socket, stream, tap, user)
+ * except vhost ones, whose traffic never passes through QEMU.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/iov.h"
+#include "qemu/module.h"
+#include "net/filter.h"
+#include "net/net.h"
+#include "net/vhost_net.h"
+#include "hw/virtio/virtio-net.h"
+#include "hw/virtio/virtio-rdma.h"
+#include "trace.h"
+
+#define TYPE_VIRTIO_RDMA_FILTER "x-virtio-rdma-filter"
+OBJECT_DECLARE_SIMPLE_TYPE(VirtIORdmaFilter, VIRTIO_RDMA_FILTER)
+
+struct VirtIORdmaFilter {
+    NetFilterState parent_obj;
+    VirtIORdma *rdma;           /* NULL: pass everything */
+};
+
+/* Largest frame a backend hands over (NET_BUFSIZE and more). */
+#define VIRTIO_RDMA_RX_MAX (64 * KiB + 64)
+
+static ssize_t virtio_rdma_filter_receive_iov(NetFilterState *nf,
+                                              NetClientState *sender,
+                                              unsigned flags,
+                                              const struct iovec *iov,
+                                              int iovcnt,
+                                              NetPacketSent *sent_cb)
+{
+    VirtIORdma *r = VIRTIO_RDMA_FILTER(nf)->rdma;
+    size_t size = iov_size(iov, iovcnt);
+
+    if (!r || !r->core || VIRTIO_DEVICE(r)->broken ||
+        size > VIRTIO_RDMA_RX_MAX) {
+        return 0;
+    }
+    if (iovcnt == 1) {
+        return vrdma_core_net_receive(r->core, iov[0].iov_base, size) ?
+               size : 0;
+    }
+    iov_to_buf(iov, iovcnt, 0, r->rx_buf, size);
+    return vrdma_core_net_receive(r->core, r->rx_buf, size) ? size : 0;
+}
+
+static void virtio_rdma_filter_class_init(ObjectClass *oc, void *data)
+{
+    NetFilterClass *nfc = NETFILTER_CLASS(oc);
+
+    nfc->receive_iov = virtio_rdma_filter_receive_iov;
+}
+
+static const TypeInfo virtio_rdma_filter_info = {
+    .name = TYPE_VIRTIO_RDMA_FILTER,
+    .parent = TYPE_NETFILTER,
+    .class_init = virtio_rdma_filter_class_init,
+    .instance_size = sizeof(VirtIORdmaFilter),
+};
+
+static void virtio_rdma_filter_register(void)
+{
+    type_register_static(&virtio_rdma_filter_info);
+}
+
+type_init(virtio_rdma_filter_register)
+
+bool virtio_rdma_net_attach(VirtIORdma *r, Error **errp)
+{
+    NetClientState *peer = r->nic->nic_conf.peers.ncs[0];
+    g_autofree char *id = NULL;
+    Object *obj;
+
+    if (!peer) {
+        /* No backend: only QPs of this device can talk to each other. */
+        return true;
+    }
+    if (r->nic->nic_conf.peers.queues > 1) {
+        error_setg(errp, "virtio-rdma: the paired NIC's netdev '%s' has %d "
+                   "queues; the soft-RoCE engine needs a single queue",
+                   peer->name, r->nic->nic_conf.peers.queues);
+        return false;
+    }
+    if (get_vhost_net(peer)) {
+        error_setg(errp, "virtio-rdma: the paired NIC's netdev '%s' uses "
+                   "vhost, whose traffic bypasses QEMU; the soft-RoCE engine "
+                   "needs vhost=off on it", peer->name);
+        return false;
+    }
+    /* Frames the backend sends towards the NIC are its "tx" queue. */
+    id = g_strdup_printf("virtio-rdma-wire-%s", peer->name);
+    obj = object_new_with_props(TYPE_VIRTIO_RDMA_FILTER,
+                                object_get_objects_root(), id, errp,
+                                "netdev", peer->name, "queue", "tx", NULL);
+    if (!obj) {
+        return false;
+    }
+    VIRTIO_RDMA_FILTER(obj)->rdma = r;
+    r->wire = obj;
+    r->rx_buf = g_malloc(VIRTIO_RDMA_RX_MAX);
+    trace_virtio_rdma_net_attach(peer->name);
+    return true;
+}
+
+void virtio_rdma_net_detach(VirtIORdma *r)
+{
+    if (r->wire) {
+        VIRTIO_RDMA_FILTER(r->wire)->rdma = NULL;
+        object_unparent(r->wire);
+        r->wire = NULL;
+    }
+    g_clear_pointer(&r->rx_buf, g_free);
+}
+
+void virtio_rdma_net_send(VirtIORdma *r, const void *frame, size_t len)
+{
+    if (len > INT_MAX) {
+        return;
+    }
+    qemu_send_packet(qemu_get_queue(r->nic->nic), frame, len);
+}

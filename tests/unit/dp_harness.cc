@@ -561,6 +561,14 @@ void Wire::send(int src, const uint8_t *p, size_t len)
 bool Wire::step()
 {
     steps++;
+    /* A timer that is due fires first, even with frames in flight. */
+    for (Node *n : nodes) {
+        if (n->deadline <= now) {
+            n->deadline = UINT64_MAX;
+            vrdma_core_timer(n->core);
+            return true;
+        }
+    }
     if (!q.empty()) {
         Frame f = std::move(q.front());
         q.pop_front();

@@ -195,10 +195,15 @@ St check_ack(Ctx &x)
         x.c.dp.stats.naks_received++;
         switch (syn) {
         case kAethNakPsnSeqErr:
-            /* It acknowledges every PSN before its own (C9-114). */
+            /*
+             * It acknowledges every PSN before its own (C9-114): that is
+             * progress, so the retry counter starts over (otherwise a long
+             * message on a lossy link runs out of retries while it moves).
+             */
             if (psn_diff(x.psn, x.e.comp.psn) > 0) {
                 x.e.comp.psn = x.psn;
                 x.e.comp.opcode = -1;
+                comp_progress(x.c, x.qp);
             }
             return St::kErrorRetry;
         case kAethNakInvalidReq:

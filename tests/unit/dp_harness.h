@@ -295,9 +295,13 @@ protected:
     std::pair<uint32_t, uint32_t> connect(uint8_t type = VIRTIO_RDMA_QPT_RC,
                                           const Conn &conn = Conn{},
                                           uint32_t max_sge = 4);
+
+public:
+    /* QP @qx of @x to RTS towards QP @qy of @y (x_is_a: x sends psn_a). */
     static void connect_pair(Node &x, uint32_t qx, Node &y, uint32_t qy,
                              uint8_t type, const Conn &conn, bool x_is_a);
 
+protected:
     static constexpr uint32_t kAllAccess =
         VIRTIO_RDMA_ACCESS_LOCAL_WRITE | VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
         VIRTIO_RDMA_ACCESS_REMOTE_READ | VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC;

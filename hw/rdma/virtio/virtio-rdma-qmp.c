@@ -13,6 +13,42 @@
 #include "hw/qdev-core.h"
 #include "hw/virtio/virtio-rdma.h"
 
+static VirtioRdmaDataPath *virtio_rdma_dp_info(VrdmaCore *core)
+{
+    VirtioRdmaDataPath *dp = g_new0(VirtioRdmaDataPath, 1);
+    VirtioRdmaDropList **tail = &dp->drop_reasons;
+    VrdmaDpStats st;
+    unsigned i;
+
+    vrdma_core_get_dp_stats(core, &st);
+    dp->tx_packets = st.tx_packets;
+    dp->tx_bytes = st.tx_bytes;
+    dp->rx_packets = st.rx_packets;
+    dp->rx_bytes = st.rx_bytes;
+    dp->loopback_packets = st.loopback_packets;
+    dp->retransmits = st.retransmits;
+    dp->retry_timeouts = st.retry_timeouts;
+    dp->naks_sent = st.naks_sent;
+    dp->naks_received = st.naks_received;
+    dp->rnr_naks_sent = st.rnr_naks_sent;
+    dp->rnr_naks_received = st.rnr_naks_received;
+    dp->duplicates = st.duplicates;
+    dp->completions = st.completions;
+    dp->error_completions = st.error_completions;
+    dp->cq_overruns = st.cq_overruns;
+    dp->drops = st.drops;
+    for (i = 0; i < VRDMA_DROP__COUNT; i++) {
+        if (st.drop[i]) {
+            VirtioRdmaDrop *d = g_new0(VirtioRdmaDrop, 1);
+
+            d->reason = g_strdup(vrdma_drop_name(i));
+            d->count = st.drop[i];
+            QAPI_LIST_APPEND(tail, d);
+        }
+    }
+    return dp;
+}
+
 static int virtio_rdma_collect(Object *obj, void *opaque)
 {
     VirtioRdmaInfoList ***tail = opaque;
@@ -49,6 +85,7 @@ static int virtio_rdma_collect(Object *obj, void *opaque)
     info->mapped_pages = st.mapped_pages;
     info->commands = st.cmds;
     info->command_errors = st.cmd_errors;
+    info->data_path = virtio_rdma_dp_info(r->core);
     QAPI_LIST_APPEND(*tail, info);
     return 0;
 }
@@ -83,7 +120,29 @@ void hmp_info_rdma(Monitor *mon, const QDict *qdict)
         monitor_printf(mon, "  objects: pd %u cq %u qp %u mr %u gid %u "
                        "(mapped pages %" PRIu64 ")\n", i->pds, i->cqs,
                        i->qps, i->mrs, i->gids, i->mapped_pages);
+        VirtioRdmaDataPath *dp = i->data_path;
+        VirtioRdmaDropList *d;
+
         monitor_printf(mon, "  commands %" PRIu64 " errors %" PRIu64 "\n",
                        i->commands, i->command_errors);
+        monitor_printf(mon, "  tx %" PRIu64 " packets %" PRIu64 " bytes, "
+                       "rx %" PRIu64 " packets %" PRIu64 " bytes, "
+                       "loopback %" PRIu64 "\n", dp->tx_packets, dp->tx_bytes,
+                       dp->rx_packets, dp->rx_bytes, dp->loopback_packets);
+        monitor_printf(mon, "  retransmits %" PRIu64 " (timeouts %" PRIu64
+                       "), naks sent %" PRIu64 " received %" PRIu64
+                       ", rnr naks sent %" PRIu64 " received %" PRIu64
+                       ", duplicates %" PRIu64 "\n", dp->retransmits,
+                       dp->retry_timeouts, dp->naks_sent, dp->naks_received,
+                       dp->rnr_naks_sent, dp->rnr_naks_received,
+                       dp->duplicates);
+        monitor_printf(mon, "  completions %" PRIu64 " (errors %" PRIu64
+                       ", cq overruns %" PRIu64 "), drops %" PRIu64 "\n",
+                       dp->completions, dp->error_completions,
+                       dp->cq_overruns, dp->drops);
+        for (d = dp->drop_reasons; d; d = d->next) {
+            monitor_printf(mon, "    dropped %s: %" PRIu64 "\n",
+                           d->value->reason, d->value->count);
+        }
     }
 }

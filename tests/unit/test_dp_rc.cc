@@ -655,6 +655,41 @@ TEST_F(DpRc, DuplicatedRequestsAreExecutedOnce)
     EXPECT_GE(b->stats().duplicates, 9u);
 }
 
+/*
+ * A late duplicate of a finished READ replays it from its responder
+ * resource; a new READ that needs that resource takes it over instead of
+ * being refused as "too many" (regression: the replay used to block it).
+ */
+TEST_F(DpRc, DuplicateReadReplayGivesWayToANewRead)
+{
+    Conn c;
+    c.mtu = VIRTIO_RDMA_MTU_256;
+    c.max_rd_atomic = 1;
+    c.max_dest_rd_atomic = 1;
+    up(c);
+    b->fill(dst.addr, 64 * 256, 70);
+    a->post_send(qa, read(1, 64 * 256));
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*a, cq_a, 1, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_RDMA_READ);
+    Bytes dup;
+    for (const Wire::Frame &f : wire.captured) {
+        if (parse(f).opcode == roce::kRcReadRequest) {
+            dup = f.data;
+        }
+    }
+    ASSERT_FALSE(dup.empty());
+    EXPECT_TRUE(b->receive(dup)); /* the replay starts, most of it queued */
+    b->fill(dst.addr + 100000, 1000, 71);
+    a->post_send(qa, read(2, 1000, 100000));
+    a->kicked = false;
+    vrdma_core_run(a->core); /* the new READ request is on the wire */
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*a, cq_a, 2, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_RDMA_READ);
+    EXPECT_TRUE(a->check(src.addr + 100000, 1000, 71));
+    EXPECT_EQ(b->qp_state(qb), VIRTIO_RDMA_QPS_RTS);
+    EXPECT_EQ(b->stats().naks_sent, 0u);
+}
+
 /* ---- RNR ---- */
 
 TEST_F(DpRc, RnrUntilTheReceiveIsPosted)

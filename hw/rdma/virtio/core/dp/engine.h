@@ -178,6 +178,8 @@ enum class ResType : uint8_t { kNone, kRead, kAtomic };
 struct Res {
     ResType type = ResType::kNone;
     bool queued = false;     /* in the reply queue */
+    bool replay = false;     /* queued again for a duplicate request */
+    uint16_t gen = 0;        /* bumped on reuse: older queue entries lapse */
     bool restart = true;     /* next read response starts a message */
     uint32_t first_psn = 0;
     uint32_t last_psn = 0;
@@ -197,6 +199,7 @@ struct OutItem {
     OutKind kind = OutKind::kAck;
     uint8_t syndrome = 0;    /* kAck: AETH syndrome */
     uint8_t res = 0;         /* kRead/kAtomic: resource index */
+    uint16_t gen = 0;        /* kRead/kAtomic: the resource's generation */
     uint32_t psn = 0;        /* kAck */
     uint32_t msn = 0;        /* kAck */
 };

@@ -142,6 +142,8 @@ void push_res(QpEngine &e, OutKind kind, uint32_t index)
     OutItem it;
     it.kind = kind;
     it.res = static_cast<uint8_t>(index);
+    it.gen = e.resp.res[index].gen;
+    e.resp.res[index].queued = true;
     out_push(e.resp, it);
 }
 
@@ -335,7 +337,13 @@ St check_resource(Ctx &x)
     if (x.mask & (kMaskRead | kMaskAtomic)) {
         const uint32_t n = std::min<uint32_t>(x.qp.attr.max_dest_rd_atomic,
                                               kMaxRdAtomic);
-        if (n == 0 || e.resp.res[e.resp.res_next % n].queued) {
+        /*
+         * The oldest resource is reused (rxe); one whose first answer is
+         * still going out means the requester ignored max_dest_rd_atomic.
+         * A replay for a duplicate may be cut short by a new request.
+         */
+        const Res &oldest = e.resp.res[e.resp.res_next % (n ? n : 1)];
+        if (n == 0 || (oldest.queued && !oldest.replay)) {
             return St::kErrTooManyRdAtomic;
         }
         return St::kChkLength;
@@ -479,7 +487,9 @@ St execute(Ctx &x)
                                               kMaxRdAtomic);
         const uint32_t index = r.res_next % n;
         Res &res = r.res[index];
+        const uint16_t gen = static_cast<uint16_t>(res.gen + 1);
         res = Res{};
+        res.gen = gen;
         res.first_psn = x.psn;
         res.cur_psn = x.psn;
         res.rkey = r.rkey;
@@ -507,7 +517,6 @@ St execute(Ctx &x)
         r.res_next = (index + 1) % n;
         r.msn = psn_add(r.msn, 1); /* C9-148: a READ counts when it arrives */
         r.opcode = -1;
-        res.queued = true;
         push_res(e, (x.mask & kMaskRead) ? OutKind::kRead : OutKind::kAtomic,
                  index);
         return St::kDone;
@@ -609,16 +618,16 @@ St duplicate(Ctx &x)
             res.va = va;
             res.resid = static_cast<uint32_t>(len);
             res.restart = x.psn == res.first_psn;
+            res.replay = true;
             if (!res.queued) {
-                res.queued = true;
                 push_res(e, OutKind::kRead, i);
             }
             return St::kDone;
         }
         if ((x.mask & kMaskAtomic) && res.type == ResType::kAtomic &&
             res.first_psn == x.psn) {
+            res.replay = true;
             if (!res.queued) {
-                res.queued = true;
                 push_res(e, OutKind::kAtomic, i);
             }
             return St::kDone;
@@ -753,6 +762,12 @@ Progress resp_flush(VrdmaCore &c, Qp &qp, unsigned &budget)
         }
         OutItem &it = r.out[r.out_head];
         bool done = true;
+        if (it.kind != OutKind::kAck && r.res[it.res].gen != it.gen) {
+            /* A replay a newer request took the resource from. */
+            r.out_head = (r.out_head + 1) % kOutSlots;
+            r.out_count--;
+            continue;
+        }
         switch (it.kind) {
         case OutKind::kAck:
             send_ack(c, qp, it.syndrome, it.psn, it.msn);

@@ -8,6 +8,8 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include <set>
+
 #include "dp_harness.h"
 #include "roce/frame.h"
 #include "roce/headers.h"
@@ -1038,6 +1040,102 @@ TEST_F(DpRc, SqdStopsAtAMessageBoundary)
     ASSERT_TRUE(wire.pump());
     expect_cqe(*a, cq_a, 10, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_SEND);
     expect_cqe(*a, cq_a, 11, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_SEND);
+}
+
+/* ---- more ---- */
+
+TEST_F(DpRc, Ipv6Connection)
+{
+    a->add_gid(1, gid_v6(1));
+    b->add_gid(1, gid_v6(2));
+    Conn c;
+    c.sgid_index = 1;
+    up(c);
+    a->fill(src.addr, 9000, 80);
+    recv(1, 9000);
+    a->post_send(qa, send(2, 9000));
+    a->post_send(qa, read(3, 5000, 100000));
+    b->fill(dst.addr + 100000, 5000, 81);
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*a, cq_a, 2, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_SEND);
+    expect_cqe(*a, cq_a, 3, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_RDMA_READ);
+    EXPECT_TRUE(b->check(dst.addr, 9000, 80));
+    EXPECT_TRUE(a->check(src.addr + 100000, 5000, 81));
+    roce::Packet p;
+    ASSERT_EQ(roce::parse_frame(wire.captured[0].data, &p),
+              roce::ParseError::kNone);
+    EXPECT_TRUE(p.ipv6);
+    EXPECT_EQ(p.sgid, gid_v6(1));
+    EXPECT_EQ(p.dgid, gid_v6(2));
+    EXPECT_EQ(p.flow_label, 0u);
+}
+
+TEST_F(DpRc, SendCqOverrunPutsTheQpInErr)
+{
+    up();
+    recv(1, 100);
+    recv(2, 100);
+    a->cq_room[cq_a] = 0;
+    a->post_send(qa, send(3, 10));
+    a->post_send(qa, send(4, 10));
+    ASSERT_TRUE(wire.pump());
+    EXPECT_GE(a->stats().cq_overruns, 1u);
+    EXPECT_EQ(a->qp_state(qa), VIRTIO_RDMA_QPS_ERR);
+}
+
+TEST_F(DpRc, SendWithInvalidateOfAWrongKey)
+{
+    up();
+    recv(1, 100);
+    recv(2, 100);
+    a->post_send(qa, send(3, 10).op(VIRTIO_RDMA_WR_SEND_WITH_INV).inv(dst.rkey));
+    ASSERT_TRUE(wire.pump());
+    /* dst is a user MR: only fast-registration MRs can be invalidated. */
+    expect_cqe(*a, cq_a, 3, VIRTIO_RDMA_WC_REM_INV_REQ_ERR,
+               VIRTIO_RDMA_WC_SEND);
+    const virtio_rdma_cq_req r = b->pop_cqe(cq_b);
+    EXPECT_EQ(r.wr_id, 1u);
+    EXPECT_EQ(r.status, VIRTIO_RDMA_WC_REM_INV_REQ_ERR);
+    expect_cqe(*b, cq_b, 2, VIRTIO_RDMA_WC_WR_FLUSH_ERR, VIRTIO_RDMA_WC_RECV);
+    EXPECT_EQ(b->qp_state(qb), VIRTIO_RDMA_QPS_ERR);
+}
+
+TEST_F(DpRc, SeveralQpsShareTheWire)
+{
+    up();
+    constexpr int kPairs = 6;
+    std::vector<std::pair<uint32_t, uint32_t>> qps;
+    for (int i = 0; i < kPairs; i++) {
+        qps.push_back(connect());
+    }
+    wire.faults = Faults{0.02, 0.01, 0.02, 0};
+    for (int i = 0; i < kPairs; i++) {
+        a->fill(src.addr + 80000 * i, 80000, 90 + i);
+        b->post_recv(qps[i].second, i, {{dst.addr + 80000 * i, 80000, dst.lkey}});
+        a->post_send(qps[i].first, send(100 + i, 80000, 80000 * i));
+    }
+    ASSERT_TRUE(wire.pump());
+    EXPECT_EQ(a->cq_size(cq_a), size_t{kPairs});
+    EXPECT_EQ(b->cq_size(cq_b), size_t{kPairs});
+    while (a->cq_size(cq_a)) {
+        EXPECT_EQ(a->pop_cqe(cq_a).status, VIRTIO_RDMA_WC_SUCCESS);
+    }
+    for (int i = 0; i < kPairs; i++) {
+        EXPECT_TRUE(b->check(dst.addr + 80000 * i, 80000, 90 + i));
+    }
+    /*
+     * Round robin, 64 packets per QP and turn: the second QP starts before
+     * the first one's 79 packets are all out.
+     */
+    std::set<uint32_t> early;
+    for (size_t i = 0; i < 79 && i < wire.captured.size(); i++) {
+        roce::Packet p;
+        if (roce::parse_frame(wire.captured[i].data, &p) ==
+            roce::ParseError::kNone) {
+            early.insert(p.bth().qpn());
+        }
+    }
+    EXPECT_GT(early.size(), 1u);
 }
 
 /* ---- UC ---- */

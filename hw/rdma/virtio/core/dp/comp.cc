@@ -348,6 +348,10 @@ St rnr_retry(Ctx &x)
         e.comp.psn = x.psn; /* the NAK acknowledges what came before */
     }
     e.req.need_retry = true;
+    if (!x.c.ops.now_ns || !x.c.ops.timer_mod) {
+        schedule(x.c, x.qp); /* a host without timers: retry at once */
+        return St::kDone;
+    }
     e.req.wait_rnr = true;
     e.comp.retrans_deadline = 0; /* not while the peer asked us to wait */
     const uint64_t t = kRnrNs[x.pkt->aeth().syndrome() & kAethValueMask];

@@ -207,9 +207,20 @@ bool mr_atomic(VrdmaCore &c, const Mr &mr, uint64_t va, bool cmp_swap,
     if (page >= mr.pages.count() || !mr.pages.is_write() || (va & 7)) {
         return false;
     }
+    uint8_t *host = mr.pages.page(page) + (off & kPageMask);
+    if (reinterpret_cast<uintptr_t>(host) & 7) {
+        /* A host that maps guest pages unaligned: not atomic, but right. */
+        uint64_t raw;
+        std::memcpy(&raw, host, sizeof(raw));
+        const uint64_t old = le(raw);
+        raw = le(cmp_swap ? (old == compare ? swap_add : old)
+                          : old + swap_add);
+        std::memcpy(host, &raw, sizeof(raw));
+        *orig = old;
+        return true;
+    }
     /* Atomic against the guest's CPUs too (IB_ATOMIC_HCA is the promise). */
-    auto *word = reinterpret_cast<uint64_t *>(mr.pages.page(page) +
-                                              (off & kPageMask));
+    auto *word = reinterpret_cast<uint64_t *>(host);
     uint64_t raw = __atomic_load_n(word, __ATOMIC_SEQ_CST);
     for (;;) {
         const uint64_t old = le(raw);

@@ -1439,9 +1439,9 @@ static void test_cq_arm_solicited(void)
 /* ---- registration ---------------------------------------------------------------- */
 
 /*
- * Tests whose device/engine support has not landed yet are skipped with the
- * reason, unless QTEST_VRDMA_DP_ALL=1 (how they are developed).  Remove an
- * entry as soon as its test passes.
+ * A test whose device/engine support has not landed yet carries the reason
+ * in @pending and is skipped with it, unless QTEST_VRDMA_DP_ALL=1 (how it is
+ * developed).  Clear it as soon as the test passes.  None is pending now.
  */
 typedef struct DpTest {
     const char *path;
@@ -1450,16 +1450,6 @@ typedef struct DpTest {
     const char *pending;        /* why it cannot pass yet; NULL: enabled */
 } DpTest;
 
-/*
- * The engine (hw/rdma/virtio/core/dp) has landed; what is still missing from
- * main is the device half: SQ/RQ kicks handed to the core, cq_push/
- * cq_notify, the timer/BH host-ops and the net filter on the paired NIC's
- * netdev.  Every test below passes against that work in progress.
- */
-#define DEVICE_DP "device data path (hw/rdma/virtio/virtio-rdma.c: SQ/RQ " \
-                  "kicks, CQ push/notify, timer; virtio-rdma-net.c: the " \
-                  "wire filter) not committed yet"
-
 static void wrap_void(const void *fn)
 {
     ((void (*)(void))fn)();
@@ -1467,39 +1457,39 @@ static void wrap_void(const void *fn)
 
 static const DpTest dp_tests[] = {
     { "wire/connect", wrap_void, test_wire_connect, NULL },
-    { "loopback/rc-send", run_loopback, rc_send, DEVICE_DP },
-    { "loopback/rc-write", run_loopback, rc_write, DEVICE_DP },
-    { "loopback/rc-write-imm", run_loopback, rc_write_imm, DEVICE_DP },
-    { "loopback/rc-read", run_loopback, rc_read, DEVICE_DP },
-    { "loopback/rc-cas", run_loopback, rc_cas, DEVICE_DP },
-    { "loopback/rc-faa", run_loopback, rc_faa, DEVICE_DP },
+    { "loopback/rc-send", run_loopback, rc_send, NULL },
+    { "loopback/rc-write", run_loopback, rc_write, NULL },
+    { "loopback/rc-write-imm", run_loopback, rc_write_imm, NULL },
+    { "loopback/rc-read", run_loopback, rc_read, NULL },
+    { "loopback/rc-cas", run_loopback, rc_cas, NULL },
+    { "loopback/rc-faa", run_loopback, rc_faa, NULL },
     { "loopback/rc-unsignaled", wrap_void, test_loopback_unsignaled,
-      DEVICE_DP },
-    { "loopback/rc-psn-wrap", wrap_void, test_loopback_psn_wrap, DEVICE_DP },
+      NULL },
+    { "loopback/rc-psn-wrap", wrap_void, test_loopback_psn_wrap, NULL },
     { "loopback/rc-rem-access-err", wrap_void, test_loopback_rem_access,
-      DEVICE_DP },
+      NULL },
     { "loopback/rc-rem-bounds-err", wrap_void, test_loopback_rem_bounds,
-      DEVICE_DP },
+      NULL },
     { "loopback/rc-loc-prot-err", wrap_void, test_loopback_loc_prot,
-      DEVICE_DP },
+      NULL },
     { "loopback/rc-recv-too-small", wrap_void, test_loopback_recv_too_small,
-      DEVICE_DP },
-    { "loopback/rc-rnr", wrap_void, test_loopback_rnr, DEVICE_DP },
+      NULL },
+    { "loopback/rc-rnr", wrap_void, test_loopback_rnr, NULL },
     { "loopback/wqe-malformed", wrap_void, test_loopback_wqe_malformed,
-      DEVICE_DP },
+      NULL },
     { "loopback/wqe-device-writable", wrap_void, test_loopback_wqe_writable,
-      DEVICE_DP },
-    { "wire/rc-send", run_wire, rc_send, DEVICE_DP },
-    { "wire/rc-write", run_wire, rc_write, DEVICE_DP },
-    { "wire/rc-write-imm", run_wire, rc_write_imm, DEVICE_DP },
-    { "wire/rc-read", run_wire, rc_read, DEVICE_DP },
-    { "wire/rc-cas", run_wire, rc_cas, DEVICE_DP },
-    { "wire/rc-faa", run_wire, rc_faa, DEVICE_DP },
-    { "wire/ud-send-ipv4", test_wire_ud, GINT_TO_POINTER(0), DEVICE_DP },
-    { "wire/ud-send-ipv6", test_wire_ud, GINT_TO_POINTER(1), DEVICE_DP },
-    { "wire/peer-gone", wrap_void, test_wire_peer_gone, DEVICE_DP },
-    { "cq-arm/next", wrap_void, test_cq_arm_next, DEVICE_DP },
-    { "cq-arm/solicited", wrap_void, test_cq_arm_solicited, DEVICE_DP },
+      NULL },
+    { "wire/rc-send", run_wire, rc_send, NULL },
+    { "wire/rc-write", run_wire, rc_write, NULL },
+    { "wire/rc-write-imm", run_wire, rc_write_imm, NULL },
+    { "wire/rc-read", run_wire, rc_read, NULL },
+    { "wire/rc-cas", run_wire, rc_cas, NULL },
+    { "wire/rc-faa", run_wire, rc_faa, NULL },
+    { "wire/ud-send-ipv4", test_wire_ud, GINT_TO_POINTER(0), NULL },
+    { "wire/ud-send-ipv6", test_wire_ud, GINT_TO_POINTER(1), NULL },
+    { "wire/peer-gone", wrap_void, test_wire_peer_gone, NULL },
+    { "cq-arm/next", wrap_void, test_cq_arm_next, NULL },
+    { "cq-arm/solicited", wrap_void, test_cq_arm_solicited, NULL },
 };
 
 static void run_dp_test(const void *opaque)

@@ -756,6 +756,27 @@ TEST_F(DpRc, RnrRetrySevenIsForever)
     expect_cqe(*a, cq_a, 1, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_SEND);
 }
 
+/*
+ * The packets after an RNR-NAKed FIRST are out of sequence for the
+ * responder, which NAKs them: part of the same RNR episode, not a
+ * transport error, so retry_cnt is not used up.
+ */
+TEST_F(DpRc, RnrOfAMultiPacketSendDoesNotUseUpRetries)
+{
+    Conn c;
+    c.retry_cnt = 0;
+    up(c);
+    a->fill(src.addr, 20000, 45);
+    a->post_send(qa, send(1, 20000));
+    ASSERT_TRUE(wire.pump_until([&] { return b->stats().rnr_naks_sent == 20; }));
+    EXPECT_EQ(a->qp_state(qa), VIRTIO_RDMA_QPS_RTS);
+    EXPECT_EQ(a->cq_size(cq_a), 0u);
+    recv(2, 20000);
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*a, cq_a, 1, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_SEND);
+    EXPECT_TRUE(b->check(dst.addr, 20000, 45));
+}
+
 /* ---- retry exhaustion and the timer ---- */
 
 TEST_F(DpRc, RetryExhaustedAfterRetryCntTimeouts)

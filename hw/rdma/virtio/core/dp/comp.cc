@@ -318,8 +318,13 @@ St error_retry(Ctx &x)
 {
     QpEngine &e = x.e;
     const bool timeout = x.pkt == nullptr;
-    if (e.comp.started_retry && !timeout) {
-        return St::kDone; /* this loss is being repaired already */
+    if (!timeout && (e.comp.started_retry || e.req.wait_rnr)) {
+        /*
+         * This loss is being repaired already -- also when the peer said
+         * RNR: the packets after the refused one were out of sequence for
+         * it, and its NAK for them is part of the same episode.
+         */
+        return St::kDone;
     }
     if (e.comp.retry_left == 0) {
         x.w->status = VIRTIO_RDMA_WC_RETRY_EXC_ERR;
@@ -348,6 +353,7 @@ St rnr_retry(Ctx &x)
         e.comp.psn = x.psn; /* the NAK acknowledges what came before */
     }
     e.req.need_retry = true;
+    e.comp.started_retry = true; /* NAKs for what followed: same episode */
     if (!x.c.ops.now_ns || !x.c.ops.timer_mod) {
         schedule(x.c, x.qp); /* a host without timers: retry at once */
         return St::kDone;

@@ -479,6 +479,52 @@ TEST_F(DpLoop, LoopedBackFramesWaitForRun)
     EXPECT_EQ(n->cq_size(cq), 1u);
 }
 
+/*
+ * Many QPs of one device reading from each other at once overflow the
+ * loopback queue; the drops are counted and RC repairs them.
+ */
+TEST_F(DpLoop, LoopbackOverflowIsRepaired)
+{
+    Conn c;
+    c.mtu = VIRTIO_RDMA_MTU_256;
+    c.timeout = 8;
+    std::vector<std::pair<uint32_t, uint32_t>> pairs;
+    for (int i = 0; i < 7; i++) {
+        const uint32_t q1 = n->create_qp(pd, VIRTIO_RDMA_QPT_RC, cq, cq);
+        const uint32_t q2 = n->create_qp(pd, VIRTIO_RDMA_QPT_RC, cq, cq);
+        DpTest::connect_pair(*n, q1, *n, q2, VIRTIO_RDMA_QPT_RC, c, true);
+        DpTest::connect_pair(*n, q2, *n, q1, VIRTIO_RDMA_QPT_RC, c, false);
+        pairs.emplace_back(q1, q2);
+    }
+    n->fill(buf.addr + (512 << 10), 16 * 4096, 64);
+    for (const auto &[q1, q2] : pairs) {
+        (void)q2;
+        for (int k = 0; k < 16; k++) {
+            n->post_send(q1, SendWr()
+                                 .op(VIRTIO_RDMA_WR_RDMA_READ)
+                                 .id(q1 * 100 + k)
+                                 .flags(kSignaled)
+                                 .sge(buf.addr + 4096 * k +
+                                          (q1 / 2 - 1) * 65536,
+                                      4096, buf.lkey)
+                                 .rdma(buf.addr + (512 << 10) + 4096 * k,
+                                       buf.rkey));
+        }
+    }
+    ASSERT_TRUE(wire.pump());
+    EXPECT_EQ(n->cq_size(cq), 7u * 16);
+    while (n->cq_size(cq)) {
+        EXPECT_EQ(n->pop_cqe(cq).status, VIRTIO_RDMA_WC_SUCCESS);
+    }
+    for (const auto &[q1, q2] : pairs) {
+        (void)q2;
+        EXPECT_EQ(0, std::memcmp(n->mem(buf.addr + (q1 / 2 - 1) * 65536),
+                                 n->mem(buf.addr + (512 << 10)), 16 * 4096));
+    }
+    EXPECT_GT(n->drops(VRDMA_DROP_LOOPBACK_FULL), 0u);
+    EXPECT_EQ(wire.frames, 0u);
+}
+
 /* ---- bounded work, the single timer ---- */
 
 TEST_F(DpRecv, RunDoesABoundedAmountOfWork)

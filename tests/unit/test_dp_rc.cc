@@ -474,6 +474,7 @@ TEST_F(DpRc, PsnsWrapAround)
     EXPECT_EQ(a->pop_cqe(cq_a).byte_len, 40u * 1024);
     EXPECT_TRUE(a->check(src.addr, 40 * 1024, 30));
     const std::vector<Pkt> v = sent_by(1);
+    EXPECT_EQ(b->stats().retransmits, 0u);
     EXPECT_EQ(v.front().psn, 0xFFFFF0u);
     EXPECT_EQ(v.back().psn, (0xFFFFF0u + 39) & 0xFFFFFF);
 }

@@ -134,6 +134,7 @@ void qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state, uint32_t mask)
     }
     if (mask & VIRTIO_RDMA_QP_SQ_PSN) {
         e.req.psn = qp.attr.sq_psn & kPsnMask;
+        e.req.psn_hi = e.req.psn;
         e.comp.psn = e.req.psn;
         e.comp.opcode = -1;
     }

@@ -15,6 +15,10 @@ packages=(
     libgtest-dev libgmock-dev
     # soft-RoCE engine: ICRC (crc32_gzip_refl)
     libisal-dev
+    # lab tier (tests/lab): rdma-core/perftest tools the rxe guests run from
+    # the host root over 9p; tshark dissects the captured RoCE frames
+    rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest iproute2
+    tshark
 )
 # meson: QEMU 10.0 needs >= 1.5.  qemu-system-data: the option ROMs
 # (kvmvapic, linuxboot_dma, ...) of the same QEMU release, for our uninstalled binary.

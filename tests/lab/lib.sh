@@ -1,0 +1,49 @@
+# Host-side helpers of the lab tier (sourced by run.sh and the stage scripts).
+# shellcheck shell=bash
+top=${top:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+LAB=${LAB_BUILD:-$top/build/lab}
+QEMU=${LAB_QEMU:-$top/build/qemu/qemu-system-x86_64}
+LAB_MEM=${LAB_MEM:-512}
+
+lab_die() { echo "lab: FAILED: $*" >&2; exit 1; }
+
+lab_check_prereqs() {
+    [ -x "$QEMU" ] || lab_die "$QEMU missing (bash scripts/build.sh)"
+    [ -f "$LAB/vmlinux" ] && [ -f "$LAB/initrd.img" ] || lab_die "no kernel/initramfs in $LAB (tests/lab/setup.sh)"
+}
+
+# A free TCP or UDP port on 127.0.0.1.
+lab_free_port() {
+    python3 -c 'import socket,sys; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM if sys.argv[1]=="udp" else socket.SOCK_STREAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' "${1:-tcp}"
+}
+
+# dgram netdev options from local port $1 to remote port $2 (127.0.0.1).
+lab_dgram() {
+    echo "dgram,local.type=inet,local.host=127.0.0.1,local.port=$1,remote.type=inet,remote.host=127.0.0.1,remote.port=$2"
+}
+
+# lab_guest_start OUTDIR TIMEOUT APPEND NETDEV0 MAC0 [NETDEV1]
+# Boots one guest in the background (TCG, 1 vCPU): eth0 = virtio-net on
+# NETDEV0 (the RoCE link) with MAC0, eth1 = virtio-net on NETDEV1 if given.
+# Console -> OUTDIR/console.log; sets LAB_PID.
+lab_guest_start() {
+    local out=$1 tmo=$2 append=$3 nd0=$4 mac0=$5 nd1=${6:-}
+    local nic1=()
+    mkdir -p "$out"
+    [ -n "$nd1" ] && nic1=(-netdev "$nd1,id=n1" -device "virtio-net-pci,netdev=n1,mac=52:54:00:00:99:01,addr=05.0")
+    timeout -k 5 "$tmo" "$QEMU" -name "lab-$(basename "$out")" -machine q35 \
+        -accel tcg,thread=single,tb-size=128 -cpu max -smp 1 -m "$LAB_MEM" \
+        -nodefaults -no-user-config -display none -no-reboot \
+        -serial "file:$out/console.log" \
+        -kernel "$LAB/vmlinux" -initrd "$LAB/initrd.img" \
+        -append "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init mitigations=off nokaslr tsc=reliable $append" \
+        -fsdev local,id=fsroot,path=/,security_model=none,readonly=on,multidevs=remap \
+        -device virtio-9p-pci,fsdev=fsroot,mount_tag=hostroot \
+        -fsdev "local,id=fslab,path=$top/tests/lab,security_model=none,readonly=on,multidevs=remap" \
+        -device virtio-9p-pci,fsdev=fslab,mount_tag=labsrc \
+        -fsdev "local,id=fsout,path=$out,security_model=none,multidevs=remap" \
+        -device virtio-9p-pci,fsdev=fsout,mount_tag=labout \
+        -netdev "$nd0,id=n0" -device "virtio-net-pci,netdev=n0,mac=$mac0,addr=04.0" \
+        "${nic1[@]}" > "$out/qemu.log" 2>&1 &
+    LAB_PID=$!
+}

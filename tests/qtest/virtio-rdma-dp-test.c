@@ -1221,6 +1221,43 @@ static void test_wire_ud(const void *opaque)
     teardown(&a, &b);
 }
 
+/*
+ * A frame that is not for one of B's GIDs must not block B's wire: B's
+ * virtio-net has no driver (it cannot receive), so whatever the filter does
+ * not take must not stop the netdev from reading the next frames.
+ */
+static void test_wire_not_ours_first(void)
+{
+    uint8_t other[16];
+    Side a, b;
+    struct virtio_rdma_sge src;
+    struct virtio_rdma_sq_req wr;
+
+    wire_setup(&a, &b, 14, 7);
+    side_add_ud(&a, 0x777);
+    side_add_ud(&b, 0x888);
+    /* To 10.0.0.99: B's filter does not take it. */
+    qvrdma_gid_ipv4(other, 10, 0, 0, 99);
+    src = sge_of(&a, 0x200, 64);
+    wr = qvrdma_wr_send(0x7100);
+    wr.wr.ud.remote_qpn = b.ud->qpn;
+    wr.wr.ud.remote_qkey = QKEY;
+    wr.wr.ud.av.port = 1;
+    wr.wr.ud.av.pdn = a.pdn;
+    memcpy(wr.wr.ud.av.dgid, other, 16);
+    wr.wr.ud.av.hop_limit = 64;
+    memcpy(wr.wr.ud.av.dmac, b.d->mac, 6);
+    qvrdma_dp_post_send(a.ud, &wr, &src, 1);
+    expect_sq_ok(&a, a.ud, "UD SEND to a foreign address", 0x7100,
+                 VIRTIO_RDMA_WC_SEND);
+    g_usleep(100 * 1000);
+    expect_quiet(&b, "UD SEND to a foreign address");
+    /* The wire still works. */
+    ud_send(&a, &b, 0, a.gid, b.gid, 200, 0x7110);
+    op_send(&a, &b, 100, false, 0, 0x7120);
+    teardown(&a, &b);
+}
+
 /* ---- a peer that disappears ---------------------------------------------------------- */
 
 static void test_wire_peer_gone(void)
@@ -1441,7 +1478,7 @@ static void test_cq_arm_solicited(void)
 /*
  * A test whose device/engine support has not landed yet carries the reason
  * in @pending and is skipped with it, unless QTEST_VRDMA_DP_ALL=1 (how it is
- * developed).  Clear it as soon as the test passes.  None is pending now.
+ * developed).  Clear it as soon as the test passes.
  */
 typedef struct DpTest {
     const char *path;
@@ -1487,6 +1524,11 @@ static const DpTest dp_tests[] = {
     { "wire/rc-faa", run_wire, rc_faa, NULL },
     { "wire/ud-send-ipv4", test_wire_ud, GINT_TO_POINTER(0), NULL },
     { "wire/ud-send-ipv6", test_wire_ud, GINT_TO_POINTER(1), NULL },
+    { "wire/not-ours-first", wrap_void, test_wire_not_ours_first,
+      "device: a frame the wire filter does not take is queued for the "
+      "paired virtio-net, which cannot receive (no guest driver), and the "
+      "netdev then stops reading: every later RoCE frame stalls "
+      "(virtio-rdma-net.c should drop it when the NIC cannot receive)" },
     { "wire/peer-gone", wrap_void, test_wire_peer_gone, NULL },
     { "cq-arm/next", wrap_void, test_cq_arm_next, NULL },
     { "cq-arm/solicited", wrap_void, test_cq_arm_solicited, NULL },

@@ -136,7 +136,10 @@ void vrdma_core_free(VrdmaCore *core);
 /*
  * Frees every object (each GID still set is reported deleted through
  * gid_changed); objects, handles and keys start over as in a new core.  The
- * command counters of vrdma_core_get_stats() are kept (monitoring).
+ * command counters of vrdma_core_get_stats() and the data-path counters of
+ * vrdma_core_get_dp_stats() are kept (monitoring).  Outstanding work
+ * requests are dropped without completions (the rings are reset too), and
+ * the timer is cancelled through timer_mod(UINT64_MAX) if it was armed.
  */
 void vrdma_core_reset(VrdmaCore *core);
 

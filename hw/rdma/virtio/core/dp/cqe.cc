@@ -111,13 +111,6 @@ static bool send_cqe(VrdmaCore &c, Qp &qp, const SendWqe &w, uint8_t status)
     return push(c, qp.send_cqn, cqe, false);
 }
 
-void complete_send(VrdmaCore &c, Qp &qp, const SendWqe &w, uint8_t status)
-{
-    if (!send_cqe(c, qp, w, status)) {
-        qp_to_error(c, qp);
-    }
-}
-
 void comp_drain(VrdmaCore &c, Qp &qp)
 {
     QpEngine &e = qp.dp;

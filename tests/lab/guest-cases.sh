@@ -1,0 +1,51 @@
+#!/bin/bash
+# Runs inside a lab guest (cwd /out): the cases listed in /out/cases, one a line:
+#   ROLE NAME TIMEOUT COMMAND...
+# ROLE srv: run COMMAND once; ROLE cli: run it until it gets past connecting
+# to its server (the server may not listen yet), at most TIMEOUT seconds in all.
+# In COMMAND, @G4@ / @G6@ stand for rxe0's IPv4-mapped / global IPv6 GID index.
+# Per case: NAME.out (the tool's output), NAME.rc, NAME.cnt (rxe0 hw_counters
+# that changed during the case: "name before after").  At the end: dmesg.txt.
+HC=/sys/class/infiniband/rxe0/ports/1/hw_counters
+gid_index() { # $1 = 4 | 6
+    local f g
+    for f in /sys/class/infiniband/rxe0/ports/1/gids/*; do
+        g=$(cat "$f")
+        case $1:$g in
+        4:0000:0000:0000:0000:0000:ffff:*) echo "${f##*/}"; return;;
+        6:fe80:*|6:0000:*) ;;
+        6:*) echo "${f##*/}"; return;;
+        esac
+    done
+    echo none
+}
+counters() { for f in "$HC"/*; do echo "${f##*/} $(cat "$f")"; done; }
+now() { cut -d' ' -f1 /proc/uptime; }
+G4=$(gid_index 4) G6=$(gid_index 6)
+echo "guest: GID index IPv4 $G4, IPv6 $G6"
+while read -r role name tmo cmd; do
+    [ -z "$role" ] || [ "${role#\#}" != "$role" ] && continue
+    cmd=${cmd//@G4@/$G4}; cmd=${cmd//@G6@/$G6}
+    counters > "/tmp/$name.c0"
+    t0=$(now); rc=1; tries=0
+    if [ "$role" = srv ]; then
+        timeout -k 2 "$tmo" bash -c "$cmd" > "$name.out" 2>&1; rc=$?
+    else
+        end=$(awk -v t="$t0" -v d="$tmo" 'BEGIN{print t+d}')
+        while :; do
+            tries=$((tries + 1))
+            left=$(awk -v e="$end" -v n="$(now)" 'BEGIN{l=int(e-n); print (l<1)?1:l}')
+            timeout -k 2 "$left" bash -c "$cmd" > "$name.out" 2>&1; rc=$?
+            [ $rc = 0 ] && break
+            grep -qE "Couldn't connect|Unable to open file descriptor for socket|Connection refused" "$name.out" || break
+            awk -v e="$end" -v n="$(now)" 'BEGIN{exit !(n+1<e)}' || break
+            sleep 0.5
+        done
+    fi
+    counters > "/tmp/$name.c1"
+    join "/tmp/$name.c0" "/tmp/$name.c1" | awk '$2 != $3' > "$name.cnt"
+    echo "$rc" > "$name.rc"
+    echo "LAB-CASE $name rc=$rc tries=$tries wall=$(awk -v a="$(now)" -v b="$t0" 'BEGIN{printf "%.1f", a-b}')s"
+done < cases
+dmesg > dmesg.txt
+counters > counters-final.txt

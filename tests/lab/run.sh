@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The lab tier: unmodified rdma-core / perftest tools on Debian's kernel rxe
+# (TCG guests) against each other and against our virtio-rdma device.
+#   tests/lab/run.sh [PART...]     PART: baseline interop capture (default: all)
+# Ends with "lab: N passed, N failed"; exit status non-zero on any failure.
+# Results under build/lab/results/<time>/ (report.txt: the figures).
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/lab/lib.sh"
+. "$top/tests/lab/tools.sh"
+. "$top/tests/lab/baseline.sh"
+
+passed=0 failed=0
+lab_result() { # RESULT NAME DETAILS
+    printf '%-4s %-32s %s\n' "$1" "$2" "$3"
+    echo "$1 $2 $3" >> "$RES/results.txt"
+    if [ "$1" = PASS ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+}
+
+RES=${LAB_RESULTS:-$LAB/results/$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$RES"; : > "$RES/results.txt"
+lab_check_prereqs
+parts=${*:-baseline}
+for p in $parts; do
+    case $p in
+    baseline) lab_baseline "$RES/baseline" ;;
+    *) lab_die "unknown part $p" ;;
+    esac
+done
+echo "lab: $passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -36,6 +36,24 @@ struct VirtIORdmaFilter {
 /* Largest frame a backend hands over (NET_BUFSIZE and more). */
 #define VIRTIO_RDMA_RX_MAX (64 * KiB + 64)
 
+/*
+ * A frame for virtio-net while its guest driver is not running (not set up
+ * yet, reset, or unloaded) would wait in the net queue, and the backend stops
+ * reading behind it: our RoCE frames would stall too.  A NIC without a driver
+ * drops what it receives; so does the port here.  Once the driver runs, a
+ * full receive ring is ordinary back-pressure and the frame waits.
+ */
+static bool virtio_rdma_nic_absent(VirtIORdma *r)
+{
+    VirtIODevice *nic = VIRTIO_DEVICE(r->nic);
+
+    if (nic->status & VIRTIO_CONFIG_S_DRIVER_OK) {
+        return false;
+    }
+    trace_virtio_rdma_nic_absent_drop();
+    return true;
+}
+
 static ssize_t virtio_rdma_filter_receive_iov(NetFilterState *nf,
                                               NetClientState *sender,
                                               unsigned flags,
@@ -51,11 +69,16 @@ static ssize_t virtio_rdma_filter_receive_iov(NetFilterState *nf,
         return 0;
     }
     if (iovcnt == 1) {
-        return vrdma_core_net_receive(r->core, iov[0].iov_base, size) ?
-               size : 0;
+        if (vrdma_core_net_receive(r->core, iov[0].iov_base, size)) {
+            return size;
+        }
+    } else {
+        iov_to_buf(iov, iovcnt, 0, r->rx_buf, size);
+        if (vrdma_core_net_receive(r->core, r->rx_buf, size)) {
+            return size;
+        }
     }
-    iov_to_buf(iov, iovcnt, 0, r->rx_buf, size);
-    return vrdma_core_net_receive(r->core, r->rx_buf, size) ? size : 0;
+    return virtio_rdma_nic_absent(r) ? size : 0;
 }
 
 static void virtio_rdma_filter_class_init(ObjectClass *oc, void *data)

@@ -64,6 +64,7 @@ typedef struct Side {
     uint8_t rnr_retry;          /* as requester */
     uint8_t min_rnr_timer;      /* as responder (0: the helper's default) */
     uint8_t *shadow;            /* what the MR must hold */
+    bool dead;                  /* its QEMU was killed */
 } Side;
 
 static void side_init(Side *s, const char *name, QVrdmaDev *d, bool own_dev,
@@ -438,8 +439,59 @@ static void wire_setup(Side *a, Side *b, uint8_t timeout, uint8_t retry_cnt)
     rc_connect(a, b, timeout, retry_cnt);
 }
 
+/*
+ * The device's own data-path counters agree with what the driver saw: every
+ * completion it counts is in a CQ ring, no frame was dropped, no CQE lost;
+ * on loopback nothing went on the wire, on the wire nothing was looped back.
+ */
+static void check_counters(Side *a, Side *b)
+{
+    bool loopback = a->d == b->d;
+    Side *sides[2] = { a, b };
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        QVrdmaDev *d = sides[i]->d;
+        uint64_t cqes = 0, errors = 0, pending = 0, tx, loop;
+        int j;
+
+        if (sides[i]->dead || (loopback && i == 1)) {
+            continue;
+        }
+        for (j = 0; j < 2; j++) {
+            if (sides[j]->d == d) {
+                QVrdmaCq *cq = sides[j]->cq;
+
+                pending += qvrdma_dp_cq_pending(cq);
+                cqes += cq->taken;
+                errors += cq->taken_errors;
+            }
+        }
+        g_assert_cmpuint(qvrdma_dp_counter(d, "completions"), ==,
+                         cqes + pending);
+        if (!pending) {
+            g_assert_cmpuint(qvrdma_dp_counter(d, "error-completions"), ==,
+                             errors);
+        }
+        g_assert_cmpuint(qvrdma_dp_counter(d, "cq-overruns"), ==, 0);
+        g_assert_cmpuint(qvrdma_dp_counter(d, "drops"), ==, 0);
+        tx = qvrdma_dp_counter(d, "tx-packets");
+        loop = qvrdma_dp_counter(d, "loopback-packets");
+        if (loopback) {
+            g_assert_cmpuint(loop, ==, tx);
+            g_assert_cmpuint(qvrdma_dp_counter(d, "rx-packets"), ==, loop);
+        } else {
+            g_assert_cmpuint(loop, ==, 0);
+        }
+        g_test_message("%s's device: %" PRIu64 " completions, %" PRIu64
+                       " packets sent (%" PRIu64 " looped back)",
+                       sides[i]->name, cqes, tx, loop);
+    }
+}
+
 static void teardown(Side *a, Side *b)
 {
+    check_counters(a, b);
     /* b first: on loopback it shares a's QEMU. */
     side_free(b);
     side_free(a);
@@ -977,10 +1029,21 @@ static void test_loopback_rnr(void)
 
     src = sge_of(&a, 0, 48);
     wr = qvrdma_wr_send(0xe000);
+    t0 = g_get_monotonic_time();
     qvrdma_dp_post_send(a.qp, &wr, &src, 1);
     expect_quiet(&a, "SEND without a receive posted");
     rbuf = sge_of(&b, 0x1000, 64);
     qvrdma_dp_post_recv(b.qp, 0xe001, &rbuf, 1);
+    {
+        /* RNR NAKs came, but no faster than one per 5.12 ms. */
+        uint64_t naks = qvrdma_dp_counter(a.d, "rnr-naks-received");
+        gint64 waited = g_get_monotonic_time() - t0;
+
+        g_test_message("%" PRIu64 " RNR NAKs in %" PRId64 " ms", naks,
+                       waited / 1000);
+        g_assert_cmpuint(naks, >=, 1);
+        g_assert_cmpuint(naks, <=, waited / 5120 + 2);
+    }
     memcpy(b.shadow + 0x1000, a.shadow, 48);
     expect_sq_ok(&a, a.qp, "SEND after the receive was posted late", 0xe000,
                  VIRTIO_RDMA_WC_SEND);
@@ -1006,6 +1069,9 @@ static void test_loopback_rnr(void)
     expect_cqe(&a, "SEND to a QP that never posts a receive", &e);
     /* Two waits of at least 5.12 ms happened first. */
     g_assert_cmpint(g_get_monotonic_time() - t0, >=, 2 * 5120);
+    /* The first try and rnr_retry (2) retries, each NAKed. */
+    g_assert_cmpuint(qvrdma_dp_counter(a.d, "rnr-naks-sent"), ==, 3);
+    g_assert_cmpuint(qvrdma_dp_counter(a.d, "rnr-naks-received"), ==, 3);
     expect_qp_error(&a, "SEND after RNR_RETRY_EXC_ERR", 0xe110);
     side_check_mem(&b, "RNR_RETRY_EXC_ERR");
     teardown(&a, &b);
@@ -1285,6 +1351,7 @@ static void test_wire_peer_gone(void)
     qvrdma_dp_post_recv(a.qp, 0x80f0, &rbuf, 1);
 
     qvrdma_dev_kill(b.d);
+    b.dead = true;
     g_test_message("B's QEMU killed");
 
     t0 = g_get_monotonic_time();
@@ -1307,6 +1374,10 @@ static void test_wire_peer_gone(void)
     g_assert_cmpint(elapsed_us * 1000, >=, (retry_cnt + 1) * t_ns / 2);
     /* ... and not much later either (generous for a loaded host). */
     g_assert_cmpint(elapsed_us, <=, 5 * 1000 * 1000);
+    /* Each try timed out; each retry sent the request again. */
+    g_assert_cmpuint(qvrdma_dp_counter(a.d, "retry-timeouts"), >=,
+                     retry_cnt + 1);
+    g_assert_cmpuint(qvrdma_dp_counter(a.d, "retransmits"), >=, retry_cnt);
 
     /* The rest flushes: the unsignaled WRITE and the receive, any order. */
     for (i = 0; i < 2; i++) {

@@ -7,6 +7,9 @@
 #include "qemu/osdep.h"
 #include "../libqtest.h"
 #include "qemu/bswap.h"
+#include "qobject/qdict.h"
+#include "qobject/qlist.h"
+#include "qobject/qnum.h"
 #include "standard-headers/linux/virtio_ring.h"
 #include "pci.h"
 #include "virtio-pci.h"
@@ -442,6 +445,10 @@ bool qvrdma_dp_poll_cq(QVrdmaCq *cq, struct virtio_rdma_cq_req *cqe,
     ring_take_used(ring, &id, &len);
     g_assert_cmpuint(len, ==, QVRDMA_DP_CQE_SIZE);
     qtest_memread(qts, ring_buf(ring, id), cqe, sizeof(*cqe));
+    cq->taken++;
+    if (cqe->status) {
+        cq->taken_errors++;
+    }
 
     /* Hand the buffer back, poisoned again. */
     qtest_memset(qts, ring_buf(ring, id), 0xa5, QVRDMA_DP_CQE_SIZE);
@@ -565,6 +572,28 @@ uint32_t qvrdma_dp_qp_state(QVrdmaDev *d, QVrdmaQp *qp)
 
     g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
     return le32_to_cpu(attr.qp_state);
+}
+
+/* ---- counters ---------------------------------------------------------------- */
+
+uint64_t qvrdma_dp_counter(QVrdmaDev *d, const char *name)
+{
+    QDict *rsp = qtest_qmp(d->qts, "{'execute': 'query-virtio-rdma'}");
+    QList *list;
+    QDict *dp;
+    QNum *num;
+    uint64_t v;
+
+    g_assert_true(qdict_haskey(rsp, "return"));
+    list = qdict_get_qlist(rsp, "return");
+    g_assert_cmpuint(qlist_size(list), ==, 1);
+    dp = qdict_get_qdict(qobject_to(QDict, qlist_peek(list)), "data-path");
+    g_assert_nonnull(dp);
+    num = qobject_to(QNum, qdict_get(dp, name));
+    g_assert_nonnull(num);
+    g_assert_true(qnum_get_try_uint(num, &v));
+    qobject_unref(rsp);
+    return v;
 }
 
 /* ---- GIDs and names ---------------------------------------------------------- */

@@ -61,6 +61,8 @@ typedef struct QVrdmaCq {
     uint32_t cqn;
     uint32_t cqe;               /* as created */
     bool has_msix;
+    uint64_t taken;             /* CQEs read by qvrdma_dp_poll_cq() */
+    uint64_t taken_errors;      /* of which with status != SUCCESS */
 } QVrdmaCq;
 
 typedef struct QVrdmaQp {
@@ -192,6 +194,15 @@ void qvrdma_dp_ud_ready(QVrdmaDev *d, QVrdmaQp *qp, uint32_t qkey,
                         uint32_t sq_psn);
 /* QUERY_QP's state. */
 uint32_t qvrdma_dp_qp_state(QVrdmaDev *d, QVrdmaQp *qp);
+
+/* ---- counters ---------------------------------------------------------------- */
+
+/*
+ * One data-path counter of the device ("tx-packets", "completions", ...:
+ * the members of query-virtio-rdma's VirtioRdmaDataPath).  The QEMU must
+ * have exactly one virtio-rdma device.
+ */
+uint64_t qvrdma_dp_counter(QVrdmaDev *d, const char *name);
 
 /* ---- GIDs and names ---------------------------------------------------------- */
 

@@ -1,0 +1,560 @@
+/*
+ * virtio-rdma-bench: throughput of the soft-RoCE engine between two QEMU
+ * processes, and of the loopback path it runs over, in the same run.
+ *
+ *  1. Two QEMUs (-M pc, qtest accelerator: no guest code runs; this process
+ *     drives the devices through libqos, like virtio-rdma-dp-test) whose
+ *     virtio-net NICs are joined by -netdev dgram over 127.0.0.1; the NICs
+ *     have host_mtu=9000, so the active MTU is 4096.  A posts RC RDMA WRITEs
+ *     of 1 MiB from its MR into B's, a few in flight, for a fixed time (or a
+ *     fixed number of messages); every one is signaled and must complete
+ *     successfully, and B's memory must hold A's bytes at the end.
+ *     Throughput: message bytes / wall time, in MB/s (10^6 bytes).
+ *  2. Two UDP sockets on 127.0.0.1, a sender thread and a receiver thread,
+ *     for the same time, datagrams of the size A's request frames had on
+ *     average (the device's tx-bytes / tx-packets): what the same loopback
+ *     path carries with nothing else in the way.
+ *  3. The ratio of the two (payload rates: the raw one is counted as if each
+ *     datagram carried the same payload as an engine frame).  The target
+ *     (0.8) is printed next to it; nothing fails on a number.
+ *
+ * Also printed: the devices' data-path counters over the run (packets,
+ * retransmits, NAKs, drops) and the CPU used by each QEMU, by this driver
+ * and by the two UDP threads, which say what the time went to.
+ *
+ *   QTEST_QEMU_BINARY=./qemu-system-x86_64 ./tests/qtest/virtio-rdma-bench
+ *
+ * Knobs (environment): VRDMA_BENCH_SECONDS (default 5), VRDMA_BENCH_ITERS
+ * (a number of messages instead of a time), VRDMA_BENCH_MSG_KIB (default
+ * 1024), VRDMA_BENCH_DEPTH (messages in flight, default 4), VRDMA_BENCH_MTU
+ * (path MTU in bytes, 1024 or 4096; default 4096).
+ *
+ * Not run by the test suite (scripts/bench.sh runs it).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include "libqtest.h"
+#include "qemu/bswap.h"
+#include "qobject/qdict.h"
+#include "qobject/qlist.h"
+#include "libqos/libqos-pc.h"
+#include "libqos/virtio-rdma.h"
+#include "libqos/virtio-rdma-dp.h"
+
+#define MAC_A       "52:54:00:12:34:56"
+#define MAC_B       "52:54:00:12:34:57"
+#define RDMA_OPTS   "max-cq=4,max-qp=4"
+#define VA_A        0x7f0000000000ull
+#define VA_B        0x7f4000000000ull
+
+/* Under a TAP harness the lines go out as TAP comments. */
+static const char *line_prefix = "";
+
+static void G_GNUC_PRINTF(1, 2) out(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs(line_prefix, stdout);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+}
+
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+    const char *s = g_getenv(name);
+
+    return s && *s ? g_ascii_strtoull(s, NULL, 0) : dflt;
+}
+
+/* ---- bring-up ------------------------------------------------------------- */
+
+/*
+ * qvrdma_dev_boot() with extra virtio-net options (host_mtu): the same
+ * steps, so qvrdma_dev_quit() takes it down.
+ */
+static QVrdmaDev *bench_boot(const char *netdev_opts, const char *mac,
+                             const char *nic_opts)
+{
+    QVrdmaDev *d = g_new0(QVrdmaDev, 1);
+    QPCIAddress addr = { .devfn = QPCI_DEVFN(QVRDMA_SLOT, 1) };
+    unsigned v[6];
+    int i;
+
+    g_assert_cmpint(sscanf(mac, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2],
+                           &v[3], &v[4], &v[5]), ==, 6);
+    for (i = 0; i < 6; i++) {
+        d->mac[i] = v[i];
+    }
+    d->qs = qtest_pc_boot("-M pc -netdev %s "
+                          "-device virtio-net-pci,id=nic0,netdev=n0,addr=04.0,"
+                          "multifunction=on,mac=%s%s "
+                          "-device virtio-rdma-pci,id=rdma0,addr=04.1,%s",
+                          netdev_opts, mac, nic_opts, RDMA_OPTS);
+    d->qts = d->qs->qts;
+    d->vpci = virtio_pci_new(d->qs->pcibus, &addr);
+    g_assert_nonnull(d->vpci);
+    qvirtio_pci_device_enable(d->vpci);
+    qvirtio_start_device(&d->vpci->vdev);
+    qpci_msix_enable(d->vpci->pdev);
+    d->msix_entries = qpci_msix_table_size(d->vpci->pdev);
+    qvrdma_init(&d->r, &d->vpci->vdev, d->qts, &d->qs->alloc);
+    qvrdma_read_config(&d->r, &d->cfg);
+    d->max_cq = le32_to_cpu(d->cfg.max_cq);
+    d->max_qp = le32_to_cpu(d->cfg.max_qp);
+    if (d->msix_entries >= d->max_cq + 2) {
+        QVirtQueuePCI *vqpci = container_of(d->r.ctrl, QVirtQueuePCI, vq);
+
+        qvirtqueue_pci_msix_setup(d->vpci, vqpci, &d->qs->alloc,
+                                  d->max_cq + 1);
+        qtest_writel(d->qts, vqpci->msix_addr, 0);
+        d->ctrl_msix = true;
+    }
+    return d;
+}
+
+/* Two free UDP ports on 127.0.0.1 (both held until both are known). */
+static void free_udp_ports(int *p1, int *p2)
+{
+    int fd[2], i;
+    int *port[2] = { p1, p2 };
+
+    for (i = 0; i < 2; i++) {
+        struct sockaddr_in sa = {
+            .sin_family = AF_INET,
+            .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+        };
+        socklen_t len = sizeof(sa);
+
+        fd[i] = socket(AF_INET, SOCK_DGRAM, 0);
+        g_assert_cmpint(fd[i], >=, 0);
+        g_assert_cmpint(bind(fd[i], (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+        g_assert_cmpint(getsockname(fd[i], (struct sockaddr *)&sa, &len), ==,
+                        0);
+        *port[i] = ntohs(sa.sin_port);
+    }
+    close(fd[0]);
+    close(fd[1]);
+}
+
+typedef struct Side {
+    const char *name;
+    QVrdmaDev *d;
+    uint32_t pdn;
+    QVrdmaCq *cq;
+    QVrdmaQp *qp;
+    QVrdmaPageTable pt;
+    struct virtio_rdma_rsp_mr mr;
+    uint64_t va;
+    uint8_t gid[16];
+    uint32_t sq_psn;
+} Side;
+
+static void side_init(Side *s, const char *name, QVrdmaDev *d, uint64_t va,
+                      uint32_t sq_psn, uint32_t len, uint8_t gid_last)
+{
+    uint32_t access = VIRTIO_RDMA_ACCESS_LOCAL_WRITE |
+                      VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
+                      VIRTIO_RDMA_ACCESS_REMOTE_READ;
+    uint32_t npages = DIV_ROUND_UP(len, 4096);
+    uint8_t st;
+
+    memset(s, 0, sizeof(*s));
+    s->name = name;
+    s->d = d;
+    s->va = va;
+    s->sq_psn = sq_psn;
+    st = qvrdma_create_pd(&d->r, &s->pdn);
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+    s->cq = qvrdma_dp_cq_create(d, 64);
+    s->qp = qvrdma_dp_qp_create(d, s->pdn, VIRTIO_RDMA_QPT_RC, s->cq, s->cq,
+                                1, VIRTIO_RDMA_SIGNAL_REQ_WR);
+    qvrdma_pt_build(&d->r, &s->pt, npages, NULL);
+    st = qvrdma_reg_user_mr(&d->r, s->pdn, access, va, len, va, s->pt.l1,
+                            npages, &s->mr);
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+    qvrdma_gid_ipv4(s->gid, 10, 0, 0, gid_last);
+    qvrdma_dp_add_gid(d, 0, s->gid);
+}
+
+static void side_connect(Side *s, Side *peer, uint32_t path_mtu)
+{
+    QVrdmaPath p = {
+        .dest_qpn = peer->qp->qpn,
+        .rq_psn = peer->sq_psn,
+        .sq_psn = s->sq_psn,
+        .path_mtu = path_mtu,
+        .timeout = 14,          /* 67 ms */
+        .retry_cnt = 7,
+        .rnr_retry = 7,
+    };
+
+    memcpy(p.dgid, peer->gid, 16);
+    memcpy(p.dmac, peer->d->mac, 6);
+    qvrdma_dp_rc_connect(s->d, s->qp, &p);
+    g_assert_cmpuint(qvrdma_dp_qp_state(s->d, s->qp), ==,
+                     VIRTIO_RDMA_QPS_RTS);
+}
+
+static void side_free(Side *s)
+{
+    qvrdma_dp_qp_free(s->qp);
+    qvrdma_dp_cq_free(s->cq);
+    qvrdma_pt_free(&s->d->r, &s->pt);
+    qvrdma_dev_quit(s->d);
+}
+
+/* ---- measurements ------------------------------------------------------------ */
+
+typedef struct DpCounters {
+    uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes;
+    uint64_t retransmits, retry_timeouts, naks_sent, naks_received;
+    uint64_t rnr_naks_sent, duplicates, completions, drops;
+} DpCounters;
+
+static DpCounters query_dp(QTestState *qts)
+{
+    QDict *rsp = qtest_qmp(qts, "{'execute': 'query-virtio-rdma'}");
+    QList *list;
+    QDict *dp;
+    DpCounters c;
+
+    g_assert_true(qdict_haskey(rsp, "return"));
+    list = qdict_get_qlist(rsp, "return");
+    g_assert_false(qlist_empty(list));
+    dp = qdict_get_qdict(qobject_to(QDict, qlist_peek(list)), "data-path");
+    c = (DpCounters) {
+        .tx_packets = qdict_get_int(dp, "tx-packets"),
+        .tx_bytes = qdict_get_int(dp, "tx-bytes"),
+        .rx_packets = qdict_get_int(dp, "rx-packets"),
+        .rx_bytes = qdict_get_int(dp, "rx-bytes"),
+        .retransmits = qdict_get_int(dp, "retransmits"),
+        .retry_timeouts = qdict_get_int(dp, "retry-timeouts"),
+        .naks_sent = qdict_get_int(dp, "naks-sent"),
+        .naks_received = qdict_get_int(dp, "naks-received"),
+        .rnr_naks_sent = qdict_get_int(dp, "rnr-naks-sent"),
+        .duplicates = qdict_get_int(dp, "duplicates"),
+        .completions = qdict_get_int(dp, "completions"),
+        .drops = qdict_get_int(dp, "drops"),
+    };
+    qobject_unref(rsp);
+    return c;
+}
+
+static DpCounters dp_delta(DpCounters a, DpCounters b)
+{
+    return (DpCounters) {
+        .tx_packets = b.tx_packets - a.tx_packets,
+        .tx_bytes = b.tx_bytes - a.tx_bytes,
+        .rx_packets = b.rx_packets - a.rx_packets,
+        .rx_bytes = b.rx_bytes - a.rx_bytes,
+        .retransmits = b.retransmits - a.retransmits,
+        .retry_timeouts = b.retry_timeouts - a.retry_timeouts,
+        .naks_sent = b.naks_sent - a.naks_sent,
+        .naks_received = b.naks_received - a.naks_received,
+        .rnr_naks_sent = b.rnr_naks_sent - a.rnr_naks_sent,
+        .duplicates = b.duplicates - a.duplicates,
+        .completions = b.completions - a.completions,
+        .drops = b.drops - a.drops,
+    };
+}
+
+/* CPU time (user + system) of process @pid so far, in seconds. */
+static double proc_cpu_s(pid_t pid)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
+    g_autofree char *text = NULL;
+    unsigned long utime = 0, stime = 0;
+    const char *p;
+
+    if (!g_file_get_contents(path, &text, NULL, NULL)) {
+        return 0;
+    }
+    /* Fields after "(comm)": state is field 3; utime, stime are 14, 15. */
+    p = strrchr(text, ')');
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+                     "%lu %lu", &utime, &stime) != 2) {
+        return 0;
+    }
+    return (double)(utime + stime) / sysconf(_SC_CLK_TCK);
+}
+
+static double self_cpu_s(int who)
+{
+    struct rusage ru;
+
+    getrusage(who, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+           ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+static double now_s(void)
+{
+    return g_get_monotonic_time() / 1e6;
+}
+
+/* ---- the raw loopback path ------------------------------------------------------ */
+
+typedef struct Raw {
+    int tx_fd, rx_fd;
+    size_t frame;
+    double seconds;
+    volatile bool stop;         /* receiver: the sender is done */
+    uint64_t sent, send_errors;
+    uint64_t received, received_bytes;
+    double tx_cpu, rx_cpu;      /* thread CPU seconds */
+    double rx_first, rx_last;   /* first and last datagram */
+} Raw;
+
+static gpointer raw_sender(gpointer opaque)
+{
+    Raw *r = opaque;
+    g_autofree uint8_t *buf = g_malloc(r->frame);
+    double t0 = self_cpu_s(RUSAGE_THREAD);
+    double end = now_s() + r->seconds;
+    unsigned n = 0;
+
+    memset(buf, 0x5a, r->frame);
+    for (;;) {
+        /* Look at the clock every 64 datagrams. */
+        if ((n++ & 63) == 0 && now_s() >= end) {
+            break;
+        }
+        if (send(r->tx_fd, buf, r->frame, 0) == (ssize_t)r->frame) {
+            r->sent++;
+        } else {
+            r->send_errors++;
+        }
+    }
+    r->tx_cpu = self_cpu_s(RUSAGE_THREAD) - t0;
+    return NULL;
+}
+
+static gpointer raw_receiver(gpointer opaque)
+{
+    Raw *r = opaque;
+    g_autofree uint8_t *buf = g_malloc(65536);
+    double t0 = self_cpu_s(RUSAGE_THREAD);
+
+    for (;;) {
+        ssize_t n = recv(r->rx_fd, buf, 65536, 0);
+
+        if (n > 0) {
+            r->rx_last = now_s();
+            if (!r->received++) {
+                r->rx_first = r->rx_last;
+            }
+            r->received_bytes += n;
+        } else if (r->stop) {
+            break;              /* timed out after the sender finished */
+        }
+    }
+    r->rx_cpu = self_cpu_s(RUSAGE_THREAD) - t0;
+    return NULL;
+}
+
+/*
+ * A sender and a receiver thread on two connected UDP sockets on 127.0.0.1,
+ * default socket buffers (as the dgram netdev has), @frame-byte datagrams
+ * for @seconds.
+ */
+static void raw_run(Raw *r, size_t frame, double seconds)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    struct sockaddr_in b = a;
+    struct timeval tv = { .tv_sec = 0, .tv_usec = 200 * 1000 };
+    int pa, pb;
+    GThread *tx, *rx;
+
+    memset(r, 0, sizeof(*r));
+    r->frame = frame;
+    r->seconds = seconds;
+    free_udp_ports(&pa, &pb);
+    a.sin_port = htons(pa);
+    b.sin_port = htons(pb);
+    r->tx_fd = socket(AF_INET, SOCK_DGRAM, 0);
+    r->rx_fd = socket(AF_INET, SOCK_DGRAM, 0);
+    g_assert_cmpint(r->tx_fd, >=, 0);
+    g_assert_cmpint(r->rx_fd, >=, 0);
+    g_assert_cmpint(bind(r->tx_fd, (struct sockaddr *)&a, sizeof(a)), ==, 0);
+    g_assert_cmpint(bind(r->rx_fd, (struct sockaddr *)&b, sizeof(b)), ==, 0);
+    g_assert_cmpint(connect(r->tx_fd, (struct sockaddr *)&b, sizeof(b)), ==, 0);
+    g_assert_cmpint(setsockopt(r->rx_fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
+                               sizeof(tv)), ==, 0);
+
+    rx = g_thread_new("raw-rx", raw_receiver, r);
+    tx = g_thread_new("raw-tx", raw_sender, r);
+    g_thread_join(tx);
+    r->stop = true;
+    g_thread_join(rx);
+    close(r->tx_fd);
+    close(r->rx_fd);
+}
+
+/* ---- the benchmark ------------------------------------------------------------- */
+
+static void bench_rc_write(void)
+{
+    const double seconds = env_u64("VRDMA_BENCH_SECONDS", 5);
+    const uint64_t iters = env_u64("VRDMA_BENCH_ITERS", 0);
+    const uint32_t msg = env_u64("VRDMA_BENCH_MSG_KIB", 1024) * 1024;
+    const uint32_t depth = MAX(env_u64("VRDMA_BENCH_DEPTH", 4), 1);
+    const uint32_t mtu_bytes = env_u64("VRDMA_BENCH_MTU", 4096);
+    const uint32_t path_mtu = mtu_bytes == 1024 ? VIRTIO_RDMA_MTU_1024
+                                                : VIRTIO_RDMA_MTU_4096;
+    const char *nic_opts = path_mtu == VIRTIO_RDMA_MTU_4096 ?
+                           ",host_mtu=9000" : "";
+    g_autofree char *na = NULL, *nb = NULL, *amount = NULL;
+    g_autofree uint8_t *pattern = NULL, *got = NULL;
+    Side a, b;
+    int pa, pb;
+    uint32_t i;
+    uint64_t posted = 0, done = 0;
+    DpCounters a0, b0, da, db;
+    double qa0, qb0, self0, t0, t1, qa_cpu, qb_cpu, self_cpu, elapsed;
+    double rdma_Bps, avg_frame, payload_per_frame, raw_Bps, raw_payload_Bps;
+    Raw raw;
+    struct virtio_rdma_cq_req cqe;
+    struct virtio_rdma_sq_req req;
+    struct virtio_rdma_sge sge;
+
+    g_assert_cmpuint(msg, >, 0);
+    g_assert_true(mtu_bytes == 1024 || mtu_bytes == 4096);
+
+    free_udp_ports(&pa, &pb);
+    na = g_strdup_printf("dgram,id=n0,local.type=inet,local.host=127.0.0.1,"
+                         "local.port=%d,remote.type=inet,"
+                         "remote.host=127.0.0.1,remote.port=%d", pa, pb);
+    nb = g_strdup_printf("dgram,id=n0,local.type=inet,local.host=127.0.0.1,"
+                         "local.port=%d,remote.type=inet,"
+                         "remote.host=127.0.0.1,remote.port=%d", pb, pa);
+    side_init(&a, "A", bench_boot(na, MAC_A, nic_opts), VA_A, 0x100, msg, 1);
+    side_init(&b, "B", bench_boot(nb, MAC_B, nic_opts), VA_B, 0xabcde, msg, 2);
+    side_connect(&a, &b, path_mtu);
+    side_connect(&b, &a, path_mtu);
+
+    /* A's bytes, known, to be found in B's memory at the end. */
+    pattern = g_malloc(msg);
+    for (i = 0; i < msg; i++) {
+        pattern[i] = (i * 2654435761u) >> 24;
+    }
+    qtest_bufwrite(a.d->qts, a.pt.data, pattern, msg);
+
+    req = qvrdma_wr_rdma(VIRTIO_RDMA_WR_RDMA_WRITE, 0, cpu_to_le64(b.va),
+                         cpu_to_le32(b.mr.rkey));
+    sge = (struct virtio_rdma_sge) {
+        .addr = cpu_to_le64(a.va),
+        .length = cpu_to_le32(msg),
+        .lkey = cpu_to_le32(a.mr.lkey),
+    };
+
+    amount = iters ? g_strdup_printf("%" PRIu64 " messages", iters)
+                   : g_strdup_printf("%.0f s", seconds);
+    out("virtio-rdma-bench: RC WRITE of %u KiB messages A -> B, path MTU %u, "
+        "%u in flight, %s; two QEMUs on -netdev dgram over 127.0.0.1\n",
+        msg / 1024, mtu_bytes, depth, amount);
+
+    /* Warm-up: one message end to end (connection, caches, ARP-free path). */
+    req.wr_id = cpu_to_le64(~0ull);
+    qvrdma_dp_post_send(a.qp, &req, &sge, 1);
+    qvrdma_dp_wait_cqe(a.cq, &cqe);
+    g_assert_cmpstr(qvrdma_wc_status_name(le32_to_cpu(cqe.status)), ==,
+                    "SUCCESS");
+
+    a0 = query_dp(a.d->qts);
+    b0 = query_dp(b.d->qts);
+    qa0 = proc_cpu_s(qtest_pid(a.d->qts));
+    qb0 = proc_cpu_s(qtest_pid(b.d->qts));
+    self0 = self_cpu_s(RUSAGE_SELF);
+    t0 = now_s();
+    for (;;) {
+        while (posted - done < depth &&
+               (iters ? posted < iters : now_s() - t0 < seconds)) {
+            req.wr_id = cpu_to_le64(posted++);
+            qvrdma_dp_post_send(a.qp, &req, &sge, 1);
+        }
+        if (posted == done) {
+            break;
+        }
+        qvrdma_dp_wait_cqe(a.cq, &cqe);
+        if (le32_to_cpu(cqe.status) != VIRTIO_RDMA_WC_SUCCESS ||
+            le64_to_cpu(cqe.wr_id) != done) {
+            g_autofree char *s = qvrdma_cqe_str(&cqe);
+
+            g_error("message %" PRIu64 ": unexpected completion %s", done, s);
+        }
+        done++;
+    }
+    t1 = now_s();
+    self_cpu = self_cpu_s(RUSAGE_SELF) - self0;
+    qa_cpu = proc_cpu_s(qtest_pid(a.d->qts)) - qa0;
+    qb_cpu = proc_cpu_s(qtest_pid(b.d->qts)) - qb0;
+    da = dp_delta(a0, query_dp(a.d->qts));
+    db = dp_delta(b0, query_dp(b.d->qts));
+
+    got = g_malloc(msg);
+    qtest_bufread(b.d->qts, b.pt.data, got, msg);
+    g_assert_true(memcmp(got, pattern, msg) == 0);
+    side_free(&b);
+    side_free(&a);
+
+    elapsed = t1 - t0;
+    rdma_Bps = (double)done * msg / elapsed;
+    avg_frame = da.tx_packets ? (double)da.tx_bytes / da.tx_packets : 0;
+    /* Request frames: headers + payload; payload = message bytes sent. */
+    payload_per_frame = da.tx_packets ? (double)done * msg / da.tx_packets : 0;
+
+    out("rdma:   %" PRIu64 " messages in %.2f s: %.1f MB/s (%.0f messages/s)\n",
+        done, elapsed, rdma_Bps / 1e6, done / elapsed);
+    out("        A sent %" PRIu64 " frames (%.0f/s, avg %.0f bytes), received "
+        "%" PRIu64 "; B sent %" PRIu64 " (ACKs), received %" PRIu64 "\n",
+        da.tx_packets, da.tx_packets / elapsed, avg_frame, da.rx_packets,
+        db.tx_packets, db.rx_packets);
+    out("        retransmits %" PRIu64 ", retry timeouts %" PRIu64
+        ", NAKs sent by B %" PRIu64 ", duplicates at B %" PRIu64
+        ", drops A/B %" PRIu64 "/%" PRIu64 "\n",
+        da.retransmits, da.retry_timeouts, db.naks_sent, db.duplicates,
+        da.drops, db.drops);
+    out("        CPU: QEMU A %.0f%%, QEMU B %.0f%%, this driver %.0f%% "
+        "(of one CPU, over %.2f s)\n", 100 * qa_cpu / elapsed,
+        100 * qb_cpu / elapsed, 100 * self_cpu / elapsed, elapsed);
+
+    /* The same path, raw, for as long, with frames of the same size. */
+    raw_run(&raw, MAX((size_t)(avg_frame + 0.5), 64), elapsed);
+    raw_Bps = raw.received_bytes / raw.seconds;
+    raw_payload_Bps = avg_frame ? raw_Bps * payload_per_frame / avg_frame : 0;
+    out("udp:    %zu-byte datagrams for %.2f s: sent %" PRIu64 " (%.0f/s), "
+        "received %" PRIu64 " (%.0f/s, %.1f MB/s; %.1f%% lost)\n",
+        raw.frame, raw.seconds, raw.sent, raw.sent / raw.seconds,
+        raw.received, raw.received / raw.seconds, raw_Bps / 1e6,
+        raw.sent ? 100.0 * (raw.sent - raw.received) / raw.sent : 0);
+    out("        CPU: sender thread %.0f%%, receiver thread %.0f%%\n",
+        100 * raw.tx_cpu / raw.seconds, 100 * raw.rx_cpu / raw.seconds);
+    out("ratio:  rdma %.1f MB/s / udp %.1f MB/s of the same payload per frame "
+        "= %.3f (target >= 0.8); frames/s ratio %.3f\n",
+        rdma_Bps / 1e6, raw_payload_Bps / 1e6,
+        raw_payload_Bps > 0 ? rdma_Bps / raw_payload_Bps : 0,
+        raw.received ? (da.tx_packets / elapsed) /
+                       (raw.received / raw.seconds) : 0);
+}
+
+int main(int argc, char **argv)
+{
+    int i;
+
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--tap")) {
+            line_prefix = "# ";
+        }
+    }
+    g_test_init(&argc, &argv, NULL);
+    qtest_add_func("/virtio-rdma/bench/rc-write", bench_rc_write);
+    return g_test_run();
+}

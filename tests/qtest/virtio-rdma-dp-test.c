@@ -797,6 +797,77 @@ static void rc_faa(Side *a, Side *b)
     expect_quiet(b, "RC FAA");
 }
 
+/*
+ * Twelve WRs (SEND, WRITE, READ in turn, each on its own memory) posted
+ * behind one notification, more READs than max_rd_atomic (4): all complete,
+ * in order, and every byte lands where it should.
+ */
+static void rc_pipeline(Side *a, Side *b)
+{
+    struct virtio_rdma_sq_req wr;
+    struct virtio_rdma_sge sge;
+    uint32_t i, n = 12;
+
+    qvrdma_dp_batch_begin(&b->qp->rq);
+    for (i = 0; i < n; i += 3) {
+        sge = sge_of(b, 0x1000 + i * 0x100, 0x100);
+        qvrdma_dp_post_recv(b->qp, 0xf800 + i, &sge, 1);
+    }
+    qvrdma_dp_batch_end(&b->qp->rq);
+
+    qvrdma_dp_batch_begin(&a->qp->sq);
+    for (i = 0; i < n; i++) {
+        uint32_t len = 100 + i * 13;
+
+        switch (i % 3) {
+        case 0:
+            wr = qvrdma_wr_send(0xf000 + i);
+            sge = sge_of(a, i * 0x100, len);
+            memcpy(b->shadow + 0x1000 + i * 0x100, a->shadow + i * 0x100,
+                   len);
+            break;
+        case 1:
+            wr = qvrdma_wr_rdma(VIRTIO_RDMA_WR_RDMA_WRITE, 0xf000 + i,
+                                b->va + 0x2000 + i * 0x100, b->mr.rkey);
+            sge = sge_of(a, i * 0x100, len);
+            memcpy(b->shadow + 0x2000 + i * 0x100, a->shadow + i * 0x100,
+                   len);
+            break;
+        default:
+            wr = qvrdma_wr_rdma(VIRTIO_RDMA_WR_RDMA_READ, 0xf000 + i,
+                                b->va + 0x3000 + i * 0x100, b->mr.rkey);
+            sge = sge_of(a, 0x2000 + i * 0x100, len);
+            memcpy(a->shadow + 0x2000 + i * 0x100,
+                   b->shadow + 0x3000 + i * 0x100, len);
+            break;
+        }
+        qvrdma_dp_post_send(a->qp, &wr, &sge, 1);
+    }
+    qvrdma_dp_batch_end(&a->qp->sq);
+
+    for (i = 0; i < n; i++) {
+        static const uint32_t op[3] = {
+            VIRTIO_RDMA_WC_SEND, VIRTIO_RDMA_WC_RDMA_WRITE,
+            VIRTIO_RDMA_WC_RDMA_READ,
+        };
+
+        expect_sq_ok(a, a->qp, "pipelined WR", 0xf000 + i, op[i % 3]);
+    }
+    for (i = 0; i < n; i += 3) {
+        Expect e = {
+            .wr_id = 0xf800 + i, .status = VIRTIO_RDMA_WC_SUCCESS,
+            .opcode = VIRTIO_RDMA_WC_RECV, .byte_len = 100 + i * 13,
+            .qp_num = b->qp->qpn, .src_qp = ANY, .wc_flags = 0,
+        };
+
+        expect_cqe(b, "pipelined RECV", &e);
+    }
+    side_check_mem(a, "pipeline");
+    side_check_mem(b, "pipeline");
+    expect_quiet(a, "pipeline");
+    expect_quiet(b, "pipeline");
+}
+
 typedef void (*RcSuite)(Side *a, Side *b);
 
 static void run_loopback(const void *opaque)
@@ -1571,6 +1642,7 @@ static const DpTest dp_tests[] = {
     { "loopback/rc-read", run_loopback, rc_read, NULL },
     { "loopback/rc-cas", run_loopback, rc_cas, NULL },
     { "loopback/rc-faa", run_loopback, rc_faa, NULL },
+    { "loopback/rc-pipeline", run_loopback, rc_pipeline, NULL },
     { "loopback/rc-unsignaled", wrap_void, test_loopback_unsignaled,
       NULL },
     { "loopback/rc-psn-wrap", wrap_void, test_loopback_psn_wrap, NULL },
@@ -1593,6 +1665,7 @@ static const DpTest dp_tests[] = {
     { "wire/rc-read", run_wire, rc_read, NULL },
     { "wire/rc-cas", run_wire, rc_cas, NULL },
     { "wire/rc-faa", run_wire, rc_faa, NULL },
+    { "wire/rc-pipeline", run_wire, rc_pipeline, NULL },
     { "wire/ud-send-ipv4", test_wire_ud, GINT_TO_POINTER(0), NULL },
     { "wire/ud-send-ipv6", test_wire_ud, GINT_TO_POINTER(1), NULL },
     { "wire/not-ours-first", wrap_void, test_wire_not_ours_first,

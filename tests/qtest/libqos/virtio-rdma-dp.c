@@ -340,6 +340,21 @@ void qvrdma_dp_post_desc(QVrdmaRing *ring, const void *wqe, uint32_t len,
     qtest_memwrite(ring->dev->qts, ring_buf(ring, i), wqe, len);
     ring_write_desc(ring, i, len, device_writable);
     ring_add_avail(ring, i);
+    if (!ring->batch) {
+        ring_publish_and_kick(ring);
+    }
+}
+
+void qvrdma_dp_batch_begin(QVrdmaRing *ring)
+{
+    g_assert_false(ring->batch);
+    ring->batch = true;
+}
+
+void qvrdma_dp_batch_end(QVrdmaRing *ring)
+{
+    g_assert_true(ring->batch);
+    ring->batch = false;
     ring_publish_and_kick(ring);
 }
 

@@ -54,6 +54,7 @@ typedef struct QVrdmaRing {
     uint32_t in_flight;         /* posted, not yet returned */
     bool *busy;                 /* per descriptor */
     uint32_t cursor;            /* where the search for a free one starts */
+    bool batch;                 /* posts are published by batch_end */
 } QVrdmaRing;
 
 typedef struct QVrdmaCq {
@@ -133,6 +134,13 @@ void qvrdma_dp_post_recv(QVrdmaQp *qp, uint64_t wr_id,
  * malformed-WQE tests) and kicks.
  */
 void qvrdma_dp_post_raw(QVrdmaRing *ring, const void *wqe, uint32_t len);
+/*
+ * Between batch_begin and batch_end, posts on @ring only fill descriptors
+ * and avail entries; batch_end publishes them all with one avail->idx
+ * update and one notification.
+ */
+void qvrdma_dp_batch_begin(QVrdmaRing *ring);
+void qvrdma_dp_batch_end(QVrdmaRing *ring);
 /* The same with the descriptor's WRITE flag as given (a broken driver). */
 void qvrdma_dp_post_desc(QVrdmaRing *ring, const void *wqe, uint32_t len,
                          bool device_writable);

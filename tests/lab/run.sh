@@ -9,6 +9,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/lab/lib.sh"
 . "$top/tests/lab/tools.sh"
 . "$top/tests/lab/baseline.sh"
+. "$top/tests/lab/interop.sh"
 
 passed=0 failed=0
 lab_result() { # RESULT NAME DETAILS
@@ -20,10 +21,11 @@ lab_result() { # RESULT NAME DETAILS
 RES=${LAB_RESULTS:-$LAB/results/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$RES"; : > "$RES/results.txt"
 lab_check_prereqs
-parts=${*:-baseline}
+parts=${*:-baseline interop}
 for p in $parts; do
     case $p in
     baseline) lab_baseline "$RES/baseline" ;;
+    interop)  lab_interop "$RES/interop" ;;
     *) lab_die "unknown part $p" ;;
     esac
 done

@@ -1,0 +1,108 @@
+# Interop: one guest (kernel rxe) against our device.  The device runs in a
+# QEMU driven by virtio-rdma-lab-peer (qtest + libqos), its paired NIC joined
+# to the guest's eth0 by -netdev dgram over 127.0.0.1; the tools' TCP
+# exchanges go over the guest's second NIC (QEMU user network: the guest
+# reaches the peer at 10.0.2.2, the peer reaches the guest's servers through
+# a hostfwd on 127.0.0.1).  Our device answers no ARP/ND: the guest has
+# permanent neighbour entries for it, and its eth0 sends RoCEv2 only.
+# Every tool runs with the guest as server and as client, over IPv4-mapped
+# and IPv6 GIDs.  Sourced; lab_interop RESULTDIR.
+# shellcheck shell=bash
+LAB_IO_GUEST_MAC=52:54:00:77:00:21
+LAB_IO_DEV_MAC=52:54:00:77:00:02
+LAB_IO_CAPTURE=${LAB_IO_CAPTURE:-"v4-write_bw-gcli v6-rc_pingpong-gcli"}
+
+lab_interop() {
+    local dir=$1 G=$1/G peer fam tool gr name args hf pc gp pp cmd
+    local -a names=()
+    mkdir -p "$G"
+    peer=$(bash "$top/tests/lab/build-peer.sh") || { lab_result FAIL interop/build-peer "see $LAB/build-peer.log"; return; }
+    hf=$(lab_free_port tcp); pc=$(lab_free_port tcp)
+    gp=$(lab_free_port udp); pp=$(lab_free_port udp)
+    : > "$G/cases"
+    for fam in 4 6; do
+        for tool in $LAB_TOOL_CASES; do
+            for gr in gsrv gcli; do
+                name=v$fam-$tool-$gr
+                [ -n "${LAB_IO_ONLY:-}" ] && ! [[ $name =~ $LAB_IO_ONLY ]] && continue
+                args=$(lab_tool_args "$tool")
+                args=${args//@G@/@G$fam@}
+                if [ $gr = gsrv ]; then
+                    cmd="${args//@P@/18515}"
+                else
+                    cmd="${args//@P@/$pc} 10.0.2.2"
+                fi
+                case " $LAB_IO_CAPTURE " in *" $name "*)
+                    cmd="dumpcap -q -i eth0 -w /out/$name.pcapng & cp=\$!; sleep 3; $cmd; rc=\$?; sleep 2; kill \$cp; wait \$cp; exit \$rc" ;;
+                esac
+                echo "${gr#g} $name 150 $cmd" >> "$G/cases"
+                names+=("$name")
+            done
+        done
+    done
+    lab_guest_start "$G" 1200 "lab.ip=10.77.0.21/24 lab.ip6=fd77::21/64 lab.user=1 lab.egress=roce lab.neigh=10.77.0.2@$LAB_IO_DEV_MAC,fd77::2@$LAB_IO_DEV_MAC lab.run=/lab/guest-cases.sh" \
+        "$(lab_dgram "$gp" "$pp")" "$LAB_IO_GUEST_MAC" "user,net=10.0.2.0/24,host=10.0.2.2,restrict=on,hostfwd=tcp:127.0.0.1:$hf-:18515"
+    local gpid=$LAB_PID
+    for name in "${names[@]}"; do
+        fam=${name%%-*}; fam=${fam#v}; tool=${name#v?-}; tool=${tool%-*}; gr=${name##*-}
+        local role=server port=$pc
+        [ "$gr" = gsrv ] && { role=client; port=$hf; }
+        QTEST_QEMU_BINARY=$QEMU timeout -k 5 170 "$peer" --tool "$tool" --role "$role" --port "$port" \
+            --lport "$pp" --rport "$gp" --mac "$LAB_IO_DEV_MAC" --peer-mac "$LAB_IO_GUEST_MAC" \
+            --ip4 10.77.0.2 --ip6 fd77::2 --gid "$fam" > "$dir/$name.peer" 2>&1
+        echo $? > "$dir/$name.peer.rc"
+        # Stay in step with the guest: its side of this case must be over.
+        local w=0
+        while [ ! -f "$G/$name.rc" ] && [ $w -lt 340 ] && kill -0 "$gpid" 2>/dev/null; do sleep 0.5; w=$((w + 1)); done
+    done
+    wait "$gpid"
+    for name in "${names[@]}"; do
+        lab_judge_interop "$name" "$dir"
+    done
+    lab_icrc_check "$G"
+    for name in $LAB_IO_CAPTURE; do
+        lab_capture_check "interop/capture-$name" "$G/$name.pcapng"
+    done
+}
+
+# A case passes when both sides exit 0 and the guest's rxe counted no
+# sequence error.  Figures: the client side's (the peer's for gsrv).
+lab_judge_interop() {
+    local name=$1 dir=$2 G=$2/G rg rp res=PASS fig cnt seq why=""
+    rg=$(cat "$G/$name.rc" 2>/dev/null || echo none)
+    rp=$(cat "$dir/$name.peer.rc" 2>/dev/null || echo none)
+    [ "$rg" = 0 ] || { res=FAIL; why="$why guest-rc=$rg"; }
+    [ "$rp" = 0 ] || { res=FAIL; why="$why peer-rc=$rp"; }
+    seq=$(awk '$1 ~ /^(rcvd_seq_err|out_of_seq_request)$/ && $3 != $2 {printf "%s+%d ", $1, $3-$2}' "$G/$name.cnt" 2>/dev/null)
+    [ -z "$seq" ] || { res=FAIL; why="$why seq-errors:$seq"; }
+    grep -q "PEER: FAIL" "$dir/$name.peer" && why="$why $(grep -m1 'PEER: FAIL' "$dir/$name.peer" | sed 's/.*PEER: //')"
+    if [ "${name##*-}" = gsrv ]; then fig=$(lab_figures "$dir/$name.peer"); else fig=$(lab_figures "$G/$name.out"); fi
+    cnt=$(awk '{printf "%s%s+%d", sep, $1, $3-$2; sep=","}' "$G/$name.cnt" 2>/dev/null)
+    lab_result "$res" "interop/$name" "$fig rxe[${cnt}]${why:+ |$why}"
+}
+
+# rxe reports a bad ICRC only in the kernel log.
+lab_icrc_check() {
+    local n
+    n=$(grep -ciE "icrc" "$1/dmesg.txt" 2>/dev/null || echo 0)
+    if [ -f "$1/dmesg.txt" ] && [ "$n" = 0 ]; then
+        lab_result PASS interop/no-icrc-errors "guest kernel log: no ICRC complaint"
+    else
+        lab_result FAIL interop/no-icrc-errors "$n ICRC lines in $1/dmesg.txt (or no log)"
+    fi
+}
+
+# Every RoCEv2 frame of the capture dissects without a malformed/error mark.
+lab_capture_check() {
+    local name=$1 f=$2 total bad ops
+    [ -s "$f" ] || { lab_result FAIL "$name" "no capture $f"; return; }
+    total=$(timeout 120 tshark -r "$f" -Y "udp.dstport == 4791" 2>/dev/null | wc -l)
+    bad=$(timeout 120 tshark -r "$f" -Y "udp.dstport == 4791 && (_ws.malformed || _ws.expert.severity >= 6291456)" 2>/dev/null | wc -l)
+    ops=$(timeout 120 tshark -r "$f" -Y "udp.dstport == 4791" -T fields -e infiniband.bth.opcode 2>/dev/null | sort | uniq -c | awk '{printf "%sop%s:%s", sep, $2, $1; sep=","}')
+    timeout 120 tshark -r "$f" -Y "udp.dstport == 4791" -V > "${f%.pcapng}.dissect.txt" 2>&1
+    if [ "$total" -gt 0 ] && [ "$bad" = 0 ]; then
+        lab_result PASS "$name" "$total RoCEv2 frames, none malformed [$ops]"
+    else
+        lab_result FAIL "$name" "$total RoCEv2 frames, $bad malformed/error [$ops] (${f%.pcapng}.dissect.txt)"
+    fi
+}

@@ -1,0 +1,892 @@
+/*
+ * virtio-rdma-lab-peer: our device as the far end of unmodified rdma-core /
+ * perftest tools running on Linux rxe (the lab tier, tests/lab).
+ *
+ * One QEMU (qtest accelerator) with the virtio-net / virtio-rdma pair whose
+ * netdev is a -netdev dgram link to a lab guest's rxe netdev, driven through
+ * the libqos driver the way a guest driver drives it.  The tools' out-of-band
+ * exchanges go over TCP on 127.0.0.1 (the guest reaches us through QEMU's
+ * user network: 10.0.2.2, or we reach it through a hostfwd):
+ *
+ *   rc_pingpong, ud_pingpong   "lid:qpn:psn:gid" (52 bytes), then "done";
+ *   write_bw, read_bw,         perftest 4.5: version (16 bytes), two 4-byte
+ *   send_bw, atomic_bw         words and the MTU (2 bytes), four 108-byte
+ *                              "lid:out_reads:qpn:psn:rkey:vaddr:gid:srqn"
+ *                              handshakes, the test, the client's BW report
+ *                              (5 big-endian 8-byte fields; not for send_bw),
+ *                              one more handshake, "done".
+ *
+ * The peer prints figures in the tools' own formats (so one parser reads
+ * both) and checks data where the tool makes it knowable:
+ *   pingpong: every received payload is the pattern the tools use with
+ *             --chk (0x7b, 0 at each page start; UD: 0x7b);
+ *   write_bw client: the guest's buffer is read back and compared;
+ *   read_bw client: two reads of the guest's buffer agree;
+ *   atomic_bw client: fetch-and-add results step by the added value;
+ *   atomic_bw server: our counter grew by iterations * (the guest's add);
+ *   write_bw server: our buffer was written.
+ *
+ * usage (QTEST_QEMU_BINARY set):
+ *   virtio-rdma-lab-peer --tool T --role server|client --port N
+ *       --wire LOCAL:REMOTE --mac OUR_MAC --peer-mac GUEST_MAC
+ *       --ip4 A.B.C.D --ip6 ADDR --gid 4|6 [--size N] [--iters N]
+ * Exit status 0 and "PEER: PASS" on success.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include "libqtest.h"
+#include "qemu/bswap.h"
+#include "libqos/libqos-pc.h"
+#include "libqos/virtio-rdma.h"
+#include "libqos/virtio-rdma-dp.h"
+
+#define MR_PAGES        64
+#define MR_LEN          (MR_PAGES * 4096)
+#define MR_VA           0x7f1200000000ull
+#define REGION(i)       ((uint32_t)(i) * 65536u)    /* 4 regions of 64 KiB */
+#define UD_QKEY         0x11111111u
+#define MAX_OUT         8       /* outstanding sends / posted receives */
+#define IO_TIMEOUT_MS   120000
+#define OUR_OUT_READS   4       /* the helper's max_rd_atomic / max_dest */
+
+static struct {
+    const char *tool, *role, *mac, *peer_mac, *ip4, *ip6;
+    int port, lport, rport, gid_family;
+    uint32_t size, iters;
+} opt = { .gid_family = 4, .iters = 200 };
+
+typedef struct Peer {
+    QVrdmaDev *d;
+    uint32_t pdn;
+    QVrdmaCq *cq;
+    QVrdmaQp *qp;
+    QVrdmaPageTable pt;
+    struct virtio_rdma_rsp_mr mr;
+    uint8_t gid[16];            /* ours, at sgid_index */
+    uint8_t sgid_index;
+    uint8_t peer_mac[6];
+    uint32_t psn;
+    uint64_t next_wr;
+    uint32_t sends_out, recvs_posted;
+    uint32_t recv_len;          /* of each posted receive */
+    uint32_t recv_off;          /* region receives land in */
+    /* the guest's side */
+    uint32_t rqpn, rpsn, rrkey, rout_reads;
+    uint64_t rvaddr;
+    uint8_t rgid[16];
+} Peer;
+
+static gint64 t0;
+static bool failed;
+
+static void say(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static void say(const char *fmt, ...)
+{
+    va_list ap;
+
+    printf("[%7.3f] ", (g_get_monotonic_time() - t0) / 1e6);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+static void fail(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+    g_autofree char *s = NULL;
+
+    va_start(ap, fmt);
+    s = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    say("PEER: FAIL: %s", s);
+    failed = true;
+}
+
+static void parse_mac(const char *s, uint8_t mac[6])
+{
+    unsigned v[6];
+    int i;
+
+    g_assert_cmpint(sscanf(s, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2],
+                           &v[3], &v[4], &v[5]), ==, 6);
+    for (i = 0; i < 6; i++) {
+        mac[i] = v[i];
+    }
+}
+
+/* ---- TCP ------------------------------------------------------------------ */
+
+static bool wait_fd(int fd, short ev, int ms)
+{
+    struct pollfd p = { .fd = fd, .events = ev };
+
+    return poll(&p, 1, ms) == 1;
+}
+
+/* Reads exactly @n bytes; false on EOF, error or timeout. */
+static bool xread(int fd, void *buf, size_t n)
+{
+    size_t got = 0;
+
+    while (got < n) {
+        ssize_t r;
+
+        if (!wait_fd(fd, POLLIN, IO_TIMEOUT_MS)) {
+            return false;
+        }
+        r = read(fd, (char *)buf + got, n - got);
+        if (r <= 0) {
+            return false;
+        }
+        got += r;
+    }
+    return true;
+}
+
+static bool xwrite(int fd, const void *buf, size_t n)
+{
+    return write(fd, buf, n) == (ssize_t)n;
+}
+
+/* Whatever the other side still says before closing (up to 2 s). */
+static void drain(int fd)
+{
+    char buf[256];
+
+    while (wait_fd(fd, POLLIN, 2000) && read(fd, buf, sizeof(buf)) > 0) {
+    }
+}
+
+static int tcp_listen_accept(int port)
+{
+    struct sockaddr_in sa = {
+        .sin_family = AF_INET, .sin_port = htons(port),
+        .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+    };
+    int one = 1, ls = socket(AF_INET, SOCK_STREAM, 0), fd;
+
+    setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(ls, (struct sockaddr *)&sa, sizeof(sa)) || listen(ls, 1)) {
+        fail("listen on 127.0.0.1:%d: %s", port, strerror(errno));
+        return -1;
+    }
+    say("listening on 127.0.0.1:%d", port);
+    if (!wait_fd(ls, POLLIN, IO_TIMEOUT_MS)) {
+        fail("nobody connected to 127.0.0.1:%d", port);
+        close(ls);
+        return -1;
+    }
+    fd = accept(ls, NULL, NULL);
+    close(ls);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    say("connection accepted");
+    return fd;
+}
+
+/*
+ * Connects to the guest's server through the hostfwd and exchanges the first
+ * message: @out is written, @in_len bytes read.  The forwarder accepts even
+ * while the guest does not listen yet, and then closes: that is retried.
+ */
+static int tcp_connect_first(int port, const void *out, size_t out_len,
+                             void *in, size_t in_len)
+{
+    gint64 end = g_get_monotonic_time() + IO_TIMEOUT_MS * 1000ll;
+    int tries = 0, one = 1;
+
+    while (g_get_monotonic_time() < end) {
+        struct sockaddr_in sa = {
+            .sin_family = AF_INET, .sin_port = htons(port),
+            .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+        };
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+        tries++;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+            xwrite(fd, out, out_len) && wait_fd(fd, POLLIN, 5000) &&
+            xread(fd, in, in_len)) {
+            say("connected to 127.0.0.1:%d after %d tries", port, tries);
+            return fd;
+        }
+        close(fd);
+        g_usleep(500 * 1000);
+    }
+    fail("no server at 127.0.0.1:%d (%d tries)", port, tries);
+    return -1;
+}
+
+/* ---- the device side -------------------------------------------------------- */
+
+static void peer_boot(Peer *p, uint8_t qp_type)
+{
+    g_autofree char *nd = g_strdup_printf(
+        "dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port=%d,"
+        "remote.type=inet,remote.host=127.0.0.1,remote.port=%d",
+        opt.lport, opt.rport);
+    uint32_t access = VIRTIO_RDMA_ACCESS_LOCAL_WRITE |
+                      VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
+                      VIRTIO_RDMA_ACCESS_REMOTE_READ |
+                      VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC;
+    uint8_t gid6[16], st;
+    unsigned a, b, c, dd;
+
+    memset(p, 0, sizeof(*p));
+    parse_mac(opt.peer_mac, p->peer_mac);
+    p->d = qvrdma_dev_boot(nd, opt.mac, "max-cq=8,max-qp=8");
+    /* Both GIDs first: a RoCE frame for a GID we lack would stall the wire. */
+    g_assert_cmpint(sscanf(opt.ip4, "%u.%u.%u.%u", &a, &b, &c, &dd), ==, 4);
+    qvrdma_gid_ipv4(p->gid, a, b, c, dd);
+    qvrdma_dp_add_gid(p->d, 0, p->gid);
+    g_assert_cmpint(inet_pton(AF_INET6, opt.ip6, gid6), ==, 1);
+    qvrdma_dp_add_gid(p->d, 1, gid6);
+    if (opt.gid_family == 6) {
+        memcpy(p->gid, gid6, 16);
+        p->sgid_index = 1;
+    }
+
+    st = qvrdma_create_pd(&p->d->r, &p->pdn);
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+    p->cq = qvrdma_dp_cq_create(p->d, 64);
+    p->qp = qvrdma_dp_qp_create(p->d, p->pdn, qp_type, p->cq, p->cq, 1,
+                                VIRTIO_RDMA_SIGNAL_ALL_WR);
+    qvrdma_pt_build(&p->d->r, &p->pt, MR_PAGES, NULL);
+    st = qvrdma_reg_user_mr(&p->d->r, p->pdn, access, MR_VA, MR_LEN, MR_VA,
+                            p->pt.l1, MR_PAGES, &p->mr);
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+    qtest_memset(p->d->qts, p->pt.data, 0xa5, MR_LEN);
+    p->psn = g_random_int() & 0xffffff;
+    p->next_wr = 1;
+    say("device up: qpn %u, mr lkey/rkey 0x%x, gid index %u, psn 0x%06x",
+        p->qp->qpn, p->mr.rkey, p->sgid_index, p->psn);
+}
+
+static void peer_down(Peer *p)
+{
+    qvrdma_dp_qp_free(p->qp);
+    qvrdma_dp_cq_free(p->cq);
+    qvrdma_pt_free(&p->d->r, &p->pt);
+    qvrdma_dev_quit(p->d);
+}
+
+static void rc_connect(Peer *p)
+{
+    QVrdmaPath path = {
+        .dest_qpn = p->rqpn,
+        .sgid_index = p->sgid_index,
+        .rq_psn = p->rpsn,
+        .sq_psn = p->psn,
+        .timeout = 14,
+        .retry_cnt = 7,
+        .rnr_retry = 7,
+        .min_rnr_timer = 12,
+    };
+
+    memcpy(path.dgid, p->rgid, 16);
+    memcpy(path.dmac, p->peer_mac, 6);
+    qvrdma_dp_rc_connect(p->d, p->qp, &path);
+}
+
+static struct virtio_rdma_sge sge_at(Peer *p, uint32_t off, uint32_t len)
+{
+    g_assert_cmpuint(off + len, <=, MR_LEN);
+    return (struct virtio_rdma_sge) {
+        .addr = MR_VA + off, .length = len, .lkey = p->mr.lkey,
+    };
+}
+
+static void post_recvs(Peer *p, uint32_t want)
+{
+    while (p->recvs_posted < want) {
+        struct virtio_rdma_sge s = sge_at(p, p->recv_off, p->recv_len);
+
+        qvrdma_dp_post_recv(p->qp, 0x8000000000000000ull | p->next_wr++,
+                            &s, 1);
+        p->recvs_posted++;
+    }
+}
+
+static void post_wr(Peer *p, struct virtio_rdma_sq_req *wr,
+                    struct virtio_rdma_sge *s)
+{
+    wr->wr_id = p->next_wr++;
+    qvrdma_dp_post_send(p->qp, wr, s, 1);
+    p->sends_out++;
+}
+
+/*
+ * Takes one completion; counts it.  @returns false (and fails) on a bad
+ * status or timeout.
+ */
+static bool take_cqe(Peer *p, struct virtio_rdma_cq_req *c)
+{
+    if (!qvrdma_dp_poll_cq(p->cq, c, 30 * 1000 * 1000)) {
+        fail("no completion within 30 s (%u sends out, %u receives posted)",
+             p->sends_out, p->recvs_posted);
+        return false;
+    }
+    if (c->status != VIRTIO_RDMA_WC_SUCCESS) {
+        g_autofree char *s = qvrdma_cqe_str(c);
+
+        fail("completion with error: %s", s);
+        return false;
+    }
+    if (c->opcode & VIRTIO_RDMA_WC_RECV) {
+        p->recvs_posted--;
+    } else {
+        p->sends_out--;
+    }
+    return true;
+}
+
+/* ---- pingpong -------------------------------------------------------------- */
+
+/* What ibv_*_pingpong exchange with --chk: 0x7b, 0 at each page start (RC). */
+static void pp_pattern(uint8_t *buf, uint32_t len, bool page_zero)
+{
+    uint32_t i;
+
+    memset(buf, 0x7b, len);
+    for (i = 0; page_zero && i < len; i += 4096) {
+        buf[i] = 0;
+    }
+}
+
+static void pp_msg(Peer *p, char msg[52])
+{
+    char gid[33];
+    int i;
+
+    for (i = 0; i < 16; i++) {
+        sprintf(gid + 2 * i, "%02x", p->gid[i]);
+    }
+    memset(msg, 0, 52);
+    snprintf(msg, 52, "%04x:%06x:%06x:%s", 0, p->qp->qpn, p->psn, gid);
+}
+
+static bool pp_parse(Peer *p, const char *msg)
+{
+    unsigned lid, qpn, psn;
+    char gid[33] = "";
+    int i;
+
+    if (sscanf(msg, "%x:%x:%x:%32s", &lid, &qpn, &psn, gid) != 4 ||
+        strlen(gid) != 32) {
+        fail("bad pingpong message '%.52s'", msg);
+        return false;
+    }
+    p->rqpn = qpn;
+    p->rpsn = psn;
+    for (i = 0; i < 16; i++) {
+        unsigned v;
+
+        sscanf(gid + 2 * i, "%2x", &v);
+        p->rgid[i] = v;
+    }
+    say("guest: qpn 0x%06x psn 0x%06x gid %s", qpn, psn, gid);
+    return true;
+}
+
+static void run_pingpong(bool ud)
+{
+    bool server = !strcmp(opt.role, "server");
+    uint32_t size = opt.size ? opt.size : (ud ? 512 : 4096);
+    uint32_t grh = ud ? 40 : 0, bad = 0;
+    g_autofree uint8_t *pat = g_malloc(size);
+    g_autofree uint8_t *got = g_malloc(size + grh);
+    char msg[52], in[52];
+    gint64 start = 0;
+    Peer p;
+    int fd;
+
+    peer_boot(&p, ud ? VIRTIO_RDMA_QPT_UD : VIRTIO_RDMA_QPT_RC);
+    if (ud) {
+        qvrdma_dp_ud_ready(p.d, p.qp, UD_QKEY, p.psn);
+    }
+    pp_pattern(pat, size, !ud);
+    qtest_memwrite(p.d->qts, p.pt.data + REGION(0), pat, size);
+    p.recv_off = REGION(1);
+    p.recv_len = size + grh;
+    post_recvs(&p, MAX_OUT);
+    pp_msg(&p, msg);
+
+    if (server) {
+        fd = tcp_listen_accept(opt.port);
+        if (fd < 0 || !xread(fd, in, sizeof(in))) {
+            fail("no pingpong message from the guest");
+            goto out;
+        }
+        if (!pp_parse(&p, in)) {
+            goto out;
+        }
+        if (!ud) {
+            rc_connect(&p);
+        }
+        if (!xwrite(fd, msg, sizeof(msg))) {
+            fail("write to the guest");
+            goto out;
+        }
+        /* The client's "done" (not waited for by every version). */
+        drain(fd);
+    } else {
+        fd = tcp_connect_first(opt.port, msg, sizeof(msg), in, sizeof(in));
+        if (fd < 0 || !pp_parse(&p, in)) {
+            goto out;
+        }
+        xwrite(fd, "done", 5);
+        if (!ud) {
+            rc_connect(&p);
+        }
+    }
+    close(fd);
+
+    /* rc_pingpong's own loop: a new SEND once both the last one and a
+     * receive have completed; the client starts. */
+    {
+        uint32_t scnt = 0, rcnt = 0;
+        bool pend_recv = true, pend_send = false;
+        struct virtio_rdma_sq_req wr = qvrdma_wr_send(0);
+        struct virtio_rdma_sge s = sge_at(&p, REGION(0), size);
+        struct virtio_rdma_cq_req c;
+
+        if (ud) {
+            wr.wr.ud.remote_qpn = p.rqpn;
+            wr.wr.ud.remote_qkey = UD_QKEY;
+            wr.wr.ud.av.port = 1;
+            wr.wr.ud.av.pdn = p.pdn;
+            memcpy(wr.wr.ud.av.dgid, p.rgid, 16);
+            wr.wr.ud.av.gid_index = p.sgid_index;
+            wr.wr.ud.av.hop_limit = 64;
+            memcpy(wr.wr.ud.av.dmac, p.peer_mac, 6);
+        }
+        if (!server) {
+            start = g_get_monotonic_time();
+            post_wr(&p, &wr, &s);
+            pend_send = true;
+        }
+        while ((rcnt < opt.iters || scnt < opt.iters) && take_cqe(&p, &c)) {
+            if (c.opcode & VIRTIO_RDMA_WC_RECV) {
+                if (!start) {
+                    start = g_get_monotonic_time();
+                }
+                if (c.byte_len != size + grh) {
+                    fail("receive %u: %u bytes, expected %u", rcnt,
+                         c.byte_len, size + grh);
+                    break;
+                }
+                qtest_memread(p.d->qts, p.pt.data + REGION(1), got,
+                              size + grh);
+                if (memcmp(got + grh, pat, size)) {
+                    bad++;
+                }
+                rcnt++;
+                post_recvs(&p, MAX_OUT);
+                pend_recv = false;
+            } else {
+                scnt++;
+                pend_send = false;
+            }
+            if (scnt < opt.iters && !pend_recv && !pend_send) {
+                post_wr(&p, &wr, &s);
+                pend_recv = pend_send = true;
+            }
+        }
+    }
+    if (!failed) {
+        double usec = (g_get_monotonic_time() - start);
+        long long bytes = (long long)size * opt.iters * 2;
+
+        printf("%lld bytes in %.2f seconds = %.2f Mbit/sec\n", bytes,
+               usec / 1e6, bytes * 8. / usec);
+        printf("%u iters in %.2f seconds = %.2f usec/iter\n", opt.iters,
+               usec / 1e6, usec / opt.iters);
+        if (bad) {
+            fail("%u of %u received payloads differ from the tools' pattern",
+                 bad, opt.iters);
+        } else {
+            say("all %u received payloads are the tools' pattern", opt.iters);
+        }
+    }
+out:
+    peer_down(&p);
+}
+
+/* ---- perftest --------------------------------------------------------------- */
+
+#define PT_MSG 108
+
+static void pt_msg(Peer *p, char msg[PT_MSG], uint32_t out_reads)
+{
+    char *s = msg;
+    int i;
+
+    memset(msg, 0, PT_MSG);
+    s += sprintf(s, "%04x:%04x:%06x:%06x:%08x:%016" PRIx64 ":", 0, out_reads,
+                 p->qp->qpn, p->psn, p->mr.rkey, (uint64_t)MR_VA);
+    for (i = 0; i < 16; i++) {
+        s += sprintf(s, "%02x:", p->gid[i]);
+    }
+    sprintf(s, "%08x:", 0);
+}
+
+static bool pt_parse(Peer *p, const char *msg)
+{
+    unsigned v[16], lid, reads, qpn, psn, rkey;
+    uint64_t va;
+    int i;
+
+    if (sscanf(msg, "%x:%x:%x:%x:%x:%" SCNx64 ":%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:"
+               "%x:%x:%x:%x:%x:%x:", &lid, &reads, &qpn, &psn, &rkey, &va,
+               &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8],
+               &v[9], &v[10], &v[11], &v[12], &v[13], &v[14], &v[15]) != 22) {
+        fail("bad perftest message '%.108s'", msg);
+        return false;
+    }
+    p->rqpn = qpn;
+    p->rpsn = psn;
+    p->rrkey = rkey;
+    p->rvaddr = va;
+    p->rout_reads = reads;
+    for (i = 0; i < 16; i++) {
+        p->rgid[i] = v[i];
+    }
+    return true;
+}
+
+/* One exchange of @n bytes: the client writes first, the server reads first. */
+static bool pt_xchg(int fd, bool server, const void *mine, void *theirs,
+                    size_t n)
+{
+    if (server) {
+        return xread(fd, theirs, n) && xwrite(fd, mine ? mine : theirs, n);
+    }
+    return xwrite(fd, mine, n) && xread(fd, theirs, n);
+}
+
+static uint64_t be_double(double d)
+{
+    uint64_t u;
+
+    memcpy(&u, &d, 8);
+    return cpu_to_be64(u);
+}
+
+static void run_perftest(const char *tool)
+{
+    bool server = !strcmp(opt.role, "server");
+    bool is_write = !strcmp(tool, "write_bw"), is_read = !strcmp(tool, "read_bw");
+    bool is_send = !strcmp(tool, "send_bw"), is_atomic = !strcmp(tool, "atomic_bw");
+    uint32_t size = is_atomic ? 8 : (opt.size ? opt.size : 65536);
+    uint32_t out_reads = (is_read || is_atomic) ? OUR_OUT_READS : 1;
+    uint32_t window = MAX_OUT, done = 0, posted = 0, i;
+    static const uint8_t w4a[4] = { 0, 0, 0x10, 0 }, w4b[4] = { 0, 0, 0, 0x40 };
+    char version[16] = "6.06", vin[16], mtu[2] = "3", min[2];
+    uint8_t w4in[4];
+    char msg[PT_MSG], in[PT_MSG];
+    uint64_t atomic_before = 0, last_fetch = 0;
+    double usec = 0;
+    gint64 start;
+    Peer p;
+    int fd, k;
+
+    peer_boot(&p, VIRTIO_RDMA_QPT_RC);
+    if (is_atomic) {
+        atomic_before = 0x1000;
+        qtest_writeq(p.d->qts, p.pt.data, atomic_before);
+    }
+    pt_msg(&p, msg, out_reads);
+    p.recv_off = REGION(1);
+    p.recv_len = size;
+    if (is_send && server) {
+        post_recvs(&p, MAX_OUT);
+    }
+
+    if (server) {
+        fd = tcp_listen_accept(opt.port);
+        if (fd < 0 || !xread(fd, vin, 16) || !xwrite(fd, version, 16)) {
+            fail("version exchange");
+            goto out;
+        }
+    } else {
+        fd = tcp_connect_first(opt.port, version, 16, vin, 16);
+        if (fd < 0) {
+            goto out;
+        }
+    }
+    say("guest perftest version '%.16s'", vin);
+    if (!pt_xchg(fd, server, server ? NULL : w4a, w4in, 4) ||
+        !pt_xchg(fd, server, server ? NULL : w4b, w4in, 4) ||
+        !pt_xchg(fd, server, mtu, min, 2)) {
+        fail("parameter exchange");
+        goto out;
+    }
+    if (min[0] != '3') {
+        fail("guest MTU index '%c' (want 3: 1024)", min[0]);
+        goto out;
+    }
+    for (k = 0; k < 4; k++) {
+        if (!pt_xchg(fd, server, msg, in, PT_MSG)) {
+            fail("handshake %d", k + 1);
+            goto out;
+        }
+        if (k == 0) {
+            if (!pt_parse(&p, in)) {
+                goto out;
+            }
+            say("guest: qpn 0x%06x psn 0x%06x rkey 0x%x vaddr 0x%" PRIx64
+                " out_reads %u", p.rqpn, p.rpsn, p.rrkey, p.rvaddr,
+                p.rout_reads);
+            rc_connect(&p);
+        }
+    }
+
+    start = g_get_monotonic_time();
+    if (!server) {
+        /* The requester: the guest is passive (send_bw: receives). */
+        if (is_read || is_atomic) {
+            window = MIN(window, MIN(p.rout_reads, OUR_OUT_READS));
+        }
+        while (done < opt.iters && !failed) {
+            struct virtio_rdma_cq_req c;
+
+            while (posted < opt.iters && p.sends_out < window) {
+                struct virtio_rdma_sq_req wr;
+                struct virtio_rdma_sge s;
+
+                if (is_write) {
+                    wr = qvrdma_wr_rdma(VIRTIO_RDMA_WR_RDMA_WRITE, 0,
+                                        p.rvaddr, p.rrkey);
+                    s = sge_at(&p, REGION(0), size);
+                } else if (is_read) {
+                    wr = qvrdma_wr_rdma(VIRTIO_RDMA_WR_RDMA_READ, 0,
+                                        p.rvaddr, p.rrkey);
+                    s = sge_at(&p, REGION(1), size);
+                } else if (is_atomic) {
+                    wr = qvrdma_wr_atomic(VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD,
+                                          0, p.rvaddr, p.rrkey, 1, 0);
+                    s = sge_at(&p, REGION(3) + 8 * (posted % 64), 8);
+                } else {
+                    wr = qvrdma_wr_send(0);
+                    s = sge_at(&p, REGION(0), size);
+                }
+                post_wr(&p, &wr, &s);
+                posted++;
+            }
+            if (!take_cqe(&p, &c)) {
+                break;
+            }
+            if (is_atomic) {
+                uint64_t v = qtest_readq(p.d->qts, p.pt.data + REGION(3) +
+                                         8 * (done % 64));
+
+                if (done && v != last_fetch + 1) {
+                    fail("fetch-and-add %u returned 0x%" PRIx64 ", previous "
+                         "0x%" PRIx64 " (+1 expected)", done, v, last_fetch);
+                }
+                last_fetch = v;
+            }
+            done++;
+        }
+        usec = g_get_monotonic_time() - start;
+        if (!failed && is_write) {
+            /* Read the guest's buffer back: it must be what we wrote. */
+            g_autofree uint8_t *a = g_malloc(size), *b = g_malloc(size);
+            struct virtio_rdma_sq_req wr = qvrdma_wr_rdma(
+                VIRTIO_RDMA_WR_RDMA_READ, 0, p.rvaddr, p.rrkey);
+            struct virtio_rdma_sge s = sge_at(&p, REGION(2), size);
+            struct virtio_rdma_cq_req c;
+
+            post_wr(&p, &wr, &s);
+            if (take_cqe(&p, &c)) {
+                qtest_memread(p.d->qts, p.pt.data + REGION(0), a, size);
+                qtest_memread(p.d->qts, p.pt.data + REGION(2), b, size);
+                if (memcmp(a, b, size)) {
+                    fail("the guest's buffer differs from what we wrote");
+                } else {
+                    say("data check: the guest's buffer holds the %u bytes "
+                        "we wrote", size);
+                }
+            }
+        } else if (!failed && is_read) {
+            /* A second read of the (static) buffer must give the same. */
+            g_autofree uint8_t *a = g_malloc(size), *b = g_malloc(size);
+            struct virtio_rdma_sq_req wr = qvrdma_wr_rdma(
+                VIRTIO_RDMA_WR_RDMA_READ, 0, p.rvaddr, p.rrkey);
+            struct virtio_rdma_sge s = sge_at(&p, REGION(2), size);
+            struct virtio_rdma_cq_req c;
+
+            post_wr(&p, &wr, &s);
+            if (take_cqe(&p, &c)) {
+                qtest_memread(p.d->qts, p.pt.data + REGION(1), a, size);
+                qtest_memread(p.d->qts, p.pt.data + REGION(2), b, size);
+                if (memcmp(a, b, size)) {
+                    fail("two reads of the guest's buffer differ");
+                } else {
+                    say("data check: two reads of the guest's %u bytes agree",
+                        size);
+                }
+            }
+        } else if (!failed && is_atomic) {
+            say("data check: %u fetch-and-adds returned consecutive values "
+                "(last 0x%" PRIx64 ")", done, last_fetch);
+        }
+        if (!failed) {
+            /* perftest's units: MB = 2^20 bytes, Mpps = 1e6 / s */
+            double bw = (double)size * done / usec * 1e6 / 1048576.0;
+            double rate = done / usec;                  /* Mpps */
+            uint64_t rep[5] = {
+                cpu_to_be64(size), cpu_to_be64(opt.iters), be_double(bw),
+                be_double(bw), be_double(rate),
+            };
+            uint64_t their;
+
+            printf(" #bytes     #iterations    BW peak[MB/sec]    "
+                   "BW average[MB/sec]   MsgRate[Mpps]\n");
+            printf(" %-10u %-10u     %-18.2f %-20.2f %-.6f\n", size,
+                   opt.iters, bw, bw, rate);
+            if (!is_send) {
+                for (k = 0; k < 5; k++) {
+                    if (!pt_xchg(fd, false, &rep[k], &their, 8)) {
+                        fail("report exchange");
+                        goto out;
+                    }
+                }
+            }
+        }
+    } else {
+        /* The responder: only send_bw needs us; the others wait for the report. */
+        if (is_send) {
+            struct virtio_rdma_cq_req c;
+
+            while (done < opt.iters && take_cqe(&p, &c)) {
+                if (c.byte_len != size) {
+                    fail("receive %u: %u bytes, expected %u", done,
+                         c.byte_len, size);
+                    break;
+                }
+                if (done == 0) {
+                    start = g_get_monotonic_time();
+                }
+                done++;
+                post_recvs(&p, MAX_OUT);
+            }
+            usec = g_get_monotonic_time() - start;
+            if (!failed) {
+                printf(" #bytes     #iterations    BW peak[MB/sec]    "
+                       "BW average[MB/sec]   MsgRate[Mpps]\n");
+                printf(" %-10u %-10u     %-18.2f %-20.2f %-.6f\n", size,
+                       opt.iters, (double)size * done / usec * 1e6 / 1048576.0,
+                       (double)size * done / usec * 1e6 / 1048576.0,
+                       done / usec);
+                say("received %u SENDs of %u bytes", done, size);
+            }
+        } else {
+            uint64_t rep[5], zero = 0;
+
+            for (k = 0; k < 5; k++) {
+                if (!pt_xchg(fd, true, &zero, &rep[k], 8)) {
+                    fail("report exchange (the guest client failed?)");
+                    goto out;
+                }
+            }
+            say("guest's report: %" PRIu64 " bytes x %" PRIu64 " iterations",
+                be64_to_cpu(rep[0]), be64_to_cpu(rep[1]));
+            if (is_atomic) {
+                uint64_t now = qtest_readq(p.d->qts, p.pt.data);
+                uint64_t delta = now - atomic_before;
+
+                if (!delta || delta % opt.iters) {
+                    fail("our counter grew by %" PRIu64 " after %u "
+                         "fetch-and-adds", delta, opt.iters);
+                } else {
+                    say("data check: our counter grew by %" PRIu64 " = %u x %"
+                        PRIu64, delta, opt.iters, delta / opt.iters);
+                }
+            } else if (is_write) {
+                g_autofree uint8_t *a = g_malloc(size);
+
+                qtest_memread(p.d->qts, p.pt.data, a, size);
+                for (i = 0; i < size && a[i] == 0xa5; i++) {
+                }
+                if (i == size) {
+                    fail("our buffer was not written");
+                } else {
+                    say("data check: our buffer was written");
+                }
+            }
+        }
+    }
+    if (!failed) {
+        if (!pt_xchg(fd, server, msg, in, PT_MSG)) {
+            fail("final handshake");
+            goto out;
+        }
+        xwrite(fd, "done", 5);
+        drain(fd);
+    }
+out:
+    if (fd >= 0) {
+        close(fd);
+    }
+    peer_down(&p);
+}
+
+/* ---- main -------------------------------------------------------------------- */
+
+static void run(void)
+{
+    if (!strcmp(opt.tool, "rc_pingpong")) {
+        run_pingpong(false);
+    } else if (!strcmp(opt.tool, "ud_pingpong")) {
+        run_pingpong(true);
+    } else {
+        run_perftest(opt.tool);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    GOptionEntry entries[] = {
+        { "tool", 0, 0, G_OPTION_ARG_STRING, &opt.tool, "tool", NULL },
+        { "role", 0, 0, G_OPTION_ARG_STRING, &opt.role, "server|client", NULL },
+        { "port", 0, 0, G_OPTION_ARG_INT, &opt.port, "TCP port", NULL },
+        { "lport", 0, 0, G_OPTION_ARG_INT, &opt.lport, "wire: our UDP port", NULL },
+        { "rport", 0, 0, G_OPTION_ARG_INT, &opt.rport, "wire: the guest's", NULL },
+        { "mac", 0, 0, G_OPTION_ARG_STRING, &opt.mac, "our MAC", NULL },
+        { "peer-mac", 0, 0, G_OPTION_ARG_STRING, &opt.peer_mac, "guest MAC", NULL },
+        { "ip4", 0, 0, G_OPTION_ARG_STRING, &opt.ip4, "our IPv4", NULL },
+        { "ip6", 0, 0, G_OPTION_ARG_STRING, &opt.ip6, "our IPv6", NULL },
+        { "gid", 0, 0, G_OPTION_ARG_INT, &opt.gid_family, "4|6", NULL },
+        { "size", 0, 0, G_OPTION_ARG_INT, &opt.size, "message size", NULL },
+        { "iters", 0, 0, G_OPTION_ARG_INT, &opt.iters, "iterations", NULL },
+        { NULL },
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("- virtio-rdma lab peer");
+    g_autoptr(GError) err = NULL;
+
+    t0 = g_get_monotonic_time();
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    if (!g_option_context_parse(ctx, &argc, &argv, &err) || !opt.tool ||
+        !opt.role || !opt.port || !opt.lport || !opt.rport || !opt.mac ||
+        !opt.peer_mac || !opt.ip4 || !opt.ip6) {
+        fprintf(stderr, "virtio-rdma-lab-peer: %s\n",
+                err ? err->message : "missing option (see --help)");
+        return 2;
+    }
+    g_test_init(&argc, &argv, NULL);
+    say("%s as %s, GID family IPv%d, port %d, wire %d->%d", opt.tool,
+        opt.role, opt.gid_family, opt.port, opt.lport, opt.rport);
+    run();
+    say("PEER: %s", failed ? "FAIL" : "PASS");
+    return failed ? 1 : 0;
+}

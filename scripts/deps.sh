@@ -11,8 +11,8 @@ packages=(
     libcap-ng-dev libfdt-dev zlib1g-dev
     # firmware for the uninstalled QEMU (the +ds source ships none)
     seabios ipxe-qemu
-    # core and its tests
-    libgtest-dev libgmock-dev
+    # core and its tests; core benchmarks (scripts/bench.sh)
+    libgtest-dev libgmock-dev libbenchmark-dev
     # soft-RoCE engine: ICRC (crc32_gzip_refl)
     libisal-dev
     # lab tier (tests/lab): rdma-core/perftest tools the rxe guests run from

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Build and run the benchmarks, then print a short summary with the ratios.
+#   core    bench/core-bench (Google Benchmark) on the C++ core, no QEMU:
+#           RC WRITE 64 KiB between two cores vs memcpy, 64-byte SEND packet
+#           rates, ICRC per 4 KiB packet
+#   device  tests/qtest/virtio-rdma-bench: RC WRITE 1 MiB between two QEMUs
+#           on -netdev dgram over 127.0.0.1 vs raw UDP on the same path
+# Benchmarks are not tests: they print what they measured and the targets
+# next to it; this script fails only if a build or a run breaks.
+#
+#   scripts/bench.sh                 both
+#   BENCHES=core scripts/bench.sh    one of them (core | device)
+#   BENCH_REPS=5                     core-bench repetitions (median; 3)
+#   VRDMA_BENCH_SECONDS=10 ...       device knobs: see virtio-rdma-bench.c
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/config.sh"
+
+# Optimised like QEMU builds the core (-O2, assertions on), not -O0.
+BUILD_BENCH=${BUILD_BENCH:-$top/build/bench}
+log=$top/build/bench-logs
+mkdir -p "$log"
+benches=${BENCHES:-core device}
+reps=${BENCH_REPS:-3}
+rc=0
+
+run_core() {
+    echo "== core-bench"
+    if [ ! -f "$BUILD_BENCH/build.ninja" ]; then
+        meson setup "$BUILD_BENCH" "$top" --buildtype=debugoptimized \
+            -Dcpp_args=-D_GLIBCXX_ASSERTIONS=1 >"$log/core-setup.log" 2>&1 ||
+            { tail -n 30 "$log/core-setup.log"; echo "bench: core set-up failed"; return 1; }
+    fi
+    ninja -C "$BUILD_BENCH" -j "$JOBS" bench/core-bench >"$log/core-build.log" 2>&1 ||
+        { tail -n 30 "$log/core-build.log"
+          grep -q "benchmark.*NO" "$BUILD_BENCH/meson-logs/meson-log.txt" 2>/dev/null &&
+              echo "bench: Google Benchmark not found (scripts/deps.sh installs libbenchmark-dev)"
+          echo "bench: core build failed"; return 1; }
+    "$BUILD_BENCH/bench/core-bench" --benchmark_repetitions="$reps" \
+        --benchmark_report_aggregates_only=true >"$log/core.log" 2>&1 ||
+        { tail -n 30 "$log/core.log"; echo "bench: core-bench failed ($log/core.log)"; return 1; }
+    echo "log: $log/core.log"
+}
+
+run_device() {
+    echo "== virtio-rdma-bench"
+    BUILD_TARGETS="tests/qtest/virtio-rdma-bench" bash "$top/scripts/build.sh" \
+        >"$log/device-build.log" 2>&1 ||
+        { tail -n 30 "$log/device-build.log"; echo "bench: QEMU build failed"; return 1; }
+    [ -x "$BUILD_QEMU/tests/qtest/virtio-rdma-bench" ] ||
+        { echo "bench: $BUILD_QEMU/tests/qtest/virtio-rdma-bench was not built" \
+               "(is it in tests/qtest/meson.build's qtests_x86_64?)"; return 1; }
+    QTEST_QEMU_BINARY=$BUILD_QEMU/qemu-system-x86_64 timeout 900 \
+        "$BUILD_QEMU/tests/qtest/virtio-rdma-bench" >"$log/device.log" 2>&1 ||
+        { grep -vE '^# (starting|Start|End)|warning: Default display' "$log/device.log" | tail -n 30
+          echo "bench: virtio-rdma-bench failed ($log/device.log)"; return 1; }
+    echo "log: $log/device.log"
+}
+
+for b in $benches; do
+    case $b in
+    core)   run_core || rc=1 ;;
+    device) run_device || rc=1 ;;
+    *) echo "bench.sh: unknown benchmark $b" >&2; exit 2 ;;
+    esac
+done
+
+echo
+echo "== summary ($(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1);" \
+     "load average $(cut -d' ' -f1-3 /proc/loadavg))"
+for b in $benches; do
+    case $b in
+    core)
+        [ -f "$log/core.log" ] && sed -n '/^== core-bench summary/,$p' "$log/core.log" | tail -n +2 ;;
+    device)
+        [ -f "$log/device.log" ] && grep -E '^(virtio-rdma-bench:|rdma:|udp:|ratio:)' "$log/device.log" ;;
+    esac
+done
+exit $rc

@@ -73,7 +73,8 @@ for b in $benches; do
     core)
         [ -f "$log/core.log" ] && sed -n '/^== core-bench summary/,$p' "$log/core.log" | tail -n +2 ;;
     device)
-        [ -f "$log/device.log" ] && grep -E '^(virtio-rdma-bench:|rdma:|udp:|ratio:)' "$log/device.log" ;;
+        [ -f "$log/device.log" ] &&
+            grep -E '^(virtio-rdma-bench:|rdma:|udp:|ratio:|        retransmits|        UDP datagrams|        CPU: QEMU)' "$log/device.log" ;;
     esac
 done
 exit $rc

@@ -310,6 +310,38 @@ static double proc_cpu_s(pid_t pid)
     return (double)(utime + stime) / sysconf(_SC_CLK_TCK);
 }
 
+/*
+ * UDP datagrams the kernel dropped because a socket's receive buffer was
+ * full (/proc/net/snmp Udp: RcvbufErrors; the whole network namespace).
+ */
+static uint64_t udp_rcvbuf_errors(void)
+{
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    uint64_t v = 0;
+    int i, j;
+
+    if (!g_file_get_contents("/proc/net/snmp", &text, NULL, NULL)) {
+        return 0;
+    }
+    lines = g_strsplit(text, "\n", -1);
+    for (i = 0; lines[i] && lines[i + 1]; i++) {
+        if (g_str_has_prefix(lines[i], "Udp: ") &&
+            g_str_has_prefix(lines[i + 1], "Udp: ")) {
+            g_auto(GStrv) names = g_strsplit(lines[i], " ", -1);
+            g_auto(GStrv) vals = g_strsplit(lines[i + 1], " ", -1);
+
+            for (j = 0; names[j] && vals[j]; j++) {
+                if (!strcmp(names[j], "RcvbufErrors")) {
+                    v = g_ascii_strtoull(vals[j], NULL, 10);
+                }
+            }
+            break;
+        }
+    }
+    return v;
+}
+
 static double self_cpu_s(int who)
 {
     struct rusage ru;
@@ -448,7 +480,7 @@ static void bench_rc_write(void)
     DpCounters a0, b0, da, db;
     double qa0, qb0, self0, t0, t1, qa_cpu, qb_cpu, self_cpu, elapsed;
     double rdma_Bps, avg_frame, payload_per_frame, raw_Bps, raw_payload_Bps;
-    uint64_t first_tx;
+    uint64_t first_tx, rcvbuf0, rcvbuf_rdma, rcvbuf_raw;
     bool failed = false;
     Raw raw;
     struct virtio_rdma_cq_req cqe;
@@ -504,6 +536,7 @@ static void bench_rc_write(void)
     qa0 = proc_cpu_s(qtest_pid(a.d->qts));
     qb0 = proc_cpu_s(qtest_pid(b.d->qts));
     self0 = self_cpu_s(RUSAGE_SELF);
+    rcvbuf0 = udp_rcvbuf_errors();
     t0 = now_s();
     for (;;) {
         while (posted - done < depth &&
@@ -527,6 +560,7 @@ static void bench_rc_write(void)
         done++;
     }
     t1 = now_s();
+    rcvbuf_rdma = udp_rcvbuf_errors() - rcvbuf0;
     self_cpu = self_cpu_s(RUSAGE_SELF) - self0;
     qa_cpu = proc_cpu_s(qtest_pid(a.d->qts)) - qa0;
     qb_cpu = proc_cpu_s(qtest_pid(b.d->qts)) - qb0;
@@ -562,12 +596,16 @@ static void bench_rc_write(void)
         da.retransmits, da.retry_timeouts, db.naks_sent, db.duplicates,
         da.drops, db.drops);
     out("        drop reasons since boot: A: %s; B: %s\n", drops_a, drops_b);
+    out("        UDP datagrams dropped on a full socket receive buffer: %"
+        PRIu64 " (kernel RcvbufErrors, system-wide)\n", rcvbuf_rdma);
     out("        CPU: QEMU A %.0f%%, QEMU B %.0f%%, this driver %.0f%% "
         "(of one CPU, over %.2f s)\n", 100 * qa_cpu / elapsed,
         100 * qb_cpu / elapsed, 100 * self_cpu / elapsed, elapsed);
 
     /* The same path, raw, for as long, with frames of the same size. */
+    rcvbuf0 = udp_rcvbuf_errors();
     raw_run(&raw, MAX((size_t)(avg_frame + 0.5), 64), elapsed);
+    rcvbuf_raw = udp_rcvbuf_errors() - rcvbuf0;
     raw_Bps = raw.received_bytes / raw.seconds;
     raw_payload_Bps = avg_frame ? raw_Bps * payload_per_frame / avg_frame : 0;
     out("udp:    %zu-byte datagrams for %.2f s: sent %" PRIu64 " (%.0f/s), "
@@ -575,8 +613,9 @@ static void bench_rc_write(void)
         raw.frame, raw.seconds, raw.sent, raw.sent / raw.seconds,
         raw.received, raw.received / raw.seconds, raw_Bps / 1e6,
         raw.sent ? 100.0 * (raw.sent - raw.received) / raw.sent : 0);
-    out("        CPU: sender thread %.0f%%, receiver thread %.0f%%\n",
-        100 * raw.tx_cpu / raw.seconds, 100 * raw.rx_cpu / raw.seconds);
+    out("        CPU: sender thread %.0f%%, receiver thread %.0f%%; dropped on "
+        "a full receive buffer: %" PRIu64 "\n", 100 * raw.tx_cpu / raw.seconds,
+        100 * raw.rx_cpu / raw.seconds, rcvbuf_raw);
     out("ratio:  rdma %.1f MB/s / udp %.1f MB/s of the same payload per frame "
         "= %.3f (target >= 0.8); first-transmission frames/s ratio %.3f\n",
         rdma_Bps / 1e6, raw_payload_Bps / 1e6,

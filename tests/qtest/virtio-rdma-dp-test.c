@@ -4,20 +4,28 @@
  * guest memory and field by field in the completions.
  *
  *   loopback/... one QEMU, two RC QPs of the same device (the destination
- *                MAC is the device's own): SEND/RECV, WRITE, WRITE_WITH_IMM,
- *                READ, CAS, FAA;
+ *                MAC is the device's own): SEND/RECV (+IMM), WRITE,
+ *                WRITE_WITH_IMM, READ, CAS, FAA, 12 WRs behind one kick,
+ *                unsignaled WRs, PSN wrap; error paths (bad rkey, remote
+ *                bounds, bad lkey, receive too small, RNR retry and
+ *                RNR_RETRY_EXC_ERR); malformed work requests, a
+ *                device-writable SQ descriptor (NEEDS_RESET);
  *   wire/...     two QEMUs whose NICs are joined by -netdev dgram over
  *                127.0.0.1: the same RC operations, UD SEND (IPv4-mapped and
- *                IPv6 GIDs, GRH area checked), and a peer that disappears
- *                (RETRY_EXC_ERR, flushes, QP in ERR);
+ *                IPv6 GIDs, GRH area checked), a foreign frame first, and a
+ *                peer that disappears (RETRY_EXC_ERR, flushes, QP in ERR);
  *   cq-arm/...   REQ_NOTIFY_CQ: a CQ interrupts (its own MSI-X vector) only
  *                when armed, once, for the completions the arming asks for.
  *
  * Every test keeps a shadow copy of each side's memory region and compares
- * the whole region after each operation, so stray writes are caught too.
+ * the whole region after each operation, so stray writes are caught too, and
+ * ends by checking the device's data-path counters (query-virtio-rdma)
+ * against what the driver saw.
  *
  * A plain qtest (two QEMU processes; no qos graph):
  *   QTEST_QEMU_BINARY=./qemu-system-x86_64 ./tests/qtest/virtio-rdma-dp-test
+ * A test marked pending is skipped with its reason unless
+ * QTEST_VRDMA_DP_ALL=1.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

@@ -10,7 +10,7 @@
 #
 #   scripts/bench.sh                 both
 #   BENCHES=core scripts/bench.sh    one of them (core | device)
-#   BENCH_REPS=5                     core-bench repetitions (median; 3)
+#   BENCH_REPS=9                     core-bench repetitions (default 5; medians)
 #   VRDMA_BENCH_SECONDS=10 ...       device knobs: see virtio-rdma-bench.c
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,7 +21,7 @@ BUILD_BENCH=${BUILD_BENCH:-$top/build/bench}
 log=$top/build/bench-logs
 mkdir -p "$log"
 benches=${BENCHES:-core device}
-reps=${BENCH_REPS:-3}
+reps=${BENCH_REPS:-5}
 rc=0
 
 run_core() {
@@ -36,7 +36,10 @@ run_core() {
           grep -q "benchmark.*NO" "$BUILD_BENCH/meson-logs/meson-log.txt" 2>/dev/null &&
               echo "bench: Google Benchmark not found (scripts/deps.sh installs libbenchmark-dev)"
           echo "bench: core build failed"; return 1; }
+    # Repetitions in random order: a neighbour's load spreads over all of
+    # them instead of landing on one benchmark (the summary takes medians).
     "$BUILD_BENCH/bench/core-bench" --benchmark_repetitions="$reps" \
+        --benchmark_enable_random_interleaving=true \
         --benchmark_report_aggregates_only=true >"$log/core.log" 2>&1 ||
         { tail -n 30 "$log/core.log"; echo "bench: core-bench failed ($log/core.log)"; return 1; }
     echo "log: $log/core.log"

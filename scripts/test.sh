@@ -9,20 +9,21 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/config.sh"
 
-passed=0 failed=0
+passed=0 failed=0 skipped=0
 failures=()
 log=$top/build/test-logs
 mkdir -p "$log"
 
 # Count one tier from a log in TAP ("ok"/"not ok") form.
 count_tap() {
-    local name=$1 file=$2 rc=$3 p f
-    p=$(grep -cE '^ *ok [0-9]+' "$file" || true)
+    local name=$1 file=$2 rc=$3 p f s
+    p=$(grep -E '^ *ok [0-9]+' "$file" | grep -cv '# SKIP' || true)
+    s=$(grep -E '^ *ok [0-9]+' "$file" | grep -c '# SKIP' || true)
     f=$(grep -cE '^ *not ok [0-9]+' "$file" || true)
     if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi   # crashed or hung
     if [ "$p" = 0 ] && [ "$f" = 0 ]; then f=1; fi     # ran nothing: a failure
-    echo "$name: $p passed, $f failed"
-    passed=$((passed + p)); failed=$((failed + f))
+    echo "$name: $p passed, $f failed, $s skipped"
+    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
     [ "$f" = 0 ] || failures+=("$name (see $file)")
 }
 
@@ -81,5 +82,5 @@ for t in $tiers; do
 done
 
 [ ${#failures[@]} = 0 ] || printf 'FAILED: %s\n' "${failures[@]}"
-echo "tests: $passed passed, $failed failed"
+echo "tests: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -24,7 +24,7 @@
  *
  *   QTEST_QEMU_BINARY=./qemu-system-x86_64 ./tests/qtest/virtio-rdma-bench
  *
- * Knobs (environment): VRDMA_BENCH_SECONDS (default 5), VRDMA_BENCH_ITERS
+ * Knobs (environment): VRDMA_BENCH_SECONDS (default 10), VRDMA_BENCH_ITERS
  * (a number of messages instead of a time), VRDMA_BENCH_MSG_KIB (default
  * 1024), VRDMA_BENCH_DEPTH (messages in flight, default 4), VRDMA_BENCH_MTU
  * (path MTU in bytes, 1024 or 4096; default 4096).
@@ -459,7 +459,7 @@ static void raw_run(Raw *r, size_t frame, double seconds)
 
 static void bench_rc_write(void)
 {
-    const double seconds = env_u64("VRDMA_BENCH_SECONDS", 5);
+    const double seconds = env_u64("VRDMA_BENCH_SECONDS", 10);
     const uint64_t iters = env_u64("VRDMA_BENCH_ITERS", 0);
     const uint32_t msg = env_u64("VRDMA_BENCH_MSG_KIB", 1024) * 1024;
     const uint32_t depth = MAX(env_u64("VRDMA_BENCH_DEPTH", 4), 1);

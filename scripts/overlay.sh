@@ -23,6 +23,7 @@ links=(
     tests/qtest/virtio-rdma-test.c
     tests/qtest/virtio-rdma-demo.c
     tests/qtest/virtio-rdma-dp-test.c
+    tests/qtest/virtio-rdma-bench.c
 )
 for p in "${links[@]}"; do
     [ -e "$top/$p" ] || { echo "overlay: $p missing in the repo" >&2; exit 1; }

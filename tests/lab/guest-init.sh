@@ -46,23 +46,25 @@ for k in accept_dad:0 accept_ra:0 router_solicitations:0 dad_transmits:0; do
     echo ${k#*:} > /proc/sys/net/ipv6/conf/default/${k%:*} 2>/dev/null
 done
 if [ "$EGRESS" = roce ]; then
-    T="chroot $R tc"
+    T="chroot $R /usr/sbin/tc"
     $T qdisc add dev eth0 clsact &&
     $T filter add dev eth0 egress prio 1 protocol ip flower ip_proto udp dst_port 4791 action pass &&
     $T filter add dev eth0 egress prio 2 protocol ipv6 flower ip_proto udp dst_port 4791 action pass &&
     $T filter add dev eth0 egress prio 9 protocol all matchall action drop ||
         { say "FATAL: tc egress filter"; poweroff -f; }
 fi
-ip link set eth0 up
-[ -n "$IP" ] && ip addr add $IP dev eth0
-[ -n "$IP6" ] && ip -6 addr add $IP6 dev eth0 nodad
+# iproute2 from the host root (busybox's ip lacks neigh replace, nodad, ...)
+I="chroot $R /usr/sbin/ip"
+$I link set eth0 up
+[ -n "$IP" ] && { $I addr add $IP dev eth0 || say "FATAL: ip $IP"; }
+[ -n "$IP6" ] && { $I -6 addr add $IP6 dev eth0 nodad || say "FATAL: ip $IP6"; }
 for n in $(echo $NEIGH | tr , ' '); do
-    ip neigh replace ${n%@*} lladdr ${n#*@} nud permanent dev eth0 || say "neigh $n FAILED"
+    $I neigh replace ${n%@*} lladdr ${n#*@} nud permanent dev eth0 || say "FATAL: neigh $n"
 done
 if [ "$USER" = 1 ]; then
-    ip link set eth1 up && ip addr add 10.0.2.15/24 dev eth1
+    $I link set eth1 up && $I addr add 10.0.2.15/24 dev eth1 || say "FATAL: eth1"
 fi
-chroot $R rdma link add rxe0 type rxe netdev eth0 || say "FATAL: rdma link add"
+chroot $R /usr/bin/rdma link add rxe0 type rxe netdev eth0 || say "FATAL: rdma link add"
 say "ready at $(cut -d' ' -f1 /proc/uptime)s"
 if [ -n "$RUN" ]; then
     chroot $R /bin/sh -c "cd /out && exec /bin/bash $RUN"

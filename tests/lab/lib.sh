@@ -36,7 +36,7 @@ lab_guest_start() {
         -nodefaults -no-user-config -display none -no-reboot \
         -serial "file:$out/console.log" \
         -kernel "$LAB/vmlinux" -initrd "$LAB/initrd.img" \
-        -append "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init mitigations=off nokaslr tsc=reliable $append" \
+        -append "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init mitigations=off nokaslr tsc=reliable no_timer_check $append" \
         -fsdev local,id=fsroot,path=/,security_model=none,readonly=on,multidevs=remap \
         -device virtio-9p-pci,fsdev=fsroot,mount_tag=hostroot \
         -fsdev "local,id=fslab,path=$top/tests/lab,security_model=none,readonly=on,multidevs=remap" \

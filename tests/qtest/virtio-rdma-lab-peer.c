@@ -273,6 +273,10 @@ static void peer_boot(Peer *p, uint8_t qp_type)
 
 static void peer_down(Peer *p)
 {
+    /* The device's own account of what happened (counters, drops). */
+    g_autofree char *info = qtest_hmp(p->d->qts, "info rdma");
+
+    printf("---- info rdma (device) ----\n%s----\n", info);
     qvrdma_dp_qp_free(p->qp);
     qvrdma_dp_cq_free(p->cq);
     qvrdma_pt_free(&p->d->r, &p->pt);
@@ -417,7 +421,9 @@ static void run_pingpong(bool ud)
     qtest_memwrite(p.d->qts, p.pt.data + REGION(0), pat, size);
     p.recv_off = REGION(1);
     p.recv_len = size + grh;
-    post_recvs(&p, MAX_OUT);
+    if (ud) {
+        post_recvs(&p, MAX_OUT);
+    }
     pp_msg(&p, msg);
 
     if (server) {
@@ -431,6 +437,7 @@ static void run_pingpong(bool ud)
         }
         if (!ud) {
             rc_connect(&p);
+            post_recvs(&p, MAX_OUT);
         }
         if (!xwrite(fd, msg, sizeof(msg))) {
             fail("write to the guest");
@@ -446,6 +453,7 @@ static void run_pingpong(bool ud)
         xwrite(fd, "done", 5);
         if (!ud) {
             rc_connect(&p);
+            post_recvs(&p, MAX_OUT);
         }
     }
     close(fd);
@@ -607,9 +615,6 @@ static void run_perftest(const char *tool)
     pt_msg(&p, msg, out_reads);
     p.recv_off = REGION(1);
     p.recv_len = size;
-    if (is_send && server) {
-        post_recvs(&p, MAX_OUT);
-    }
 
     if (server) {
         fd = tcp_listen_accept(opt.port);
@@ -647,6 +652,9 @@ static void run_perftest(const char *tool)
                 " out_reads %u", p.rqpn, p.rpsn, p.rrkey, p.rvaddr,
                 p.rout_reads);
             rc_connect(&p);
+            if (is_send && server) {
+                post_recvs(&p, MAX_OUT);
+            }
         }
     }
 

@@ -2,14 +2,25 @@
 # shellcheck shell=bash
 top=${top:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 LAB=${LAB_BUILD:-$top/build/lab}
-QEMU=${LAB_QEMU:-$top/build/qemu/qemu-system-x86_64}
+QEMU_BUILT=${LAB_QEMU:-$top/build/qemu/qemu-system-x86_64}
+QEMU=$QEMU_BUILT
 LAB_MEM=${LAB_MEM:-512}
 
 lab_die() { echo "lab: FAILED: $*" >&2; exit 1; }
 
 lab_check_prereqs() {
-    [ -x "$QEMU" ] || lab_die "$QEMU missing (bash scripts/build.sh)"
+    [ -x "$QEMU_BUILT" ] || lab_die "$QEMU_BUILT missing (bash scripts/build.sh)"
     [ -f "$LAB/vmlinux" ] && [ -f "$LAB/initrd.img" ] || lab_die "no kernel/initramfs in $LAB (tests/lab/setup.sh)"
+    # A snapshot of the binary (a hard link: a relink by a concurrent build
+    # makes a new file and leaves ours alone); firmware from the build's
+    # qemu-bundle, which QEMU looks for next to its binary.
+    [ -d "$(dirname "$QEMU_BUILT")/qemu-bundle" ] || lab_die "no qemu-bundle next to $QEMU_BUILT"
+    mkdir -p "$LAB/bin"
+    rm -f "$LAB/bin/qemu-system-x86_64"
+    ln "$QEMU_BUILT" "$LAB/bin/qemu-system-x86_64" 2>/dev/null || cp "$QEMU_BUILT" "$LAB/bin/qemu-system-x86_64"
+    ln -sfn "$(cd "$(dirname "$QEMU_BUILT")" && pwd)/qemu-bundle" "$LAB/bin/qemu-bundle"
+    QEMU=$LAB/bin/qemu-system-x86_64
+    timeout 30 "$QEMU" -version >/dev/null || lab_die "$QEMU does not run"
 }
 
 # A free TCP or UDP port on 127.0.0.1.

@@ -29,5 +29,7 @@ for p in $parts; do
     *) lab_die "unknown part $p" ;;
     esac
 done
+python3 "$top/tests/lab/report.py" "$RES/results.txt" > "$RES/report.txt" 2>&1
+echo; cat "$RES/report.txt"; echo "(results: $RES)"
 echo "lab: $passed passed, $failed failed"
 [ "$failed" = 0 ]

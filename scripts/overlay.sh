@@ -24,6 +24,7 @@ links=(
     tests/qtest/virtio-rdma-demo.c
     tests/qtest/virtio-rdma-dp-test.c
     tests/qtest/virtio-rdma-bench.c
+    tests/qtest/virtio-rdma-lab-peer.c
 )
 for p in "${links[@]}"; do
     [ -e "$top/$p" ] || { echo "overlay: $p missing in the repo" >&2; exit 1; }

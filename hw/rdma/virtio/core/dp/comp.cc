@@ -29,7 +29,11 @@
  *
  * Timers: the retransmit timer (4.096 us * 2^timeout, C9-140) runs while
  * packets are unacknowledged and restarts on progress; on expiry it is an
- * ERROR_RETRY.  Progress refills both retry counters (as rxe).  retry_cnt 7
+ * ERROR_RETRY.  Progress refills both retry counters (as rxe).
+ *
+ * Congestion: a go-back-N (ERROR_RETRY) shrinks the requester's window to
+ * kCwndMin packets; every packet acknowledged after that grows it by one,
+ * up to the full window (req_window()).  retry_cnt 7
  * means 7 retries here (IBA), not forever (an rxe quirk).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -87,11 +91,27 @@ struct Ctx {
     uint32_t psn = 0;
     uint32_t mask = 0;
     SendWqe *w = nullptr;
+    bool retried = false;  /* went back N: the window starts over */
 };
 
+/*
+ * PSNs sent and not acknowledged.  Measured from the highest PSN sent, not
+ * req.psn: while a go-back-N resends, responses to the first transmission
+ * may acknowledge beyond req.psn (the requester then skips ahead).
+ */
 bool outstanding(const QpEngine &e)
 {
-    return psn_diff(e.req.psn, e.comp.psn) > 0;
+    return psn_diff(e.req.psn_hi, e.comp.psn) > 0;
+}
+
+/*
+ * Every packet of @w went out at least once: waiting for its response, or
+ * being resent after a go-back-N that the responder may not need.
+ */
+bool all_sent(const QpEngine &e, const SendWqe &w)
+{
+    return w.state == WqeState::kPending ||
+           psn_diff(w.last_psn, e.req.psn_hi) < 0;
 }
 
 St get_wqe(Ctx &x)
@@ -114,9 +134,13 @@ St check_psn(Ctx &x)
 {
     SendWqe &w = *x.w;
     if (psn_diff(x.psn, w.last_psn) > 0) {
-        if (w.state != WqeState::kPending) {
+        if (!all_sent(x.e, w)) {
             return St::kIgnore; /* cannot be: not all of it was sent */
         }
+        /*
+         * Being resent after a go-back-N, but all of it was sent before:
+         * the responder has it (C9-114), the requester skips ahead.
+         */
         return is_rd(w.opcode) ? St::kErrorRetry : St::kCompWqe;
     }
     const int32_t d = psn_diff(x.psn, x.e.comp.psn);
@@ -334,6 +358,8 @@ St error_retry(Ctx &x)
     if (outstanding(e)) {
         e.req.need_retry = true;
         e.comp.started_retry = true;
+        e.req.cwnd = kCwndMin; /* slow start: a small burst first */
+        x.retried = true;
         schedule(x.c, x.qp);
     }
     return St::kDone;
@@ -375,7 +401,7 @@ St step(Ctx &x, St st)
     case St::kRead: return do_read(x);
     case St::kAtomic: return do_atomic(x);
     case St::kWriteSend:
-        return (x.w->state == WqeState::kPending && x.psn == x.w->last_psn)
+        return (all_sent(x.e, *x.w) && x.psn == x.w->last_psn)
                    ? St::kCompAck
                    : St::kUpdateComp;
     case St::kCompAck: return comp_ack(x);
@@ -429,7 +455,23 @@ void comp_receive(VrdmaCore &c, Qp &qp, const Packet &pkt)
     Ctx x{c, qp, qp.dp, &pkt};
     x.psn = pkt.bth().psn();
     x.mask = pkt.info->mask;
+    const uint32_t before = qp.dp.comp.psn;
     run(x);
+    /* Slow start: the window grows by what this response acknowledged. */
+    const int32_t acked = psn_diff(qp.dp.comp.psn, before);
+    if (!x.retried && acked > 0 && qp.state() != VIRTIO_RDMA_QPS_ERR) {
+        QpEngine &e = qp.dp;
+        e.req.cwnd = std::min<uint32_t>(e.req.cwnd + acked, kMaxUnackedPsns);
+        if (psn_diff(e.comp.psn, e.req.psn) > 0) {
+            /*
+             * An ACK beyond what this go-back-N resent so far: those PSNs
+             * arrived the first time.  Resume at comp.psn rather than
+             * resend them (a small window would otherwise stay full).
+             */
+            e.req.need_retry = true;
+            schedule(c, qp);
+        }
+    }
 }
 
 void comp_timer(VrdmaCore &c, Qp &qp, uint64_t t)

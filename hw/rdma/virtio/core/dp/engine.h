@@ -66,6 +66,22 @@ constexpr uint32_t psn_add(uint32_t psn, uint32_t n)
 inline constexpr uint32_t kMaxMsgSize = 1u << 31;  /* IBA: 2^31 bytes */
 inline constexpr uint32_t kMaxUnackedPsns = 128;   /* rxe: requester window */
 inline constexpr uint32_t kMaxPktsPerAck = 64;     /* rxe: AckReq every 64 */
+/*
+ * RC requester window in bytes, on top of the 128 PSNs: what a receiver
+ * that drains its socket slowly still holds.  A QEMU -netdev dgram socket
+ * has the default 208 KiB receive buffer (about 24 frames of 4 KiB once
+ * the kernel's per-datagram overhead is counted) and is read one datagram
+ * per main-loop pass, so bursts of 128 x 4 KiB overflow it.  The window in
+ * packets is kWindowBytes / MTU, between kCwndMin and kMaxUnackedPsns
+ * (MTU 256: 128 packets as rxe; MTU 4096: 16).
+ */
+inline constexpr uint32_t kWindowBytes = 64 * 1024;
+/*
+ * After a loss (NAK sequence error, retransmit timeout) the window starts
+ * again at kCwndMin packets and grows by one per packet acknowledged (slow
+ * start) back to the full window, instead of resending the window at once.
+ */
+inline constexpr uint32_t kCwndMin = 4;
 inline constexpr uint32_t kGsiQkey = 0x80010000;   /* IBA 13.5.3.2 */
 inline constexpr uint32_t kQkeyUseQp = 0x80000000; /* IBA C10-15 */
 inline constexpr uint8_t kRnrRetryInfinite = 7;    /* IBA 9.7.5.2.8 */
@@ -157,6 +173,7 @@ struct ReqState {
     uint32_t psn = 0;        /* next PSN to send */
     uint32_t psn_hi = 0;     /* highest next PSN ever (retransmit count) */
     uint32_t noack_pkts = 0; /* packets since the last AckReq */
+    uint32_t cwnd = kMaxUnackedPsns; /* packets; see kCwndMin */
     uint32_t rd_atomic = 0;  /* outstanding READ/ATOMIC WQEs */
     bool need_retry = false; /* go back to comp.psn before sending more */
     bool wait_rnr = false;   /* RNR timer running: send nothing */
@@ -357,6 +374,8 @@ enum class Progress : uint8_t { kIdle, kBlocked, kBudget };
 Progress req_run(VrdmaCore &c, Qp &qp, unsigned &budget);
 /* Go-back-N from comp.psn (IBA 9.7.4.1.4). */
 void req_retry(VrdmaCore &c, Qp &qp);
+/* RC: unacknowledged PSNs the requester may have now (the window). */
+uint32_t req_window(const QpEngine &e, uint32_t mtu);
 
 /* comp.cc */
 void comp_receive(VrdmaCore &c, Qp &qp, const roce::Packet &pkt);

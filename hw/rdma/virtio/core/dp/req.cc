@@ -8,7 +8,8 @@
  *   the RNR timer runs;
  *   a FENCE WQE waits for the READs/ATOMICs before it (IBA 10.8.3.3);
  *   a READ/ATOMIC waits for one of max_rd_atomic's credits;
- *   RC: 128 PSNs are unacknowledged (rxe's window).
+ *   RC: the window is full: 128 PSNs (rxe's), at most kWindowBytes of
+ *   packets, and after a loss the congestion window (req_window()).
  *
  * Before its first packet a WQE gets its PSNs (first_psn..last_psn) and its
  * SGEs are checked (LOC_PROT_ERR).  LOCAL_INV and REG_MR execute here, in
@@ -16,8 +17,10 @@
  * completes successfully without a packet (C10-93.1.1, as rxe).
  *
  * Packets: segments of the path MTU (capped by the port's); FIRST/MIDDLE/
- * LAST/ONLY as the message goes; AckReq on the last packet of a message
- * and whenever more than 64 packets went without one (rxe); the solicited
+ * LAST/ONLY as the message goes; AckReq on the last packet of a message,
+ * whenever more than 64 packets (or half the window, if smaller) went
+ * without one (rxe's cadence with the full window), and on the packet that
+ * fills the window (its ACK is what reopens it); the solicited
  * bit on the last packet of a SEND or WRITE-with-immediate that asks for
  * it; UD: DETH with the Q_Key (GSI: 0x80010000; a WQE Q_Key with the high
  * bit set means the QP's, C10-15) and our QP number.
@@ -137,8 +140,11 @@ uint8_t send_packet(VrdmaCore &c, Qp &qp, SendWqe &w, uint32_t mtu,
         return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }
     const uint32_t psn = e.req.psn;
+    const uint32_t win = req_window(e, mtu);
     const bool ack_req =
-        *last || e.req.noack_pkts++ > kMaxPktsPerAck; /* rxe's policy */
+        *last || e.req.noack_pkts++ > std::min(kMaxPktsPerAck, win / 2) ||
+        (qp_is_rc(qp) && win < kMaxUnackedPsns &&
+         psn_diff(psn, e.comp.psn) + 1 >= static_cast<int32_t>(win));
     if (ack_req) {
         e.req.noack_pkts = 0;
     }
@@ -230,6 +236,13 @@ Progress fail(VrdmaCore &c, Qp &qp, SendWqe &w, uint8_t status)
 }
 
 } // namespace
+
+uint32_t req_window(const QpEngine &e, uint32_t mtu)
+{
+    const uint32_t bytes = std::clamp(kWindowBytes / std::max(mtu, 1u),
+                                      kCwndMin, kMaxUnackedPsns);
+    return std::min(bytes, std::max(e.req.cwnd, kCwndMin));
+}
 
 void req_retry(VrdmaCore &c, Qp &qp)
 {
@@ -362,7 +375,7 @@ Progress req_run(VrdmaCore &c, Qp &qp, unsigned &budget)
             }
         }
         if (rc && psn_diff(e.req.psn, e.comp.psn) >=
-                      static_cast<int32_t>(kMaxUnackedPsns)) {
+                      static_cast<int32_t>(req_window(e, mtu))) {
             return Progress::kBlocked; /* ACKs reopen the window */
         }
         bool last = false;

@@ -1046,6 +1046,137 @@ TEST_F(DpRc, WindowOf128Psns)
     expect_cqe(*a, cq_a, 2, VIRTIO_RDMA_WC_RETRY_EXC_ERR, VIRTIO_RDMA_WC_SEND);
 }
 
+/*
+ * At MTU 4096 the window is 64 KiB (16 packets), not 128 PSNs: a QEMU dgram
+ * socket's receive buffer holds about 24 such frames.  The packet that
+ * fills the window asks for the ACK that reopens it.
+ */
+TEST_F(DpRc, WindowOf64KiBAtMtu4096)
+{
+    Conn c;
+    c.mtu = VIRTIO_RDMA_MTU_4096;
+    c.retry_cnt = 0;
+    up(c);
+    wire.tap = [](Wire::Frame &f) { return f.src != 1; }; /* no ACK arrives */
+    a->post_send(qa, write(2, 256 * 1024));
+    ASSERT_TRUE(wire.pump());
+    const std::vector<Pkt> req = sent_by(0);
+    ASSERT_EQ(req.size(), 16u);
+    EXPECT_TRUE(req.back().ack_req) << "the window is full: ask for an ACK";
+    expect_cqe(*a, cq_a, 2, VIRTIO_RDMA_WC_RETRY_EXC_ERR,
+               VIRTIO_RDMA_WC_RDMA_WRITE);
+}
+
+/*
+ * Never more than 64 KiB unacknowledged on the wire, and the window keeps
+ * moving without a timeout: AckReq every half window.
+ */
+class DpRcWindow : public DpRc, public ::testing::WithParamInterface<uint32_t> {
+};
+
+TEST_P(DpRcWindow, BytesInFlightStayWithinTheWindow)
+{
+    const uint32_t mtu = GetParam();
+    Conn c;
+    c.mtu = mtu;
+    up(c);
+    const uint64_t bytes = 128u << mtu; /* the MTU in bytes */
+    const uint64_t window = std::min<uint64_t>(64 * 1024, 128 * bytes);
+    a->fill(src.addr, kBuf, 44);
+    a->post_send(qa, write(1, kBuf / 2));
+    a->post_send(qa, write(2, kBuf / 2, kBuf / 2));
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*a, cq_a, 1, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_RDMA_WRITE);
+    expect_cqe(*a, cq_a, 2, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_RDMA_WRITE);
+    EXPECT_TRUE(b->check(dst.addr, kBuf, 44));
+    EXPECT_EQ(a->stats().retry_timeouts, 0u);
+    EXPECT_EQ(a->stats().retransmits, 0u);
+    /* In the order sent: an ACK was sent before A could know of it. */
+    uint32_t acked = conn.psn_a;
+    int32_t most = 0;
+    size_t acks = 0;
+    for (const Wire::Frame &f : wire.captured) {
+        const Pkt k = parse(f);
+        ASSERT_TRUE(k.ok);
+        if (k.src == 1) {
+            acked = (k.psn + 1) & 0xFFFFFF;
+            acks++;
+            continue;
+        }
+        const int32_t ahead =
+            static_cast<int32_t>(((k.psn - acked) & 0xFFFFFF) << 8) >> 8;
+        most = std::max(most, ahead + 1);
+    }
+    EXPECT_LE(uint64_t(most) * bytes, window) << "packets " << most;
+    EXPECT_EQ(uint64_t(most) * bytes, window) << "the window is used";
+    EXPECT_GE(acks, kBuf / bytes / std::min<uint64_t>(64, window / bytes / 2 + 2))
+        << "an ACK every half window";
+}
+
+INSTANTIATE_TEST_SUITE_P(Mtu, DpRcWindow,
+                         ::testing::Values(VIRTIO_RDMA_MTU_256,
+                                           VIRTIO_RDMA_MTU_1024,
+                                           VIRTIO_RDMA_MTU_2048,
+                                           VIRTIO_RDMA_MTU_4096),
+                         [](const auto &info) {
+                             return std::to_string(128u << info.param);
+                         });
+
+/*
+ * After a loss the requester resends a small burst (4 packets) and grows
+ * the window again as ACKs come, instead of resending the whole window.
+ */
+TEST_F(DpRc, SlowStartAfterANak)
+{
+    Conn c;
+    c.mtu = VIRTIO_RDMA_MTU_4096;
+    up(c);
+    a->fill(src.addr, kBuf, 45);
+    int seen = 0;
+    wire.tap = [&](Wire::Frame &f) {
+        const Pkt k = parse(f);
+        return !(k.src == 0 && ++seen == 20); /* once */
+    };
+    a->post_send(qa, write(1, kBuf));
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*a, cq_a, 1, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_RDMA_WRITE);
+    EXPECT_TRUE(b->check(dst.addr, kBuf, 45));
+    EXPECT_EQ(a->stats().retry_timeouts, 0u) << "the NAK repairs it";
+    EXPECT_EQ(b->stats().naks_sent, 1u);
+    /* Requests resent between the NAK and B's next frame: one burst. */
+    std::vector<size_t> bursts;
+    bool after_nak = false;
+    uint32_t hi = conn.psn_a;
+    bool first = true;
+    for (const Wire::Frame &f : wire.captured) {
+        const Pkt k = parse(f);
+        if (k.src == 1) {
+            if (k.syndrome == roce::kAethNakPsnSeqErr) {
+                after_nak = true;
+                bursts.push_back(0);
+            } else if (after_nak && bursts.back()) {
+                bursts.push_back(0); /* the next burst, after an ACK */
+            }
+            continue;
+        }
+        const bool resent =
+            !first && (static_cast<int32_t>(((k.psn - hi) & 0xFFFFFF) << 8) >>
+                       8) <= 0;
+        if (first || !resent) {
+            hi = k.psn;
+            first = false;
+        }
+        if (after_nak && resent) {
+            bursts.back()++;
+        }
+    }
+    ASSERT_GE(bursts.size(), 2u);
+    EXPECT_LE(bursts[0], 4u) << "kCwndMin packets first";
+    EXPECT_GT(bursts[0], 0u);
+    EXPECT_LE(a->stats().retransmits, 16u)
+        << "at most the lost packet and the rest of its window";
+}
+
 TEST_F(DpRc, SqdStopsAtAMessageBoundary)
 {
     up();

@@ -213,7 +213,7 @@ static int tcp_connect_first(int port, const void *out, size_t out_len,
         tries++;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-            xwrite(fd, out, out_len) && wait_fd(fd, POLLIN, 5000) &&
+            xwrite(fd, out, out_len) && wait_fd(fd, POLLIN, IO_TIMEOUT_MS) &&
             xread(fd, in, in_len)) {
             say("connected to 127.0.0.1:%d after %d tries", port, tries);
             return fd;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run every test tier and end with one summary line "N passed, N failed".
 #   unit      GoogleTest on the C++ core, plain and under ASan/UBSan
+#   lab       Linux rxe in TCG guests + rdma-core/perftest tools vs our device
 #   qtest     the libqos driver tests, the data-path tests (loopback and two
 #             QEMUs over -netdev dgram) and the demo against QEMU, plain and
 #             under ASan/UBSan
@@ -70,13 +71,32 @@ run_qtest() {
     count_tap "$name" "$log/$name.log" "$rc"
 }
 
-tiers=${TIERS:-unit unit-san qtest qtest-san}
+# Debian's kernel rxe in TCG guests with unmodified rdma-core / perftest
+# tools, against each other and against our device (tests/lab/run.sh).
+run_lab() {
+    echo "== lab"
+    local rc=0 p f
+    { timeout 900 bash "$top/tests/lab/setup.sh" &&
+      timeout 1200 bash "$top/tests/lab/run.sh"; } >"$log/lab.log" 2>&1 || rc=1
+    p=$(sed -nE 's/^lab: ([0-9]+) passed, ([0-9]+) failed$/\1/p' "$log/lab.log")
+    f=$(sed -nE 's/^lab: ([0-9]+) passed, ([0-9]+) failed$/\2/p' "$log/lab.log")
+    p=${p:-0} f=${f:-0}
+    if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
+    if [ "$p" = 0 ] && [ "$f" = 0 ]; then f=1; fi
+    grep -E '^(PASS|FAIL) ' "$log/lab.log" | sed 's/^/  /'
+    echo "lab: $p passed, $f failed"
+    passed=$((passed + p)); failed=$((failed + f))
+    [ "$f" = 0 ] || { tail -n 30 "$log/lab.log"; failures+=("lab (see $log/lab.log)"); }
+}
+
+tiers=${TIERS:-unit unit-san qtest qtest-san lab}
 for t in $tiers; do
     case $t in
     unit)      run_unit unit "$BUILD_UNIT" ;;
     unit-san)  run_unit unit-san "$BUILD_UNIT_SAN" -Db_sanitize=address,undefined -Db_lundef=false ;;
     qtest)     run_qtest qtest "$BUILD_QEMU" ;;
     qtest-san) run_qtest qtest-san "$BUILD_QEMU_SAN" ;;
+    lab)       run_lab ;;
     *) echo "test.sh: unknown tier $t" >&2; exit 2 ;;
     esac
 done

@@ -75,74 +75,6 @@ static uint64_t env_u64(const char *name, uint64_t dflt)
 
 /* ---- bring-up ------------------------------------------------------------- */
 
-/*
- * qvrdma_dev_boot() with extra virtio-net options (host_mtu): the same
- * steps, so qvrdma_dev_quit() takes it down.
- */
-static QVrdmaDev *bench_boot(const char *netdev_opts, const char *mac,
-                             const char *nic_opts)
-{
-    QVrdmaDev *d = g_new0(QVrdmaDev, 1);
-    QPCIAddress addr = { .devfn = QPCI_DEVFN(QVRDMA_SLOT, 1) };
-    unsigned v[6];
-    int i;
-
-    g_assert_cmpint(sscanf(mac, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2],
-                           &v[3], &v[4], &v[5]), ==, 6);
-    for (i = 0; i < 6; i++) {
-        d->mac[i] = v[i];
-    }
-    d->qs = qtest_pc_boot("-M pc -netdev %s "
-                          "-device virtio-net-pci,id=nic0,netdev=n0,addr=04.0,"
-                          "multifunction=on,mac=%s%s "
-                          "-device virtio-rdma-pci,id=rdma0,addr=04.1,%s",
-                          netdev_opts, mac, nic_opts, RDMA_OPTS);
-    d->qts = d->qs->qts;
-    d->vpci = virtio_pci_new(d->qs->pcibus, &addr);
-    g_assert_nonnull(d->vpci);
-    qvirtio_pci_device_enable(d->vpci);
-    qvirtio_start_device(&d->vpci->vdev);
-    qpci_msix_enable(d->vpci->pdev);
-    d->msix_entries = qpci_msix_table_size(d->vpci->pdev);
-    qvrdma_init(&d->r, &d->vpci->vdev, d->qts, &d->qs->alloc);
-    qvrdma_read_config(&d->r, &d->cfg);
-    d->max_cq = le32_to_cpu(d->cfg.max_cq);
-    d->max_qp = le32_to_cpu(d->cfg.max_qp);
-    if (d->msix_entries >= d->max_cq + 2) {
-        QVirtQueuePCI *vqpci = container_of(d->r.ctrl, QVirtQueuePCI, vq);
-
-        qvirtqueue_pci_msix_setup(d->vpci, vqpci, &d->qs->alloc,
-                                  d->max_cq + 1);
-        qtest_writel(d->qts, vqpci->msix_addr, 0);
-        d->ctrl_msix = true;
-    }
-    return d;
-}
-
-/* Two free UDP ports on 127.0.0.1 (both held until both are known). */
-static void free_udp_ports(int *p1, int *p2)
-{
-    int fd[2], i;
-    int *port[2] = { p1, p2 };
-
-    for (i = 0; i < 2; i++) {
-        struct sockaddr_in sa = {
-            .sin_family = AF_INET,
-            .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-        };
-        socklen_t len = sizeof(sa);
-
-        fd[i] = socket(AF_INET, SOCK_DGRAM, 0);
-        g_assert_cmpint(fd[i], >=, 0);
-        g_assert_cmpint(bind(fd[i], (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
-        g_assert_cmpint(getsockname(fd[i], (struct sockaddr *)&sa, &len), ==,
-                        0);
-        *port[i] = ntohs(sa.sin_port);
-    }
-    close(fd[0]);
-    close(fd[1]);
-}
-
 typedef struct Side {
     const char *name;
     QVrdmaDev *d;
@@ -433,7 +365,7 @@ static void raw_run(Raw *r, size_t frame, double seconds)
     memset(r, 0, sizeof(*r));
     r->frame = frame;
     r->seconds = seconds;
-    free_udp_ports(&pa, &pb);
+    qvrdma_free_udp_ports(&pa, &pb);
     a.sin_port = htons(pa);
     b.sin_port = htons(pb);
     r->tx_fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -490,15 +422,17 @@ static void bench_rc_write(void)
     g_assert_cmpuint(msg, >, 0);
     g_assert_true(mtu_bytes == 1024 || mtu_bytes == 4096);
 
-    free_udp_ports(&pa, &pb);
+    qvrdma_free_udp_ports(&pa, &pb);
     na = g_strdup_printf("dgram,id=n0,local.type=inet,local.host=127.0.0.1,"
                          "local.port=%d,remote.type=inet,"
                          "remote.host=127.0.0.1,remote.port=%d", pa, pb);
     nb = g_strdup_printf("dgram,id=n0,local.type=inet,local.host=127.0.0.1,"
                          "local.port=%d,remote.type=inet,"
                          "remote.host=127.0.0.1,remote.port=%d", pb, pa);
-    side_init(&a, "A", bench_boot(na, MAC_A, nic_opts), VA_A, 0x100, msg, 1);
-    side_init(&b, "B", bench_boot(nb, MAC_B, nic_opts), VA_B, 0xabcde, msg, 2);
+    side_init(&a, "A", qvrdma_dev_boot_nic(na, MAC_A, nic_opts, RDMA_OPTS),
+              VA_A, 0x100, msg, 1);
+    side_init(&b, "B", qvrdma_dev_boot_nic(nb, MAC_B, nic_opts, RDMA_OPTS),
+              VA_B, 0xabcde, msg, 2);
     side_connect(&a, &b, path_mtu, timeout);
     side_connect(&b, &a, path_mtu, timeout);
 

@@ -392,30 +392,6 @@ static QVrdmaDev *loopback_setup(Side *a, Side *b)
     return loopback_setup_psn(a, b, 0x100);
 }
 
-/* Two free UDP ports on 127.0.0.1 (both held until both are known). */
-static void free_udp_ports(int *p1, int *p2)
-{
-    int fd[2], i;
-    int *port[2] = { p1, p2 };
-
-    for (i = 0; i < 2; i++) {
-        struct sockaddr_in sa = {
-            .sin_family = AF_INET,
-            .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-        };
-        socklen_t len = sizeof(sa);
-
-        fd[i] = socket(AF_INET, SOCK_DGRAM, 0);
-        g_assert_cmpint(fd[i], >=, 0);
-        g_assert_cmpint(bind(fd[i], (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
-        g_assert_cmpint(getsockname(fd[i], (struct sockaddr *)&sa, &len), ==,
-                        0);
-        *port[i] = ntohs(sa.sin_port);
-    }
-    close(fd[0]);
-    close(fd[1]);
-}
-
 /*
  * Two QEMUs whose NICs are joined by a UDP "wire": A = ::ffff:10.0.0.1 on
  * MAC_A, B = ::ffff:10.0.0.2 on MAC_B.  GIDs are set on both before anything
@@ -428,7 +404,7 @@ static void wire_setup(Side *a, Side *b, uint8_t timeout, uint8_t retry_cnt)
     QVrdmaDev *da, *db;
     int pa, pb;
 
-    free_udp_ports(&pa, &pb);
+    qvrdma_free_udp_ports(&pa, &pb);
     na = g_strdup_printf("dgram,id=n0,local.type=inet,local.host=127.0.0.1,"
                          "local.port=%d,remote.type=inet,"
                          "remote.host=127.0.0.1,remote.port=%d", pa, pb);

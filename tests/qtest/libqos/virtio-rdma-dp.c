@@ -5,6 +5,8 @@
  */
 
 #include "qemu/osdep.h"
+#include <sys/socket.h>
+#include <netinet/in.h>
 #include "../libqtest.h"
 #include "qemu/bswap.h"
 #include "qobject/qdict.h"
@@ -39,6 +41,12 @@ static void qvrdma_parse_mac(const char *s, uint8_t mac[6])
 QVrdmaDev *qvrdma_dev_boot(const char *netdev_opts, const char *mac,
                            const char *rdma_opts)
 {
+    return qvrdma_dev_boot_nic(netdev_opts, mac, "", rdma_opts);
+}
+
+QVrdmaDev *qvrdma_dev_boot_nic(const char *netdev_opts, const char *mac,
+                               const char *nic_opts, const char *rdma_opts)
+{
     QVrdmaDev *d = g_new0(QVrdmaDev, 1);
     QPCIAddress addr = { .devfn = QPCI_DEVFN(QVRDMA_SLOT, 1) };
     bool extra = rdma_opts && *rdma_opts;
@@ -46,9 +54,9 @@ QVrdmaDev *qvrdma_dev_boot(const char *netdev_opts, const char *mac,
     qvrdma_parse_mac(mac, d->mac);
     d->qs = qtest_pc_boot("-M pc -netdev %s "
                           "-device virtio-net-pci,id=nic0,netdev=n0,addr=04.0,"
-                          "multifunction=on,mac=%s "
+                          "multifunction=on,mac=%s%s "
                           "-device virtio-rdma-pci,id=rdma0,addr=04.1%s%s",
-                          netdev_opts, mac, extra ? "," : "",
+                          netdev_opts, mac, nic_opts, extra ? "," : "",
                           extra ? rdma_opts : "");
     d->qts = d->qs->qts;
     d->vpci = virtio_pci_new(d->qs->pcibus, &addr);
@@ -84,6 +92,29 @@ bool qvrdma_dp_ctrl_irq(QVrdmaDev *d)
 
     g_assert_true(d->ctrl_msix);
     return vdev->bus->get_queue_isr_status(vdev, d->r.ctrl);
+}
+
+void qvrdma_free_udp_ports(int *p1, int *p2)
+{
+    int fd[2], i;
+    int *port[2] = { p1, p2 };
+
+    for (i = 0; i < 2; i++) {
+        struct sockaddr_in sa = {
+            .sin_family = AF_INET,
+            .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+        };
+        socklen_t len = sizeof(sa);
+
+        fd[i] = socket(AF_INET, SOCK_DGRAM, 0);
+        g_assert_cmpint(fd[i], >=, 0);
+        g_assert_cmpint(bind(fd[i], (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+        g_assert_cmpint(getsockname(fd[i], (struct sockaddr *)&sa, &len), ==,
+                        0);
+        *port[i] = ntohs(sa.sin_port);
+    }
+    close(fd[0]);
+    close(fd[1]);
 }
 
 void qvrdma_dev_kill(QVrdmaDev *d)

@@ -86,6 +86,11 @@ typedef struct QVrdmaQp {
  */
 QVrdmaDev *qvrdma_dev_boot(const char *netdev_opts, const char *mac,
                            const char *rdma_opts);
+/* The same, with @nic_opts appended to virtio-net-pci's (e.g. ",host_mtu=9000"). */
+QVrdmaDev *qvrdma_dev_boot_nic(const char *netdev_opts, const char *mac,
+                               const char *nic_opts, const char *rdma_opts);
+/* Two free UDP ports on 127.0.0.1 (both held until both are known). */
+void qvrdma_free_udp_ports(int *p1, int *p2);
 /* Quits QEMU (if still running) and frees @d; CQs/QPs must be freed first. */
 void qvrdma_dev_quit(QVrdmaDev *d);
 /* Kill QEMU (SIGTERM + wait) but keep @d for a later qvrdma_dev_quit(). */

@@ -693,6 +693,56 @@ TEST_F(DpRc, DuplicateReadReplayGivesWayToANewRead)
     EXPECT_EQ(b->stats().naks_sent, 0u);
 }
 
+/*
+ * Duplicate READ requests are answered in the order they came.  The
+ * requester went back to READ 1 while the replay of READ 2 was going out,
+ * and its go-back-N asks for READ 2 again: READ 1 is answered first.
+ * (Regression: READ 2's reply restarted in place ahead of READ 1, so each
+ * retry restarted it again and READ 1 ran out of retries.)
+ */
+TEST_F(DpRc, DuplicateReadsAreAnsweredInTheOrderTheyCame)
+{
+    Conn c;
+    c.mtu = VIRTIO_RDMA_MTU_256;
+    up(c);
+    constexpr uint32_t kLen = 32 * 256;
+    b->fill(dst.addr, 2 * kLen, 72);
+    a->post_send(qa, read(1, kLen));
+    a->post_send(qa, read(2, kLen, kLen));
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*a, cq_a, 1, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_RDMA_READ);
+    expect_cqe(*a, cq_a, 2, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_RDMA_READ);
+    std::vector<Bytes> req;
+    for (const Wire::Frame &f : wire.captured) {
+        if (parse(f).opcode == roce::kRcReadRequest) {
+            req.push_back(f.data);
+        }
+    }
+    ASSERT_EQ(req.size(), 2u);
+    const uint32_t last1 = (parse(Wire::Frame{0, 1, req[0]}).psn + 31) & 0xFFFFFF;
+    const uint32_t last2 = (parse(Wire::Frame{0, 1, req[1]}).psn + 31) & 0xFFFFFF;
+    const size_t before = wire.captured.size();
+    EXPECT_TRUE(b->receive(req[1])); /* its replay starts, most of it queued */
+    EXPECT_TRUE(b->receive(req[0]));
+    EXPECT_TRUE(b->receive(req[1]));
+    ASSERT_TRUE(wire.pump());
+    size_t end1 = 0, end2 = 0;
+    for (size_t i = before; i < wire.captured.size(); i++) {
+        const Pkt k = parse(wire.captured[i]);
+        if (k.src == 1 && is_read_resp(k.opcode)) {
+            if (k.psn == last1) {
+                end1 = i;
+            } else if (k.psn == last2) {
+                end2 = i;
+            }
+        }
+    }
+    ASSERT_NE(end1, 0u) << "READ 1 was not answered again";
+    ASSERT_NE(end2, 0u) << "READ 2 was not answered again";
+    EXPECT_LT(end1, end2) << "READ 2's replay stayed ahead of READ 1's";
+    EXPECT_EQ(a->cq_size(cq_a), 0u) << "replays complete nothing";
+}
+
 /* ---- RNR ---- */
 
 TEST_F(DpRc, RnrUntilTheReceiveIsPosted)

@@ -147,6 +147,31 @@ void push_res(QpEngine &e, OutKind kind, uint32_t index)
     out_push(e.resp, it);
 }
 
+/*
+ * A duplicate READ/ATOMIC: answer it after what is queued now, in the order
+ * the requests came (as a responder serving its request queue would).  A
+ * reply of this resource still in the queue is taken out first: restarted in
+ * place it could stay ahead of an older one the requester waits for, and
+ * each go-back-N would restart it again (a livelock under timer pressure).
+ */
+void requeue_res(QpEngine &e, OutKind kind, uint32_t index)
+{
+    RespState &r = e.resp;
+    if (r.res[index].queued) {
+        uint32_t kept = 0;
+        for (uint32_t k = 0; k < r.out_count; k++) {
+            const OutItem it = r.out[(r.out_head + k) % kOutSlots];
+            if (it.kind != OutKind::kAck && it.res == index &&
+                it.gen == r.res[index].gen) {
+                continue;
+            }
+            r.out[(r.out_head + kept++) % kOutSlots] = it;
+        }
+        r.out_count = kept;
+    }
+    push_res(e, kind, index);
+}
+
 /* ---- packets the responder sends ---- */
 
 bool begin(VrdmaCore &c, Qp &qp, uint8_t opcode, uint32_t payload,
@@ -619,17 +644,13 @@ St duplicate(Ctx &x)
             res.resid = static_cast<uint32_t>(len);
             res.restart = x.psn == res.first_psn;
             res.replay = true;
-            if (!res.queued) {
-                push_res(e, OutKind::kRead, i);
-            }
+            requeue_res(e, OutKind::kRead, i);
             return St::kDone;
         }
         if ((x.mask & kMaskAtomic) && res.type == ResType::kAtomic &&
             res.first_psn == x.psn) {
             res.replay = true;
-            if (!res.queued) {
-                push_res(e, OutKind::kAtomic, i);
-            }
+            requeue_res(e, OutKind::kAtomic, i);
             return St::kDone;
         }
     }

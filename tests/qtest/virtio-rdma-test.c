@@ -1896,6 +1896,21 @@ static void test_realize_errors(void *obj, void *data, QGuestAllocator *alloc)
                    "is outside");
     expect_refused(NIC_AT("05") "-device virtio-rdma-pci,addr=05.1,"
                    "max-qp=20000", "is outside");
+    /*
+     * A multiqueue netdev: the engine takes frames from, and sends into,
+     * one queue.  A multiqueue tap needs /dev/net/tun and CAP_NET_ADMIN;
+     * the kernel names it (%d) and removes it when QEMU exits.
+     */
+    if (access("/dev/net/tun", R_OK | W_OK) == 0 && geteuid() == 0) {
+        expect_refused("-netdev tap,id=n0,queues=2,ifname=vrdmq%d,script=no,"
+                       "downscript=no -device virtio-net-pci,netdev=n0,"
+                       "mq=on,vectors=6,addr=05.0,multifunction=on "
+                       "-device virtio-rdma-pci,addr=05.1",
+                       "needs a single queue");
+    } else {
+        g_test_message("multiqueue refusal not checked: needs root and "
+                       "/dev/net/tun");
+    }
 }
 
 static void test_device_help(void *obj, void *data, QGuestAllocator *alloc)

@@ -176,7 +176,14 @@ int Node::h_cq_push(void *o, uint32_t cqn, const virtio_rdma_cq_req *c)
         }
         room->second--;
     }
-    n->cqes[cqn].push_back(*c); /* little-endian host: as is */
+    n->cqe_count++;
+    if (c->status != VIRTIO_RDMA_WC_SUCCESS) {
+        n->bad_cqe_count++;
+        n->last_bad_status = c->status;
+    }
+    if (n->keep_cqes) {
+        n->cqes[cqn].push_back(*c); /* little-endian host: as is */
+    }
     return 0;
 }
 
@@ -514,22 +521,34 @@ bool Wire::chance(double p)
     return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng) < p;
 }
 
+Bytes Wire::take_buffer(const uint8_t *p, size_t len)
+{
+    Bytes b;
+    if (!spare_.empty()) {
+        b = std::move(spare_.back());
+        spare_.pop_back();
+    }
+    b.assign(p, p + len);
+    return b;
+}
+
 void Wire::send(int src, const uint8_t *p, size_t len)
 {
     frames++;
-    Frame f{src, -1, Bytes(p, p + len)};
+    int dst = -1;
     for (size_t i = 0; i < nodes.size(); i++) {
         if (len >= 6 && std::memcmp(p, nodes[i]->mac.data(), 6) == 0) {
-            f.dst = static_cast<int>(i);
+            dst = static_cast<int>(i);
         }
     }
     if (capture) {
-        captured.push_back(f);
+        captured.push_back(Frame{src, dst, Bytes(p, p + len)});
     }
-    if (f.dst < 0) {
-        unroutable++;
+    if (dst < 0) {
+        unroutable++; /* not even copied: a sink for one-node benchmarks */
         return;
     }
+    Frame f{src, dst, take_buffer(p, len)};
     if (tap && !tap(f)) {
         lost++;
         return;
@@ -547,13 +566,14 @@ void Wire::send(int src, const uint8_t *p, size_t len)
     const int copies = chance(faults.dup) ? 2 : 1;
     duplicated += copies - 1;
     for (int i = 0; i < copies; i++) {
+        Frame c = i + 1 < copies ? f : std::move(f);
         if (!q.empty() && chance(faults.reorder)) {
             const size_t back = std::min<size_t>(
                 q.size(), std::uniform_int_distribution<size_t>(1, 8)(rng));
-            q.insert(q.end() - static_cast<long>(back), f);
+            q.insert(q.end() - static_cast<long>(back), std::move(c));
             reordered++;
         } else {
-            q.push_back(f);
+            q.push_back(std::move(c));
         }
     }
 }
@@ -565,7 +585,10 @@ bool Wire::step()
     for (Node *n : nodes) {
         if (n->deadline <= now) {
             n->deadline = UINT64_MAX;
-            vrdma_core_timer(n->core);
+            call(n, [&] {
+                vrdma_core_timer(n->core);
+                return 0;
+            });
             return true;
         }
     }
@@ -574,8 +597,13 @@ bool Wire::step()
         q.pop_front();
         now += ns_per_frame;
         Node *n = nodes[f.dst];
-        if (!vrdma_core_net_receive(n->core, f.data.data(), f.data.size())) {
+        if (!call(n, [&] {
+                return vrdma_core_net_receive(n->core, f.data.data(),
+                                              f.data.size());
+            })) {
             n->not_ours.push_back(std::move(f.data));
+        } else {
+            spare_.push_back(std::move(f.data));
         }
         return true;
     }
@@ -583,7 +611,7 @@ bool Wire::step()
         Node *n = nodes[(steps + i) % nodes.size()];
         if (n->kicked || n->run_more) {
             n->kicked = false;
-            n->run_more = vrdma_core_run(n->core);
+            n->run_more = call(n, [&] { return vrdma_core_run(n->core); });
             return true;
         }
     }
@@ -598,7 +626,10 @@ bool Wire::step()
     for (Node *n : nodes) {
         if (n->deadline <= now) {
             n->deadline = UINT64_MAX;
-            vrdma_core_timer(n->core);
+            call(n, [&] {
+                vrdma_core_timer(n->core);
+                return 0;
+            });
         }
     }
     return true;

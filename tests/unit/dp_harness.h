@@ -11,6 +11,12 @@
  * limit, never by wall time.  Faults (loss, duplication, reordering, bit
  * flips) are drawn from a seeded generator, so every run is the same.
  *
+ * The core benchmark (bench/core_bench.cc) drives its cores with this
+ * harness too, so it only adds what a measurement needs and costs nothing
+ * when off: CQEs can be counted without being kept (keep_cqes), frame
+ * buffers are reused instead of allocated per frame, and with Wire::timed
+ * the wall time spent inside each node's core calls adds up in busy_ns.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #ifndef TESTS_UNIT_DP_HARNESS_H
@@ -19,6 +25,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -207,6 +214,12 @@ public:
     VrdmaCore *core = nullptr;
 
     std::map<uint32_t, std::deque<virtio_rdma_cq_req>> cqes;
+    /* Every CQE pushed is counted; with keep_cqes false, not kept. */
+    bool keep_cqes = true;
+    uint64_t cqe_count = 0;
+    uint64_t bad_cqe_count = 0; /* status other than SUCCESS */
+    uint32_t last_bad_status = 0;
+    uint64_t busy_ns = 0; /* in this node's core calls, when Wire::timed */
     std::map<uint32_t, int64_t> cq_room; /* absent: unlimited */
     std::map<uint32_t, unsigned> notifies;
     std::vector<std::pair<std::string, uint32_t>> drop_log;
@@ -262,6 +275,22 @@ public:
     bool pump_until(const std::function<bool()> &done,
                     uint64_t max_steps = 2000000);
 
+    /* @f(), a call into @n's core; with timed, its wall time goes to busy_ns. */
+    template <typename F>
+    auto call(Node *n, F f)
+    {
+        if (!timed) {
+            return f();
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        auto r = f();
+        n->busy_ns += static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(
+                std::chrono::steady_clock::now() - t0)
+                .count());
+        return r;
+    }
+
     uint64_t now = 1000000000; /* ns; never 0 */
     uint64_t ns_per_frame = 0; /* clock advance per frame delivered */
     std::vector<Node *> nodes;
@@ -278,11 +307,15 @@ public:
     /* Every frame sent, before faults (when capture is on). */
     bool capture = false;
     std::vector<Frame> captured;
+    bool timed = false;
     uint64_t frames = 0, lost = 0, duplicated = 0, reordered = 0,
              corrupted = 0, unroutable = 0, steps = 0;
 
 private:
     bool chance(double p);
+    Bytes take_buffer(const uint8_t *p, size_t len);
+
+    std::vector<Bytes> spare_; /* buffers of delivered frames, for reuse */
 };
 
 /* Two nodes on one wire, each with a PD, a CQ, GID 0 and a data region. */

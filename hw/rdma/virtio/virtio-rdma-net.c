@@ -17,6 +17,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/iov.h"
+#include "qemu/lockable.h"
 #include "qemu/module.h"
 #include "net/filter.h"
 #include "net/net.h"
@@ -68,14 +69,25 @@ static ssize_t virtio_rdma_filter_receive_iov(NetFilterState *nf,
         size > VIRTIO_RDMA_RX_MAX) {
         return 0;
     }
-    if (iovcnt == 1) {
-        if (vrdma_core_net_receive(r->core, iov[0].iov_base, size)) {
+    if (r->stage) {
+        /* The engine is in an iothread: it gets a copy, later. */
+        if (virtio_rdma_engine_rx(r, iov, iovcnt, size)) {
             return size;
+        }
+        return virtio_rdma_nic_absent(r) ? size : 0;
+    }
+    if (iovcnt == 1) {
+        WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+            if (vrdma_core_net_receive(r->core, iov[0].iov_base, size)) {
+                return size;
+            }
         }
     } else {
         iov_to_buf(iov, iovcnt, 0, r->rx_buf, size);
-        if (vrdma_core_net_receive(r->core, r->rx_buf, size)) {
-            return size;
+        WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+            if (vrdma_core_net_receive(r->core, r->rx_buf, size)) {
+                return size;
+            }
         }
     }
     return virtio_rdma_nic_absent(r) ? size : 0;

@@ -6,6 +6,7 @@
 
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/lockable.h"
 #include "qapi/qapi-commands-rdma-virtio.h"
 #include "qapi/qapi-types-rdma-virtio.h"
 #include "monitor/hmp.h"
@@ -13,14 +14,16 @@
 #include "hw/qdev-core.h"
 #include "hw/virtio/virtio-rdma.h"
 
-static VirtioRdmaDataPath *virtio_rdma_dp_info(VrdmaCore *core)
+static VirtioRdmaDataPath *virtio_rdma_dp_info(VirtIORdma *r)
 {
     VirtioRdmaDataPath *dp = g_new0(VirtioRdmaDataPath, 1);
     VirtioRdmaDropList **tail = &dp->drop_reasons;
     VrdmaDpStats st;
     unsigned i;
 
-    vrdma_core_get_dp_stats(core, &st);
+    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+        vrdma_core_get_dp_stats(r->core, &st);
+    }
     dp->tx_packets = st.tx_packets;
     dp->tx_bytes = st.tx_bytes;
     dp->rx_packets = st.rx_packets;
@@ -61,8 +64,10 @@ static int virtio_rdma_collect(Object *obj, void *opaque)
     if (!r || !DEVICE(r)->realized) {
         return 0;
     }
-    vrdma_core_get_stats(r->core, &st);
-    vrdma_core_get_config(r->core, &cfg);
+    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+        vrdma_core_get_stats(r->core, &st);
+        vrdma_core_get_config(r->core, &cfg);
+    }
     memcpy(guid, &cfg.sys_image_guid, sizeof(guid));
 
     info = g_new0(VirtioRdmaInfo, 1);
@@ -85,7 +90,7 @@ static int virtio_rdma_collect(Object *obj, void *opaque)
     info->mapped_pages = st.mapped_pages;
     info->commands = st.cmds;
     info->command_errors = st.cmd_errors;
-    info->data_path = virtio_rdma_dp_info(r->core);
+    info->data_path = virtio_rdma_dp_info(r);
     QAPI_LIST_APPEND(*tail, info);
     return 0;
 }

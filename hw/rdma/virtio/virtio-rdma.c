@@ -2,8 +2,11 @@
  * virtio-rdma device: QOM type, properties, virtqueues, control queue and
  * the host-ops the C++ core uses to reach guest memory and QMP.
  *
- * Everything here runs under the BQL.  Guest requests are copied out of the
- * ring once (iov_to_buf) and handed to the core, which validates them.
+ * Everything here runs under the BQL; every core call also holds
+ * r->core_lock, because with iothread=<id> the engine runs in that iothread
+ * (virtio-rdma-engine.c) and its host-ops only stage what needs the BQL.
+ * Guest requests are copied out of the ring once (iov_to_buf) and handed to
+ * the core, which validates them.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -12,6 +15,7 @@
 #include "qapi/error.h"
 #include "qapi/qapi-events-rdma-virtio.h"
 #include "qemu/iov.h"
+#include "qemu/lockable.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
 #include "qemu/bitmap.h"
@@ -74,10 +78,34 @@ static void vrdma_host_unmap(void *opaque, void *host, uint64_t len,
                         is_write ? len : 0);
 }
 
+/*
+ * In the engine's iothread guest memory is read and written as RAM only:
+ * MMIO would take the BQL, which that thread must never wait for.
+ */
+static int vrdma_host_ram_rw(VirtIORdma *r, uint64_t gpa, void *buf,
+                             uint64_t len, bool is_write)
+{
+    void *host = len ? vrdma_host_map(r, gpa, len, is_write) : NULL;
+
+    if (!host) {
+        return len ? -1 : 0;
+    }
+    if (is_write) {
+        memcpy(host, buf, len);
+    } else {
+        memcpy(buf, host, len);
+    }
+    vrdma_host_unmap(r, host, len, is_write);
+    return 0;
+}
+
 static int vrdma_host_read(void *opaque, uint64_t gpa, void *buf, uint64_t len)
 {
     VirtIORdma *r = opaque;
 
+    if (r->stage) {
+        return vrdma_host_ram_rw(r, gpa, buf, len, false);
+    }
     return dma_memory_read(VIRTIO_DEVICE(r)->dma_as, gpa, buf, len,
                            MEMTXATTRS_UNSPECIFIED) == MEMTX_OK ? 0 : -1;
 }
@@ -87,6 +115,9 @@ static int vrdma_host_write(void *opaque, uint64_t gpa, const void *buf,
 {
     VirtIORdma *r = opaque;
 
+    if (r->stage) {
+        return vrdma_host_ram_rw(r, gpa, (void *)buf, len, true);
+    }
     return dma_memory_write(VIRTIO_DEVICE(r)->dma_as, gpa, buf, len,
                             MEMTXATTRS_UNSPECIFIED) == MEMTX_OK ? 0 : -1;
 }
@@ -105,6 +136,9 @@ static void vrdma_host_gid_changed(void *opaque, uint32_t port, uint32_t index,
     memcpy(&subnet_prefix, gid, 8);
     memcpy(&interface_id, gid + 8, 8);
     trace_virtio_rdma_gid_changed(r->netdev_name, port, index, added);
+    if (r->stage) {
+        virtio_rdma_engine_gid(r, index, gid, added);
+    }
     qapi_event_send_rdma_gid_status_changed(r->netdev_name, added,
                                             subnet_prefix, interface_id);
 }
@@ -117,7 +151,13 @@ static void vrdma_host_guest_error(void *opaque, uint8_t cmd, VrdmaErr err,
 
 static void vrdma_host_net_send(void *opaque, const void *frame, size_t len)
 {
-    virtio_rdma_net_send(opaque, frame, len);
+    VirtIORdma *r = opaque;
+
+    if (r->stage) {
+        virtio_rdma_engine_tx(r, frame, len);
+    } else {
+        virtio_rdma_net_send(r, frame, len);
+    }
 }
 
 static VirtQueue *virtio_rdma_cq_vq(VirtIORdma *r, uint32_t cqn)
@@ -130,10 +170,9 @@ static VirtQueue *virtio_rdma_cq_vq(VirtIORdma *r, uint32_t cqn)
  * completion takes the next one.  A buffer that cannot hold a CQE means the
  * ring is broken.
  */
-static int vrdma_host_cq_push(void *opaque, uint32_t cqn,
-                              const struct virtio_rdma_cq_req *cqe)
+int virtio_rdma_cq_write(VirtIORdma *r, uint32_t cqn,
+                         const struct virtio_rdma_cq_req *cqe)
 {
-    VirtIORdma *r = opaque;
     VirtIODevice *vdev = VIRTIO_DEVICE(r);
     VirtQueue *vq = virtio_rdma_cq_vq(r, cqn);
     VirtQueueElement *elem;
@@ -161,13 +200,36 @@ static int vrdma_host_cq_push(void *opaque, uint32_t cqn,
     return 0;
 }
 
-static void vrdma_host_cq_notify(void *opaque, uint32_t cqn)
+void virtio_rdma_cq_interrupt(VirtIORdma *r, uint32_t cqn)
 {
-    VirtIORdma *r = opaque;
     VirtQueue *vq = virtio_rdma_cq_vq(r, cqn);
 
     if (vq) {
         virtio_notify(VIRTIO_DEVICE(r), vq);
+    }
+}
+
+/* With an iothread, completions are staged and written by dp_bh. */
+static int vrdma_host_cq_push(void *opaque, uint32_t cqn,
+                              const struct virtio_rdma_cq_req *cqe)
+{
+    VirtIORdma *r = opaque;
+
+    if (r->stage) {
+        virtio_rdma_engine_cqe(r, cqn, cqe);
+        return 0;
+    }
+    return virtio_rdma_cq_write(r, cqn, cqe);
+}
+
+static void vrdma_host_cq_notify(void *opaque, uint32_t cqn)
+{
+    VirtIORdma *r = opaque;
+
+    if (r->stage) {
+        virtio_rdma_engine_notify(r, cqn);
+    } else {
+        virtio_rdma_cq_interrupt(r, cqn);
     }
 }
 
@@ -181,7 +243,9 @@ static void vrdma_host_timer_mod(void *opaque, uint64_t deadline_ns)
 {
     VirtIORdma *r = opaque;
 
-    if (deadline_ns == UINT64_MAX) {
+    if (r->stage) {
+        virtio_rdma_engine_timer_mod(r, deadline_ns);
+    } else if (deadline_ns == UINT64_MAX) {
         timer_del(r->timer);
     } else {
         timer_mod(r->timer, MIN(deadline_ns, INT64_MAX));
@@ -192,7 +256,11 @@ static void vrdma_host_kick(void *opaque)
 {
     VirtIORdma *r = opaque;
 
-    qemu_bh_schedule(r->dp_bh);
+    if (r->stage) {
+        virtio_rdma_engine_kick(r);
+    } else {
+        qemu_bh_schedule(r->dp_bh);
+    }
 }
 
 static void vrdma_host_wire_drop(void *opaque, const char *why, uint32_t qpn)
@@ -223,8 +291,10 @@ static bool virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
         return false;
     }
     req_len = iov_to_buf(elem->out_sg, elem->out_num, 0, req, sizeof(req));
-    status = vrdma_core_ctrl(r->core, req[0], req + 1, req_len - 1, rsp,
-                             MIN(in_len - 1, sizeof(rsp)), &rsp_len);
+    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+        status = vrdma_core_ctrl(r->core, req[0], req + 1, req_len - 1, rsp,
+                                 MIN(in_len - 1, sizeof(rsp)), &rsp_len);
+    }
     trace_virtio_rdma_ctrl_cmd(vrdma_cmd_name(req[0]), status, rsp_len);
 
     iov_from_buf(elem->in_sg, elem->in_num, 0, &status, 1);
@@ -316,10 +386,12 @@ static void virtio_rdma_handle_wq(VirtIODevice *vdev, VirtQueue *vq)
         len = iov_to_buf(elem->out_sg, elem->out_num, 0, wqe, sizeof(wqe));
         virtqueue_push(vq, elem, 0);
         g_free(elem);
-        if (is_rq) {
-            vrdma_core_post_recv(r->core, qpn, wqe, len);
-        } else {
-            vrdma_core_post_send(r->core, qpn, wqe, len);
+        WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+            if (is_rq) {
+                vrdma_core_post_recv(r->core, qpn, wqe, len);
+            } else {
+                vrdma_core_post_send(r->core, qpn, wqe, len);
+            }
         }
     }
     if (done) {
@@ -327,11 +399,19 @@ static void virtio_rdma_handle_wq(VirtIODevice *vdev, VirtQueue *vq)
     }
     if (done == budget && !virtio_queue_empty(vq)) {
         set_bit(idx - 1, r->dp_pending);
+        qemu_bh_schedule(r->dp_bh);
     }
-    qemu_bh_schedule(r->dp_bh);
+    if (r->stage) {
+        virtio_rdma_engine_kick(r);
+    } else {
+        qemu_bh_schedule(r->dp_bh);
+    }
 }
 
-/* Queues a kick left unfinished, then the engine, each with its budget. */
+/*
+ * Queues a kick left unfinished, then the engine (without an iothread) or
+ * what the engine staged (with one), each with its budget.
+ */
 static void virtio_rdma_dp_bh(void *opaque)
 {
     VirtIORdma *r = opaque;
@@ -347,8 +427,14 @@ static void virtio_rdma_dp_bh(void *opaque)
         clear_bit(i, r->dp_pending);
         virtio_rdma_handle_wq(vdev, r->data_vqs[i]);
     }
-    if (vrdma_core_run(r->core)) {
-        qemu_bh_schedule(r->dp_bh);
+    if (r->stage) {
+        virtio_rdma_engine_flush(r);
+        return;
+    }
+    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+        if (vrdma_core_run(r->core)) {
+            qemu_bh_schedule(r->dp_bh);
+        }
     }
 }
 
@@ -356,7 +442,9 @@ static void virtio_rdma_timer_cb(void *opaque)
 {
     VirtIORdma *r = opaque;
 
-    vrdma_core_timer(r->core);
+    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+        vrdma_core_timer(r->core);
+    }
 }
 
 /* ---- virtio device ---------------------------------------------------------- */
@@ -366,7 +454,9 @@ static void virtio_rdma_get_config(VirtIODevice *vdev, uint8_t *config)
     VirtIORdma *r = VIRTIO_RDMA(vdev);
     struct virtio_rdma_config cfg;
 
-    vrdma_core_get_config(r->core, &cfg);
+    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+        vrdma_core_get_config(r->core, &cfg);
+    }
     memcpy(config, &cfg, sizeof(cfg));
 }
 
@@ -386,10 +476,16 @@ static void virtio_rdma_reset(VirtIODevice *vdev)
     qemu_bh_cancel(r->ctrl_bh);
     qemu_bh_cancel(r->dp_bh);
     bitmap_zero(r->dp_pending, r->num_data_vqs);
-    vrdma_core_get_stats(r->core, &st);
-    trace_virtio_rdma_reset(st.pds, st.cqs, st.qps, st.mrs);
-    vrdma_core_reset(r->core);
+    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+        vrdma_core_get_stats(r->core, &st);
+        trace_virtio_rdma_reset(st.pds, st.cqs, st.qps, st.mrs);
+        vrdma_core_reset(r->core);
+    }
     timer_del(r->timer);
+    if (r->stage) {
+        virtio_rdma_engine_timer_mod(r, UINT64_MAX);
+        virtio_rdma_engine_reset(r);
+    }
 }
 
 void virtio_rdma_set_nic(VirtIORdma *r, VirtIONet *nic)
@@ -494,8 +590,12 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
         return;
     }
     object_ref(OBJECT(r->nic));
+    qemu_mutex_init(&r->core_lock);
     /* Before anything else is set up: the timer and BH must exist first. */
     r->timer = timer_new_ns(QEMU_CLOCK_REALTIME, virtio_rdma_timer_cb, r);
+    if (c->iothread) {
+        virtio_rdma_engine_init(r);
+    }
 
     memcpy(r->mac, r->nic->nic_conf.macaddr.a, sizeof(r->mac));
     peer = r->nic->nic_conf.peers.ncs[0];
@@ -548,8 +648,10 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
     return;
 
 fail:
+    virtio_rdma_engine_cleanup(r);
     vrdma_core_free(r->core);
     r->core = NULL;
+    qemu_mutex_destroy(&r->core_lock);
     timer_free(r->timer);
     r->timer = NULL;
     g_clear_pointer(&r->netdev_name, g_free);
@@ -564,10 +666,15 @@ static void virtio_rdma_device_unrealize(DeviceState *dev)
 
     /* The wire first: no frame may reach a core being freed. */
     virtio_rdma_net_detach(r);
-    qemu_bh_delete(r->ctrl_bh);
-    qemu_bh_delete(r->dp_bh);
+    if (r->stage) {
+        virtio_rdma_engine_stop(r); /* then nothing runs in the iothread */
+    }
     vrdma_core_free(r->core);
     r->core = NULL;
+    virtio_rdma_engine_cleanup(r); /* after the core's last host-op */
+    qemu_bh_delete(r->ctrl_bh);
+    qemu_bh_delete(r->dp_bh);
+    qemu_mutex_destroy(&r->core_lock);
     timer_free(r->timer);
     g_free(r->dp_pending);
     for (i = 0; i < r->num_data_vqs; i++) {
@@ -601,6 +708,8 @@ static const Property virtio_rdma_properties[] = {
     DEFINE_PROP_UINT32("queue-size", VirtIORdma, conf.queue_size, 256),
     DEFINE_PROP_UINT64("node-guid", VirtIORdma, conf.node_guid, 0),
     DEFINE_PROP_STRING("netdev", VirtIORdma, conf.netdev),
+    DEFINE_PROP_LINK("iothread", VirtIORdma, conf.iothread, TYPE_IOTHREAD,
+                     IOThread *),
 };
 
 static void virtio_rdma_class_init(ObjectClass *klass, void *data)

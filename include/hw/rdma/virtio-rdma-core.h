@@ -197,6 +197,15 @@ void vrdma_core_post_recv(VrdmaCore *core, uint32_t qpn,
  */
 bool vrdma_core_net_receive(VrdmaCore *core, const void *frame, size_t len);
 
+/*
+ * A completion of QP @qpn that cq_push() accepted could not be written after
+ * all: CQ @cqn had no buffer when the host got to it (a host that queues
+ * completions and writes them later).  As an overrun at cq_push(): counted,
+ * and the QP goes to ERR.  @status is the lost completion's (host order).
+ */
+void vrdma_core_cq_overrun(VrdmaCore *core, uint32_t cqn, uint32_t qpn,
+                           uint32_t status);
+
 /* The timer armed through timer_mod() expired. */
 void vrdma_core_timer(VrdmaCore *core);
 

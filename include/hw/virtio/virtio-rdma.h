@@ -8,12 +8,15 @@
 
 #include "hw/virtio/virtio.h"
 #include "hw/rdma/virtio-rdma-core.h"
+#include "qemu/thread.h"
 #include "qom/object.h"
+#include "system/iothread.h"
 
 #define TYPE_VIRTIO_RDMA "virtio-rdma-device"
 OBJECT_DECLARE_SIMPLE_TYPE(VirtIORdma, VIRTIO_RDMA)
 
 typedef struct VirtIONet VirtIONet;
+typedef struct VirtIORdmaStage VirtIORdmaStage;
 
 typedef struct VirtIORdmaConf {
     uint32_t max_qp;
@@ -26,6 +29,7 @@ typedef struct VirtIORdmaConf {
     uint32_t queue_size;
     uint64_t node_guid;     /* 0: derived from the paired NIC's MAC */
     char *netdev;           /* NULL: the paired NIC's netdev id */
+    IOThread *iothread;     /* NULL: the engine runs under the BQL */
 } VirtIORdmaConf;
 
 struct VirtIORdma {
@@ -37,11 +41,15 @@ struct VirtIORdma {
     uint8_t mac[6];
 
     VrdmaCore *core;
+    QemuMutex core_lock;    /* every core call; taken after the BQL */
+    VirtIORdmaStage *stage; /* iothread only: virtio-rdma-engine.c */
     VirtQueue *ctrl_vq;
     VirtQueue **data_vqs;   /* CQs, then SQ/RQ pairs, in ABI order */
     unsigned num_data_vqs;
     QEMUBH *ctrl_bh;        /* continues the control queue past the budget */
-    QEMUBH *dp_bh;          /* runs the engine and queues left over by a kick */
+    QEMUBH *dp_bh;          /* BQL side: queues left over by a kick, the
+                               engine's staged output (or, without an
+                               iothread, the engine itself) */
     unsigned long *dp_pending; /* data vqs (index - 1) whose kick ran out of budget */
     QEMUTimer *timer;       /* the engine's retransmit / RNR timer */
 
@@ -56,5 +64,26 @@ void virtio_rdma_set_nic(VirtIORdma *r, VirtIONet *nic);
 bool virtio_rdma_net_attach(VirtIORdma *r, Error **errp);
 void virtio_rdma_net_detach(VirtIORdma *r);
 void virtio_rdma_net_send(VirtIORdma *r, const void *frame, size_t len);
+
+/* virtio-rdma-engine.c: the engine in an iothread (conf.iothread set). */
+void virtio_rdma_engine_init(VirtIORdma *r);
+void virtio_rdma_engine_stop(VirtIORdma *r);
+void virtio_rdma_engine_cleanup(VirtIORdma *r);
+void virtio_rdma_engine_reset(VirtIORdma *r);
+void virtio_rdma_engine_kick(VirtIORdma *r);
+void virtio_rdma_engine_timer_mod(VirtIORdma *r, uint64_t deadline_ns);
+bool virtio_rdma_engine_rx(VirtIORdma *r, const struct iovec *iov, int iovcnt,
+                           size_t size);
+void virtio_rdma_engine_tx(VirtIORdma *r, const void *frame, size_t len);
+void virtio_rdma_engine_cqe(VirtIORdma *r, uint32_t cqn,
+                            const struct virtio_rdma_cq_req *cqe);
+void virtio_rdma_engine_notify(VirtIORdma *r, uint32_t cqn);
+void virtio_rdma_engine_gid(VirtIORdma *r, uint32_t index,
+                            const uint8_t gid[16], bool added);
+void virtio_rdma_engine_flush(VirtIORdma *r);
+/* virtio-rdma.c: write one completion into CQ @cqn's ring (BQL). */
+int virtio_rdma_cq_write(VirtIORdma *r, uint32_t cqn,
+                         const struct virtio_rdma_cq_req *cqe);
+void virtio_rdma_cq_interrupt(VirtIORdma *r, uint32_t cqn);
 
 #endif

@@ -51,13 +51,19 @@ QVrdmaDev *qvrdma_dev_boot_nic(const char *netdev_opts, const char *mac,
     QPCIAddress addr = { .devfn = QPCI_DEVFN(QVRDMA_SLOT, 1) };
     bool extra = rdma_opts && *rdma_opts;
 
+    /* QVRDMA_IOTHREAD=1: the engine in an iothread, off the BQL. */
+    bool io = g_strcmp0(g_getenv("QVRDMA_IOTHREAD"), "1") == 0;
+
     qvrdma_parse_mac(mac, d->mac);
-    d->qs = qtest_pc_boot("-M pc -netdev %s "
+    d->qs = qtest_pc_boot("-M pc -netdev %s %s"
                           "-device virtio-net-pci,id=nic0,netdev=n0,addr=04.0,"
                           "multifunction=on,mac=%s%s "
-                          "-device virtio-rdma-pci,id=rdma0,addr=04.1%s%s",
-                          netdev_opts, mac, nic_opts, extra ? "," : "",
-                          extra ? rdma_opts : "");
+                          "-device virtio-rdma-pci,id=rdma0,addr=04.1%s%s%s",
+                          netdev_opts,
+                          io ? "-object iothread,id=vrdma-io0 " : "",
+                          mac, nic_opts,
+                          io ? ",iothread=vrdma-io0" : "",
+                          extra ? "," : "", extra ? rdma_opts : "");
     d->qts = d->qs->qts;
     d->vpci = virtio_pci_new(d->qs->pcibus, &addr);
     g_assert_nonnull(d->vpci);

@@ -1,0 +1,33 @@
+/*
+ * virtio-rdma soft-RoCE engine: a CQ overrun the host found late.
+ *
+ * A host that runs the engine off its big lock cannot touch a CQ's ring
+ * from the engine's thread: it queues each completion (cq_push succeeds)
+ * and writes it into the ring later.  When it then finds no buffer, it
+ * reports it here, with the consequence an overrun seen at once has
+ * (cqe.cc): the completion is lost and counted, and the QP that completed
+ * goes to ERR, flushing what it still holds.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "../core.h"
+#include "engine.h"
+
+using namespace vrdma;
+
+extern "C" void vrdma_core_cq_overrun(VrdmaCore *core, uint32_t cqn,
+                                      uint32_t qpn, uint32_t status)
+{
+    VrdmaCore &c = *core;
+    VrdmaDpStats &s = c.dp.stats;
+    s.cq_overruns++;
+    /* cq_push counted it as written; it was not. */
+    s.completions -= s.completions > 0;
+    if (status != VIRTIO_RDMA_WC_SUCCESS) {
+        s.error_completions -= s.error_completions > 0;
+    }
+    Qp *qp = c.qps.at(qpn);
+    if (qp && (qp->send_cqn == cqn || qp->recv_cqn == cqn)) {
+        dp::qp_to_error(c, *qp);
+    }
+}

@@ -3,8 +3,9 @@
 #   unit      GoogleTest on the C++ core, plain and under ASan/UBSan
 #   lab       Linux rxe in TCG guests + rdma-core/perftest tools vs our device
 #   qtest     the libqos driver tests, the data-path tests (loopback and two
-#             QEMUs over -netdev dgram) and the demo against QEMU, plain and
-#             under ASan/UBSan
+#             QEMUs over -netdev dgram; the engine in the main loop, then in
+#             an iothread) and the demo against QEMU, plain and under
+#             ASan/UBSan
 # Builds what is missing first (incremental).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -68,6 +69,8 @@ run_qtest() {
     done
     timeout 300 "$bdir/tests/qtest/virtio-rdma-demo" --tap -k >>"$log/$name.log" 2>&1 || rc=1
     timeout 900 "$bdir/tests/qtest/virtio-rdma-dp-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
+    # The same data-path tests with the engine in an iothread, off the BQL.
+    QVRDMA_IOTHREAD=1 timeout 900 "$bdir/tests/qtest/virtio-rdma-dp-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
     count_tap "$name" "$log/$name.log" "$rc"
 }
 

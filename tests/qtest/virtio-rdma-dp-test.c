@@ -458,6 +458,9 @@ static void check_counters(Side *a, Side *b)
                              errors);
         }
         g_assert_cmpuint(qvrdma_dp_counter(d, "cq-overruns"), ==, 0);
+        /* The engine ran where the command line put it. */
+        g_assert_cmpint(qvrdma_dp_engine_in_iothread(d), ==,
+                        qvrdma_dp_want_iothread());
         g_assert_cmpuint(qvrdma_dp_counter(d, "drops"), ==, 0);
         tx = qvrdma_dp_counter(d, "tx-packets");
         loop = qvrdma_dp_counter(d, "loopback-packets");

@@ -1528,12 +1528,16 @@ static void test_reset(void *obj, void *data, QGuestAllocator *alloc)
  * pages are released and the guest's GIDs are reported deleted.  Its own
  * machine: the qos graph's device must survive the test.
  */
+/* @data non-NULL: the engine in an iothread (its stop path is tested too). */
 static void test_unplug(void *obj, void *data, QGuestAllocator *alloc)
 {
-    QOSState *qs = qtest_pc_boot("-M pc -netdev user,id=un0 "
+    bool io = data != NULL;
+    QOSState *qs = qtest_pc_boot("-M pc -netdev user,id=un0 %s"
                                  "-device virtio-net-pci,id=unic,netdev=un0,"
                                  "addr=05.0,multifunction=on "
-                                 "-device virtio-rdma-pci,id=urdma,addr=05.1");
+                                 "-device virtio-rdma-pci,id=urdma,addr=05.1%s",
+                                 io ? "-object iothread,id=uio0 " : "",
+                                 io ? ",iothread=uio0" : "");
     QPCIAddress addr = { .devfn = QPCI_DEVFN(5, 1) };
     QVirtioPCIDevice *vpci = virtio_pci_new(qs->pcibus, &addr);
     QVirtioRdma r = { 0 };
@@ -1917,7 +1921,7 @@ static void test_device_help(void *obj, void *data, QGuestAllocator *alloc)
 {
     static const char *const props[] = {
         "max-qp", "max-cq", "max-mr", "max-pd", "max-ah", "max-sge",
-        "max-mr-size", "queue-size", "node-guid", "netdev",
+        "max-mr-size", "queue-size", "node-guid", "netdev", "iothread",
     };
     g_autofree char *out = NULL;
     g_autofree char *err = NULL;
@@ -1939,6 +1943,9 @@ static void register_virtio_rdma_test(void)
 {
     QOSGraphTestOptions limits = {
         .edge.extra_device_opts = LIMITS_OPTS,
+    };
+    QOSGraphTestOptions iothread = {
+        .arg = (void *)"iothread",
     };
     QOSGraphTestOptions props = {
         .edge.extra_device_opts = "node-guid=" PROPS_GUID
@@ -1964,6 +1971,7 @@ static void register_virtio_rdma_test(void)
     qos_add_test("broken-frame", "virtio-rdma", test_broken_frame, NULL);
     qos_add_test("reset", "virtio-rdma", test_reset, NULL);
     qos_add_test("unplug", "virtio-rdma", test_unplug, NULL);
+    qos_add_test("unplug-iothread", "virtio-rdma", test_unplug, &iothread);
     qos_add_test("query-hmp", "virtio-rdma", test_query_hmp, NULL);
     qos_add_test("limits", "virtio-rdma", test_limits, &limits);
     qos_add_test("props", "virtio-rdma", test_props, &props);

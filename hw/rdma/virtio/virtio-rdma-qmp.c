@@ -91,6 +91,9 @@ static int virtio_rdma_collect(Object *obj, void *opaque)
     info->commands = st.cmds;
     info->command_errors = st.cmd_errors;
     info->data_path = virtio_rdma_dp_info(r);
+    if (r->conf.iothread) {
+        info->iothread = iothread_get_id(r->conf.iothread);
+    }
     QAPI_LIST_APPEND(*tail, info);
     return 0;
 }
@@ -119,6 +122,9 @@ void hmp_info_rdma(Monitor *mon, const QDict *qdict)
         monitor_printf(mon, "%s:\n", i->path);
         monitor_printf(mon, "  nic %s netdev '%s' node-guid %s\n",
                        i->nic, i->netdev, i->node_guid);
+        monitor_printf(mon, "  engine: %s%s\n",
+                       i->iothread ? "iothread " : "main loop (BQL)",
+                       i->iothread ? i->iothread : "");
         monitor_printf(mon, "  limits: qp %u cq %u mr %u pd %u queue-size %u\n",
                        i->max_qp, i->max_cq, i->max_mr, i->max_pd,
                        i->queue_size);

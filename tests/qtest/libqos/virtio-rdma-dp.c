@@ -51,8 +51,7 @@ QVrdmaDev *qvrdma_dev_boot_nic(const char *netdev_opts, const char *mac,
     QPCIAddress addr = { .devfn = QPCI_DEVFN(QVRDMA_SLOT, 1) };
     bool extra = rdma_opts && *rdma_opts;
 
-    /* QVRDMA_IOTHREAD=1: the engine in an iothread, off the BQL. */
-    bool io = g_strcmp0(g_getenv("QVRDMA_IOTHREAD"), "1") == 0;
+    bool io = qvrdma_dp_want_iothread();
 
     qvrdma_parse_mac(mac, d->mac);
     d->qs = qtest_pc_boot("-M pc -netdev %s %s"
@@ -646,6 +645,25 @@ uint64_t qvrdma_dp_counter(QVrdmaDev *d, const char *name)
     g_assert_true(qnum_get_try_uint(num, &v));
     qobject_unref(rsp);
     return v;
+}
+
+bool qvrdma_dp_engine_in_iothread(QVrdmaDev *d)
+{
+    QDict *rsp = qtest_qmp(d->qts, "{'execute': 'query-virtio-rdma'}");
+    QList *list;
+    bool io;
+
+    g_assert_true(qdict_haskey(rsp, "return"));
+    list = qdict_get_qlist(rsp, "return");
+    g_assert_cmpuint(qlist_size(list), ==, 1);
+    io = qdict_haskey(qobject_to(QDict, qlist_peek(list)), "iothread");
+    qobject_unref(rsp);
+    return io;
+}
+
+bool qvrdma_dp_want_iothread(void)
+{
+    return g_strcmp0(g_getenv("QVRDMA_IOTHREAD"), "1") == 0;
 }
 
 /* ---- GIDs and names ---------------------------------------------------------- */

@@ -86,6 +86,13 @@ typedef struct QVrdmaQp {
  */
 QVrdmaDev *qvrdma_dev_boot(const char *netdev_opts, const char *mac,
                            const char *rdma_opts);
+/*
+ * QVRDMA_IOTHREAD=1 in the environment: every device booted here runs its
+ * engine in an iothread (-object iothread + iothread=), off the BQL.
+ */
+bool qvrdma_dp_want_iothread(void);
+/* Whether query-virtio-rdma says the engine runs in an iothread. */
+bool qvrdma_dp_engine_in_iothread(QVrdmaDev *d);
 /* The same, with @nic_opts appended to virtio-net-pci's (e.g. ",host_mtu=9000"). */
 QVrdmaDev *qvrdma_dev_boot_nic(const char *netdev_opts, const char *mac,
                                const char *nic_opts, const char *rdma_opts);

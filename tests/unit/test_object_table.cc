@@ -31,6 +31,8 @@ TEST(ObjectTable, LowestFreeAndHandles)
     EXPECT_EQ(t.find(0x20001), nullptr);
     EXPECT_EQ(t.find(0x10002), nullptr); /* free slot */
     EXPECT_EQ(t.find(0x10003), nullptr); /* out of range */
+    EXPECT_EQ(t.at(3), nullptr);
+    EXPECT_EQ(t.at(UINT32_MAX), nullptr);
     EXPECT_EQ(t.live(), 2u);
     t.erase(0);
     EXPECT_EQ(t.lowest_free(), 0u);

@@ -540,6 +540,35 @@ TEST_F(DpFastReg, SendWithInvalidateInvalidatesTheRkey)
                VIRTIO_RDMA_WC_RDMA_WRITE);
 }
 
+/*
+ * A key REG_MR set is not handed out again to the next MR in the slot: a
+ * peer's stale rkey must not reach the new MR.  (The slot's counter did
+ * not learn REG_MR's byte, so the next MR got fmr.lkey + 1 again.)
+ */
+TEST_F(DpFastReg, RegMrKeyIsNotReissuedAfterDereg)
+{
+    const uint32_t stale = (fmr.lkey & ~0xFFu) | ((fmr.lkey + 1) & 0xFF);
+    reg(1, stale); /* ib_inc_rkey() */
+    write(2, stale);
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*b, cq_b, 1, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_REG_MR);
+    expect_cqe(*a, cq_a, 2, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_RDMA_WRITE);
+    ASSERT_EQ(b->dereg_mr(fmr.mrn), VIRTIO_RDMA_OK);
+
+    /* The slot's next MR, over the same memory, remote write allowed. */
+    const MrInfo next = b->reg_mr(pd_b, region, 8192, kAllAccess);
+    ASSERT_EQ(next.lkey >> 8, fmr.lkey >> 8) << "the same slot";
+    EXPECT_NE(next.rkey, stale);
+    EXPECT_NE(next.rkey, fmr.lkey);
+
+    b->fill(region, 8192, 77);
+    write(3, stale); /* the peer still holds the old key */
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*a, cq_a, 3, VIRTIO_RDMA_WC_REM_ACCESS_ERR,
+               VIRTIO_RDMA_WC_RDMA_WRITE);
+    EXPECT_TRUE(b->check(region, 8192, 77)) << "nothing written";
+}
+
 class DpBadReg : public DpFastReg, public ::testing::WithParamInterface<int> {
 };
 

@@ -144,6 +144,74 @@ TEST_F(Mr, KeyByteChangesOnEveryRegistrationAndLkeyIsNeverZero)
     EXPECT_EQ(dereg_mr(hold.mrn), VIRTIO_RDMA_OK);
 }
 
+/*
+ * REG_MR key bytes (MrTable::key_taken): the slot's counter continues past
+ * the byte a consumer set, so the next MR in the slot does not get a key a
+ * peer may still hold.  Each case notes what the counter did before it
+ * learnt REG_MR's byte.
+ */
+TEST(MrKeys, NextKeyContinuesPastTheBytesRegMrSet)
+{
+    vrdma::MrTable t(4);
+    ASSERT_EQ(t.next_key(1), 0x101u); /* CREATE_MR */
+    t.key_taken(0x102);               /* REG_MR, ib_inc_rkey() */
+    t.key_taken(0x103);               /* again, after LOCAL_INV */
+    /* DEREG_MR, then a new MR in slot 1 (before: 0x102, a key just used). */
+    EXPECT_EQ(t.next_key(1), 0x104u);
+    /* The other slots are untouched. */
+    EXPECT_EQ(t.next_key(2), 0x201u);
+}
+
+TEST(MrKeys, StepsThroughTheWrapAsForward)
+{
+    vrdma::MrTable t(4);
+    ASSERT_EQ(t.next_key(1), 0x101u);
+    /* ib_inc_rkey() from 0x02 round to 0x03: 0xff -> 0x00 is one step. */
+    for (uint32_t k = 2; k <= 0x103; k++) {
+        t.key_taken(0x100 | (k & 0xff));
+    }
+    /* Before: 0x102; a "highest byte wins" rule: 0x100.  Both just used. */
+    EXPECT_EQ(t.next_key(1), 0x104u);
+}
+
+TEST(MrKeys, AnOlderByteDoesNotRewindTheCounter)
+{
+    vrdma::MrTable t(4);
+    ASSERT_EQ(t.next_key(1), 0x101u);
+    t.key_taken(0x102);
+    t.key_taken(0x103);
+    t.key_taken(0x101); /* the consumer reuses an older key */
+    /* Following the last byte would hand out 0x102 again. */
+    EXPECT_EQ(t.next_key(1), 0x104u);
+    /* Half the byte space or more ahead reads as behind: not followed. */
+    t.key_taken(0x184);
+    EXPECT_EQ(t.next_key(1), 0x105u);
+    /* 127 ahead is forward. */
+    t.key_taken(0x184);
+    EXPECT_EQ(t.next_key(1), 0x185u);
+}
+
+TEST(MrKeys, SlotZeroStillNeverHandsOutLkeyZero)
+{
+    vrdma::MrTable t(2);
+    ASSERT_EQ(t.next_key(0), 0x001u);
+    for (uint32_t k = 2; k <= 0xff; k++) {
+        t.key_taken(k);
+    }
+    EXPECT_EQ(t.next_key(0), 0x001u); /* 0x000 skipped */
+}
+
+TEST(MrKeys, KeyOfNoSlotIsIgnoredAndClearRestarts)
+{
+    vrdma::MrTable t(2);
+    ASSERT_EQ(t.next_key(1), 0x101u);
+    t.key_taken(0x205);      /* index 2: outside the table */
+    t.key_taken(0xffffffff);
+    t.key_taken(0x105);
+    t.clear();
+    EXPECT_EQ(t.next_key(1), 0x101u);
+}
+
 TEST_F(Mr, InternalLookupChecksTheWholeKey)
 {
     const virtio_rdma_rsp_mr local = get_dma_mr(pdn_, kLocalWrite);

@@ -23,6 +23,24 @@ uint32_t MrTable::next_key(uint32_t index)
     return index << 8 | k;
 }
 
+void MrTable::key_taken(uint32_t key)
+{
+    const uint32_t index = key >> 8;
+    if (index >= key_byte_.size()) {
+        return;
+    }
+    /*
+     * Only forward moves (1..127 ahead, RFC 1982 style) are followed: a
+     * byte behind the counter (an older key used again) must not pull it
+     * back onto keys the slot carried since, and 0xff -> 0x00 is one step.
+     */
+    const uint8_t k = static_cast<uint8_t>(key);
+    const uint8_t ahead = static_cast<uint8_t>(k - key_byte_[index]);
+    if (ahead != 0 && ahead < 0x80) {
+        key_byte_[index] = k;
+    }
+}
+
 Mr *MrTable::lookup_lkey(uint32_t key) const
 {
     Mr *mr = objects_.at(key >> 8);

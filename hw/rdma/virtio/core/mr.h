@@ -6,6 +6,14 @@
  * never makes a key 0); rkey = lkey if remote access was requested, else 0.
  * The data path finds an MR by key >> 8 and then checks the whole key.
  *
+ * A REG_MR work request may give a fast-registration MR a key byte of the
+ * guest's choosing (the consumer-owned "key" part; Linux ULPs step it
+ * with ib_inc_rkey(), wrapping 0xff -> 0x00).  The slot's counter
+ * follows such a byte when it is ahead of it in 8-bit serial order, so the
+ * next MR in the slot continues after the keys the consumer stepped
+ * through, and a peer's stale rkey does not match it (until the 8 bits
+ * wrap round).
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #ifndef HW_RDMA_VIRTIO_CORE_MR_H
@@ -56,6 +64,8 @@ public:
 
     /* A fresh lkey for a registration in slot @index. */
     uint32_t next_key(uint32_t index);
+    /* REG_MR gave the MR in slot key >> 8 @key: later keys continue past it. */
+    void key_taken(uint32_t key);
     /* The MR whose lkey (rkey) is exactly @key, or nullptr. */
     Mr *lookup_lkey(uint32_t key) const;
     Mr *lookup_rkey(uint32_t key) const;

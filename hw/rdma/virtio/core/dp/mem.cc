@@ -272,6 +272,7 @@ uint8_t reg_mr(VrdmaCore &c, const Qp &qp, const SendWqe &w)
     mr->lkey = w.reg_key;
     mr->rkey = w.reg_key;
     mr->valid = true;
+    c.mrs.key_taken(w.reg_key); /* the slot's next MR must not get it */
     return VIRTIO_RDMA_WC_SUCCESS;
 }
 

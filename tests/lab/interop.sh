@@ -6,7 +6,9 @@
 # a hostfwd on 127.0.0.1).  Our device answers no ARP/ND: the guest has
 # permanent neighbour entries for it, and its eth0 sends RoCEv2 only.
 # Every tool runs with the guest as server and as client, over IPv4-mapped
-# and IPv6 GIDs.  Sourced; lab_interop RESULTDIR.
+# and IPv6 GIDs; the IPv4 cases run our engine in QEMU's main loop, the IPv6
+# ones in an iothread (iothread=, off the big lock).  Sourced; lab_interop
+# RESULTDIR.
 # shellcheck shell=bash
 LAB_IO_GUEST_MAC=52:54:00:77:00:21
 LAB_IO_DEV_MAC=52:54:00:77:00:02
@@ -48,6 +50,7 @@ lab_interop() {
         local role=server port=$pc
         [ "$gr" = gsrv ] && { role=client; port=$hf; }
         lab_udp_rcvbuf_errors > "$dir/$name.udp0"
+        QVRDMA_IOTHREAD=$([ "$fam" = 6 ] && echo 1 || echo 0) \
         QTEST_QEMU_BINARY=$QEMU timeout -k 5 170 "$peer" --tool "$tool" --role "$role" --port "$port" \
             --lport "$pp" --rport "$gp" --mac "$LAB_IO_DEV_MAC" --peer-mac "$LAB_IO_GUEST_MAC" \
             --ip4 10.77.0.2 --ip6 fd77::2 --gid "$fam" > "$dir/$name.peer" 2>&1

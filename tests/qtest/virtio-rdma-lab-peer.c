@@ -243,6 +243,12 @@ static void peer_boot(Peer *p, uint8_t qp_type)
     memset(p, 0, sizeof(*p));
     parse_mac(opt.peer_mac, p->peer_mac);
     p->d = qvrdma_dev_boot(nd, opt.mac, "max-cq=8,max-qp=8");
+    /* QVRDMA_IOTHREAD=1: the engine runs in an iothread (interop.sh, v6). */
+    if (qvrdma_dp_engine_in_iothread(p->d) != qvrdma_dp_want_iothread()) {
+        fail("the engine is not where QVRDMA_IOTHREAD asked");
+    }
+    say("PEER: engine in %s", qvrdma_dp_want_iothread() ? "an iothread"
+                                                        : "the main loop");
     /* Both GIDs first: a RoCE frame for a GID we lack would stall the wire. */
     g_assert_cmpint(sscanf(opt.ip4, "%u.%u.%u.%u", &a, &b, &c, &dd), ==, 4);
     qvrdma_gid_ipv4(p->gid, a, b, c, dd);

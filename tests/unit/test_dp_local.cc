@@ -232,6 +232,79 @@ TEST_F(DpLocal, QueuesHoldQueueSizeRequests)
     EXPECT_EQ(a->qp_state(qa), VIRTIO_RDMA_QPS_RTS);
 }
 
+/*
+ * Each queue holds the WQEs its QP's caps allow (not the device's
+ * queue_size): one more completes at once with LOC_QP_OP_ERR, the QP stays
+ * in RTS, and once the queue drains it takes as many again (the ring of 8
+ * slots behind a cap of 5 wraps).
+ */
+TEST_F(DpLocal, QueuesHoldTheQpsCaps)
+{
+    auto qp = [](Node &n, uint32_t pd, uint32_t cq, uint32_t send_wr,
+                 uint32_t recv_wr) {
+        virtio_rdma_cmd_create_qp r{};
+        r.pdn = pd;
+        r.qp_type = VIRTIO_RDMA_QPT_RC;
+        r.max_send_wr = send_wr;
+        r.max_send_sge = 1;
+        r.send_cqn = cq;
+        r.max_recv_wr = recv_wr;
+        r.max_recv_sge = 1;
+        r.recv_cqn = cq;
+        virtio_rdma_rsp_create_qp rsp{};
+        EXPECT_EQ(n.ctrl(VIRTIO_RDMA_CMD_CREATE_QP, r, &rsp), VIRTIO_RDMA_OK);
+        return rsp.qpn;
+    };
+    const uint32_t qa = qp(*a, pd_a, cq_a, 5, 0);
+    const uint32_t qb = qp(*b, pd_b, cq_b, 1, 3);
+    connect_pair(*a, qa, *b, qb, VIRTIO_RDMA_QPT_RC, Conn{}, true);
+    connect_pair(*b, qb, *a, qa, VIRTIO_RDMA_QPT_RC, Conn{}, false);
+    ASSERT_EQ(a->core->qps.at(qa)->dp.sq.size(), 8u);
+    ASSERT_EQ(b->core->qps.at(qb)->dp.rq.size(), 4u);
+
+    auto write = [&](uint64_t id) {
+        a->post_send(qa, send(id).op(VIRTIO_RDMA_WR_RDMA_WRITE)
+                             .rdma(dst.addr, dst.rkey));
+    };
+    for (uint64_t round = 0; round < 2; round++) {
+        for (uint64_t i = 1; i <= 5; i++) {
+            write(round * 10 + i);
+        }
+        write(round * 10 + 6);
+        expect_cqe(*a, cq_a, round * 10 + 6, VIRTIO_RDMA_WC_LOC_QP_OP_ERR,
+                   VIRTIO_RDMA_WC_RDMA_WRITE);
+        ASSERT_TRUE(wire.pump());
+        for (uint64_t i = 1; i <= 5; i++) {
+            expect_cqe(*a, cq_a, round * 10 + i, VIRTIO_RDMA_WC_SUCCESS,
+                       VIRTIO_RDMA_WC_RDMA_WRITE);
+        }
+        EXPECT_EQ(a->qp_state(qa), VIRTIO_RDMA_QPS_RTS);
+    }
+
+    for (uint64_t i = 1; i <= 4; i++) {
+        b->post_recv(qb, 100 + i, {{dst.addr, 128, dst.lkey}});
+    }
+    expect_cqe(*b, cq_b, 104, VIRTIO_RDMA_WC_LOC_QP_OP_ERR,
+               VIRTIO_RDMA_WC_RECV);
+    /* a's receive queue has no room at all. */
+    a->post_recv(qa, 200, {{src.addr, 128, src.lkey}});
+    expect_cqe(*a, cq_a, 200, VIRTIO_RDMA_WC_LOC_QP_OP_ERR,
+               VIRTIO_RDMA_WC_RECV);
+    for (uint64_t i = 1; i <= 3; i++) {
+        a->post_send(qa, send(300 + i));
+    }
+    ASSERT_TRUE(wire.pump());
+    for (uint64_t i = 1; i <= 3; i++) {
+        expect_cqe(*b, cq_b, 100 + i, VIRTIO_RDMA_WC_SUCCESS,
+                   VIRTIO_RDMA_WC_RECV);
+        expect_cqe(*a, cq_a, 300 + i, VIRTIO_RDMA_WC_SUCCESS,
+                   VIRTIO_RDMA_WC_SEND);
+    }
+    EXPECT_EQ(b->qp_state(qb), VIRTIO_RDMA_QPS_RTS);
+    EXPECT_EQ(a->cq_size(cq_a), 0u);
+    EXPECT_EQ(b->cq_size(cq_b), 0u);
+}
+
 /* ->ERR flushes every outstanding WQE, signaled or not, in order. */
 TEST_F(DpLocal, ErrFlushesEveryOutstandingRequest)
 {

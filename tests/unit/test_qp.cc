@@ -3,6 +3,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "core.h"
 #include "qp_fixture.h"
 
 namespace vrdma_test {
@@ -71,6 +72,55 @@ TEST_F(Qp, CreateRecordsCapsAndStartsInReset)
     EXPECT_EQ(a.cap.max_inline_data, 0u);
     EXPECT_EQ(a.port_num, 0u);
     EXPECT_EQ(a.qkey, 0u);
+}
+
+/*
+ * The engine's WQE rings follow each QP's caps (max_*_wr rounded up to a
+ * power of two, SGE arrays at max_*_sge), not the device's queue_size: on
+ * a 1024-entry, 32-SGE device every QP used to take about 1.3 MB.
+ */
+TEST_F(Qp, RingsAreSizedByTheQpsCaps)
+{
+    VrdmaLimits lim = default_limits();
+    lim.queue_size = 1024;
+    lim.max_sge = 32;
+    start(lim);
+    const uint32_t pd = create_pd();
+    const uint32_t cq = create_cq();
+    auto ring_of = [&](uint32_t send_wr, uint32_t send_sge, uint32_t recv_wr,
+                       uint32_t recv_sge) -> const vrdma::dp::QpEngine & {
+        auto req = qp_req(pd, VIRTIO_RDMA_QPT_RC, cq);
+        req.max_send_wr = send_wr;
+        req.max_send_sge = send_sge;
+        req.max_recv_wr = recv_wr;
+        req.max_recv_sge = recv_sge;
+        return core_->qps.at(create_qp(req))->dp;
+    };
+    /* sq, sq SGEs, rq, rq SGEs: slots of each */
+    auto bytes = [](size_t sq, size_t sq_sge, size_t rq, size_t rq_sge) {
+        return sq * sizeof(vrdma::dp::SendWqe) +
+               (sq_sge + rq_sge) * sizeof(vrdma::dp::Sge) +
+               rq * sizeof(vrdma::dp::RecvWqe);
+    };
+
+    const auto &full = ring_of(1024, 32, 1024, 32);
+    EXPECT_EQ(full.sq.size(), 1024u);
+    EXPECT_EQ(full.rq.size(), 1024u);
+    EXPECT_EQ(full.ring_bytes(), bytes(1024, 1024 * 32, 1024, 1024 * 32));
+    EXPECT_GT(full.ring_bytes(), 1u << 20);
+
+    const auto &small = ring_of(16, 2, 32, 3);
+    EXPECT_EQ(small.sq_mask, 15u);
+    EXPECT_EQ(small.rq_mask, 31u);
+    EXPECT_EQ(small.ring_bytes(), bytes(16, 16 * 2, 32, 32 * 3));
+    EXPECT_LT(small.ring_bytes(), 8u << 10);
+
+    /* Rounded up; an empty queue and no SGEs still get one slot each. */
+    const auto &odd = ring_of(17, 0, 0, 5);
+    EXPECT_EQ(odd.sq_mask, 31u);
+    EXPECT_EQ(odd.rq_mask, 0u);
+    EXPECT_EQ(odd.send_sge_cap, 1u);
+    EXPECT_EQ(odd.ring_bytes(), bytes(32, 32, 1, 5));
 }
 
 TEST_F(Qp, CreateErrors)

@@ -17,11 +17,12 @@
  * The requester, completer and responder are explicit state machines: an
  * enum of states and one driving loop, each step returning the next state.
  *
- * Storage is allocated when a QP is created (rings of queue_size parsed
- * WQEs, SGE arrays, responder resources) and when the core is created
- * (transmit buffer, loopback queue, run queue).  From then on the data path
- * does not allocate, throw or make a virtual call.  Every guest value is
- * untrusted: 64-bit checked arithmetic, copied once, validated before use.
+ * Storage is allocated when a QP is created (rings of parsed WQEs and SGE
+ * arrays sized by the QP's caps, responder resources) and when the core is
+ * created (transmit buffer, loopback queue, run queue).  From then on the
+ * data path does not allocate, throw or make a virtual call.  Every guest
+ * value is untrusted: 64-bit checked arithmetic, copied once, validated
+ * before use.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -246,12 +247,14 @@ struct RespState {
 
 struct QpEngine {
     uint32_t qpn = 0;
-    uint32_t ring_mask = 0;  /* ring capacity - 1 (queue_size is 2^n) */
+    /* ring capacity - 1: max_send_wr / max_recv_wr rounded up to 2^n */
+    uint32_t sq_mask = 0;
+    uint32_t rq_mask = 0;
     uint32_t send_sge_cap = 0;
     uint32_t recv_sge_cap = 0;
     std::vector<SendWqe> sq;
     std::vector<Sge> sq_sge;
-    /* free-running counters; slot = counter & ring_mask */
+    /* free-running counters; slot = counter & sq_mask (rq_mask) */
     uint32_t sq_head = 0;    /* oldest not completed */
     uint32_t sq_req = 0;     /* next the requester works on */
     uint32_t sq_tail = 0;    /* next free */
@@ -267,10 +270,12 @@ struct QpEngine {
 
     uint32_t sq_count() const { return sq_tail - sq_head; }
     uint32_t rq_count() const { return rq_tail - rq_head; }
-    SendWqe &swqe(uint32_t i) { return sq[i & ring_mask]; }
-    Sge *ssge(uint32_t i) { return &sq_sge[(i & ring_mask) * send_sge_cap]; }
-    RecvWqe &rwqe(uint32_t i) { return rq[i & ring_mask]; }
-    Sge *rsge(uint32_t i) { return &rq_sge[(i & ring_mask) * recv_sge_cap]; }
+    SendWqe &swqe(uint32_t i) { return sq[i & sq_mask]; }
+    Sge *ssge(uint32_t i) { return &sq_sge[(i & sq_mask) * send_sge_cap]; }
+    RecvWqe &rwqe(uint32_t i) { return rq[i & rq_mask]; }
+    Sge *rsge(uint32_t i) { return &rq_sge[(i & rq_mask) * recv_sge_cap]; }
+    /* Bytes the four rings hold (allocated, not just used). */
+    size_t ring_bytes() const;
 };
 
 /* ---- device-wide state ---- */

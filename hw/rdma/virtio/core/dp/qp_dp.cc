@@ -1,8 +1,9 @@
 /*
  * virtio-rdma soft-RoCE engine: the data-path side of a QP's life.
  *
- *   CREATE_QP  every ring and resource is allocated (queue_size WQEs per
- *              queue, their SGE arrays at the QP's max SGE counts).
+ *   CREATE_QP  every ring and resource is allocated: each queue holds
+ *              its max_*_wr rounded up to a power of two (at least 1) of
+ *              WQEs, and their SGE arrays at the QP's max SGE counts.
  *   MODIFY_QP  ->RESET drops all outstanding work silently (IBA 10.3.1);
  *              ->ERR flushes every outstanding WQE of both queues with
  *              WR_FLUSH_ERR; RQ_PSN / SQ_PSN set the responder's expected
@@ -15,6 +16,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include <algorithm>
+#include <bit>
 
 #include "../core.h"
 #include "engine.h"
@@ -40,6 +42,11 @@ void clear_transient(Qp &qp)
     e.resp.out_head = 0;
     e.resp.out_count = 0;
     /* A QP in the run queue stays there: run() finds nothing to do. */
+}
+
+uint32_t ring_slots(uint32_t max_wr)
+{
+    return std::bit_ceil(std::max<uint32_t>(max_wr, 1));
 }
 
 void refill_counters(Qp &qp)
@@ -75,18 +82,33 @@ uint64_t qp_timeout_ns(const Qp &qp)
     return qp.attr.timeout ? 4096ull << qp.attr.timeout : 0;
 }
 
-void qp_create(VrdmaCore &c, uint32_t qpn, Qp &qp)
+size_t QpEngine::ring_bytes() const
+{
+    return sq.capacity() * sizeof(SendWqe) + sq_sge.capacity() * sizeof(Sge) +
+           rq.capacity() * sizeof(RecvWqe) + rq_sge.capacity() * sizeof(Sge);
+}
+
+void qp_create(VrdmaCore &, uint32_t qpn, Qp &qp)
 {
     QpEngine &e = qp.dp;
-    const uint32_t n = c.lim.queue_size;
+    /*
+     * post_send/post_recv refuse a WQE beyond max_*_wr, so a ring of at
+     * least that many slots (a power of two, for the mask) never wraps onto
+     * a live one.  CREATE_QP checked the caps (<= queue_size, <= max_sge),
+     * so the products below stay small.  A queue with no WQEs still gets
+     * one slot: no index ever names an empty vector.
+     */
+    const uint32_t sn = ring_slots(qp.cap.max_send_wr);
+    const uint32_t rn = ring_slots(qp.cap.max_recv_wr);
     e.qpn = qpn;
-    e.ring_mask = n - 1;
+    e.sq_mask = sn - 1;
+    e.rq_mask = rn - 1;
     e.send_sge_cap = std::max<uint32_t>(qp.cap.max_send_sge, 1);
     e.recv_sge_cap = std::max<uint32_t>(qp.cap.max_recv_sge, 1);
-    e.sq.assign(n, SendWqe{});
-    e.sq_sge.assign(size_t{n} * e.send_sge_cap, Sge{});
-    e.rq.assign(n, RecvWqe{});
-    e.rq_sge.assign(size_t{n} * e.recv_sge_cap, Sge{});
+    e.sq.assign(sn, SendWqe{});
+    e.sq_sge.assign(size_t{sn} * e.send_sge_cap, Sge{});
+    e.rq.assign(rn, RecvWqe{});
+    e.rq_sge.assign(size_t{rn} * e.recv_sge_cap, Sge{});
 }
 
 void qp_destroy(VrdmaCore &c, uint32_t qpn, Qp &qp)

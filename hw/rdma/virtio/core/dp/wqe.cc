@@ -22,7 +22,8 @@
  *     error"), state unchanged; SQE, ERR -> WR_FLUSH_ERR right away.
  *   receive queue: INIT..SQE -> queued (a malformed one completes with its
  *     error right away); RESET -> LOC_QP_OP_ERR; ERR -> WR_FLUSH_ERR.
- *   either queue full (queue_size outstanding) -> LOC_QP_OP_ERR right away.
+ *   either queue full (the QP's max_send_wr / max_recv_wr outstanding)
+ *     -> LOC_QP_OP_ERR right away.
  * A request for a QP that does not exist has no CQ to complete on: it is
  * reported through guest_error (cmd 0, BAD_HANDLE).
  *
@@ -146,7 +147,7 @@ void post_send(VrdmaCore &c, uint32_t qpn, const void *bytes, size_t len)
         return;
     }
     if ((state != VIRTIO_RDMA_QPS_RTS && state != VIRTIO_RDMA_QPS_SQD) ||
-        e.sq_count() > e.ring_mask) {
+        e.sq_count() >= qp->cap.max_send_wr) {
         complete_now(c, *qp, qp->send_cqn, w.wr_id, wc_opcode_of(w.opcode),
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
         return;
@@ -232,8 +233,9 @@ void post_recv(VrdmaCore &c, uint32_t qpn, const void *bytes, size_t len)
                      VIRTIO_RDMA_WC_WR_FLUSH_ERR);
         return;
     }
-    if (state == VIRTIO_RDMA_QPS_RESET || e.rq_count() > e.ring_mask ||
-        len < sizeof(h) || h.num_sge > qp->cap.max_recv_sge ||
+    if (state == VIRTIO_RDMA_QPS_RESET ||
+        e.rq_count() >= qp->cap.max_recv_wr || len < sizeof(h) ||
+        h.num_sge > qp->cap.max_recv_sge ||
         len != sizeof(h) + uint64_t{h.num_sge} * sizeof(virtio_rdma_sge)) {
         complete_now(c, *qp, qp->recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR);

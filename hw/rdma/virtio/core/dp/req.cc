@@ -119,11 +119,22 @@ uint8_t opcode_for(const Qp &qp, const SendWqe &w, bool first, bool last)
 }
 
 /*
- * Sends the next packet of @w (the WQE at sq_req).  @returns a WC status;
- * *@last says whether that was the message's last packet.
+ * Where an RC/UC QP's packets go, looked up once per req_run() (the QP's
+ * AV and our GID cannot change while it runs), not once per packet.
+ */
+struct QpAddr {
+    FrameAddr a;
+    bool looked_up = false;
+    bool ok = false;
+};
+
+/*
+ * Sends the next packet of @w (the WQE at sq_req); @win is req_window().
+ * @returns a WC status; *@last says whether that was the message's last
+ * packet.
  */
 uint8_t send_packet(VrdmaCore &c, Qp &qp, SendWqe &w, uint32_t mtu,
-                    bool *last)
+                    uint32_t win, QpAddr &qa, bool *last)
 {
     QpEngine &e = qp.dp;
     const bool ud = qp_is_ud(qp);
@@ -133,14 +144,25 @@ uint8_t send_packet(VrdmaCore &c, Qp &qp, SendWqe &w, uint32_t mtu,
     *last = !data || w.offset + payload == w.length;
     const uint8_t opcode = opcode_for(qp, w, first, *last);
 
-    FrameAddr a;
+    FrameAddr ud_addr;
+    bool addr_ok;
+    if (ud) {
+        addr_ok = addr_for_ud(c, qp, w.av, &ud_addr);
+    } else {
+        if (!qa.looked_up) {
+            qa.ok = addr_for_qp(c, qp, &qa.a);
+            qa.looked_up = true;
+        } else {
+            qa.a.ip_id = c.dp.ip_id++; /* what addr_for_qp() would give */
+        }
+        addr_ok = qa.ok;
+    }
+    const FrameAddr &a = ud ? ud_addr : qa.a;
     TxFrame f;
-    if (!(ud ? addr_for_ud(c, qp, w.av, &a) : addr_for_qp(c, qp, &a)) ||
-        !tx_begin(c, a, opcode, payload, &f)) {
+    if (!addr_ok || !tx_begin(c, a, opcode, payload, &f)) {
         return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }
     const uint32_t psn = e.req.psn;
-    const uint32_t win = req_window(e, mtu);
     const bool ack_req =
         *last || e.req.noack_pkts++ > std::min(kMaxPktsPerAck, win / 2) ||
         (qp_is_rc(qp) && win < kMaxUnackedPsns &&
@@ -290,6 +312,7 @@ Progress req_run(VrdmaCore &c, Qp &qp, unsigned &budget)
     }
     const uint32_t mtu = qp_mtu(c, qp);
     const bool rc = qp_is_rc(qp);
+    QpAddr qa;
 
     for (;;) {
         if (e.sq_req == e.sq_tail) {
@@ -374,12 +397,13 @@ Progress req_run(VrdmaCore &c, Qp &qp, unsigned &budget)
                 e.req.rd_atomic++;
             }
         }
+        const uint32_t win = req_window(e, mtu);
         if (rc && psn_diff(e.req.psn, e.comp.psn) >=
-                      static_cast<int32_t>(req_window(e, mtu))) {
+                      static_cast<int32_t>(win)) {
             return Progress::kBlocked; /* ACKs reopen the window */
         }
         bool last = false;
-        const uint8_t st = send_packet(c, qp, w, mtu, &last);
+        const uint8_t st = send_packet(c, qp, w, mtu, win, qa, &last);
         if (st != VIRTIO_RDMA_WC_SUCCESS) {
             return fail(c, qp, w, st);
         }

@@ -243,8 +243,13 @@ ParseError parse_frame(std::span<const uint8_t> frame, Packet *out) noexcept
 {
     const uint8_t *p = frame.data();
     const size_t len = frame.size();
-    Packet pk;
-    pk.frame = frame;
+    /*
+     * Fields are kept in locals and written to @out once every check
+     * passed, one by one: a copy of a whole Packet built on the stack costs
+     * a rep movs per packet.
+     */
+    bool vlan = false;
+    bool ipv6 = false;
 
     /* Ethernet, at most one 802.1Q tag. */
     if (len < kEthBytes) {
@@ -256,13 +261,10 @@ ParseError parse_frame(std::span<const uint8_t> frame, Packet *out) noexcept
         if (len < kEthBytes + kVlanBytes) {
             return ParseError::kTruncatedEth;
         }
-        pk.vlan = true;
-        pk.vlan_tci = load_be16(p + 14);
+        vlan = true;
         etype = load_be16(p + 16);
         l3 += kVlanBytes;
     }
-    std::memcpy(pk.dmac.data(), p, 6);
-    std::memcpy(pk.smac.data(), p + 6, 6);
 
     /* IP: [l3, l3 + ip_len) is the datagram, UDP at l4. */
     const uint8_t *ip = p + l3;
@@ -291,11 +293,6 @@ ParseError parse_frame(std::span<const uint8_t> frame, Packet *out) noexcept
         if (ip[9] != kIpProtoUdp) {
             return ParseError::kIpProtocol;
         }
-        pk.ipv6 = false;
-        pk.tclass = ip[1];
-        pk.hop_limit = ip[8];
-        v4mapped(pk.sgid, ip + 12);
-        v4mapped(pk.dgid, ip + 16);
         l4 = l3 + kIpv4Bytes;
         ip_payload = tot_len - kIpv4Bytes;
     } else if (etype == kEtherTypeIpv6) {
@@ -312,13 +309,7 @@ ParseError parse_frame(std::span<const uint8_t> frame, Packet *out) noexcept
         if (ip[6] != kIpProtoUdp) {
             return ParseError::kIpProtocol;
         }
-        const uint32_t w0 = load_be32(ip);
-        pk.ipv6 = true;
-        pk.tclass = static_cast<uint8_t>(w0 >> 20);
-        pk.flow_label = w0 & 0xFFFFF;
-        pk.hop_limit = ip[7];
-        std::memcpy(pk.sgid.data(), ip + 8, 16);
-        std::memcpy(pk.dgid.data(), ip + 24, 16);
+        ipv6 = true;
         l4 = l3 + kIpv6Bytes;
         ip_payload = payload_len;
     } else {
@@ -334,9 +325,7 @@ ParseError parse_frame(std::span<const uint8_t> frame, Packet *out) noexcept
     if (udp_len != ip_payload) {
         return ParseError::kUdpLength;
     }
-    pk.sport = load_be16(udp);
-    pk.dport = load_be16(udp + 2);
-    if (pk.dport != kRoceUdpPort) {
+    if (load_be16(udp + 2) != kRoceUdpPort) {
         return ParseError::kUdpPort;
     }
 
@@ -373,10 +362,33 @@ ParseError parse_frame(std::span<const uint8_t> frame, Packet *out) noexcept
     const uint8_t *ic = p + icrc_off;
     const uint32_t icrc = uint32_t{ic[0]} | uint32_t{ic[1]} << 8 |
                           uint32_t{ic[2]} << 16 | uint32_t{ic[3]} << 24;
-    if (icrc_compute(frame.subspan(l3, icrc_off - l3), pk.ipv6) != icrc) {
+    if (icrc_compute(frame.subspan(l3, icrc_off - l3), ipv6) != icrc) {
         return ParseError::kIcrc;
     }
 
+    Packet &pk = *out;
+    pk.frame = frame;
+    std::memcpy(pk.dmac.data(), p, 6);
+    std::memcpy(pk.smac.data(), p + 6, 6);
+    pk.vlan = vlan;
+    pk.vlan_tci = vlan ? load_be16(p + 14) : 0;
+    pk.ipv6 = ipv6;
+    if (ipv6) {
+        const uint32_t w0 = load_be32(ip);
+        pk.tclass = static_cast<uint8_t>(w0 >> 20);
+        pk.flow_label = w0 & 0xFFFFF;
+        pk.hop_limit = ip[7];
+        std::memcpy(pk.sgid.data(), ip + 8, 16);
+        std::memcpy(pk.dgid.data(), ip + 24, 16);
+    } else {
+        pk.tclass = ip[1];
+        pk.flow_label = 0;
+        pk.hop_limit = ip[8];
+        v4mapped(pk.sgid, ip + 12);
+        v4mapped(pk.dgid, ip + 16);
+    }
+    pk.sport = load_be16(udp);
+    pk.dport = kRoceUdpPort;
     pk.info = info;
     pk.opcode = info->opcode;
     pk.pad = pad;
@@ -384,7 +396,6 @@ ParseError parse_frame(std::span<const uint8_t> frame, Packet *out) noexcept
     pk.bth_off = static_cast<uint16_t>(bth_off);
     pk.payload = frame.subspan(bth_off + info->length, data_len - pad);
     pk.icrc = icrc;
-    *out = pk;
     return ParseError::kNone;
 }
 

@@ -19,8 +19,9 @@
  *   RcSend         64-byte RC SENDs between two cores, receive WQEs posted,
  *                  ACKs included: messages/s and packets/s (both cores); with
  *                  split, each side alone as for RcWrite.
- *   Icrc           the ICRC of one 4 KiB-payload RC WRITE MIDDLE packet
- *                  (IPv4 and IPv6), and the raw CRC-32 of its 4096 bytes.
+ *   Icrc           the ICRC of one RC WRITE MIDDLE packet with 4 KiB of
+ *                  payload (IPv4 and IPv6) or 64 bytes, and the raw CRC-32
+ *                  of 4096 bytes.
  *
  * The cores run on the unit tests' harness (tests/unit/dp_harness.h): fake
  * guests, an in-memory wire whose frame buffers are reused, a fake clock
@@ -432,10 +433,11 @@ BENCHMARK(BM_RcSend)->ArgNames({"depth", "split"})->Args({64, 0})->Args({64, 1})
 
 /* ---- (c) ICRC ----------------------------------------------------------------- */
 
-/* One RC WRITE MIDDLE packet with 4096 bytes of payload: ICRC of it. */
+/* One RC WRITE MIDDLE packet with @payload bytes of payload: ICRC of it. */
 void BM_Icrc(benchmark::State &state)
 {
     const bool v6 = state.range(0) != 0;
+    const size_t payload = static_cast<size_t>(state.range(1));
     namespace r = vrdma::roce;
     r::FrameAddr fa{};
     fa.dmac = {0x02, 0, 0, 0, 0, 0x11};
@@ -449,7 +451,7 @@ void BM_Icrc(benchmark::State &state)
     }
     std::vector<uint8_t> buf(8192);
     r::TxFrame f;
-    if (r::frame_begin(buf, fa, r::kRcWriteMiddle, 4096, &f) !=
+    if (r::frame_begin(buf, fa, r::kRcWriteMiddle, payload, &f) !=
         r::BuildError::kNone) {
         state.SkipWithError("frame_begin failed");
         return;
@@ -468,7 +470,11 @@ void BM_Icrc(benchmark::State &state)
     state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(l3.size()));
     state.counters["frame_B"] = double(f.frame.size());
 }
-BENCHMARK(BM_Icrc)->ArgName("ipv6")->Arg(0)->Arg(1);
+BENCHMARK(BM_Icrc)
+    ->ArgNames({"ipv6", "payload"})
+    ->Args({0, 4096})
+    ->Args({1, 4096})
+    ->Args({0, 64});
 
 /* The CRC-32 alone over 4096 bytes (ISA-L crc32_gzip_refl). */
 void BM_Crc32_4k(benchmark::State &state)
@@ -628,13 +634,14 @@ void print_summary(const SummaryReporter &rep)
     }
     const struct {
         const char *label, *name;
-    } icrc[] = {{"icrc-4k ipv4", "BM_Icrc/ipv6:0"},
-                {"icrc-4k ipv6", "BM_Icrc/ipv6:1"},
-                {"crc32-4k only", "BM_Crc32_4k"}};
+    } icrc[] = {{"icrc-4k ipv4", "BM_Icrc/ipv6:0/payload:4096"},
+                {"icrc-4k ipv6", "BM_Icrc/ipv6:1/payload:4096"},
+                {"crc32-4k only", "BM_Crc32_4k"},
+                {"icrc-64 ipv4", "BM_Icrc/ipv6:0/payload:64"}};
     for (const auto &i : icrc) {
         if (const SummaryReporter::Result *x = rep.get(i.name)) {
-            std::printf("%-38s %8.0f ns per 4 KiB packet (%.2f GB/s)\n",
-                        i.label, x->cpu_ns,
+            std::printf("%-38s %8.0f ns per packet (%.2f GB/s)\n", i.label,
+                        x->cpu_ns,
                         rep.counter(i.name, "bytes_per_second") / 1e9);
         }
     }

@@ -1494,6 +1494,8 @@ static void test_reset(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpint(qdict_get_int(info, "mrs"), ==, 0);
     g_assert_cmpint(qdict_get_int(info, "gids"), ==, 0);
     g_assert_cmpint(qdict_get_int(info, "mapped-pages"), ==, 0);
+    /* @data: booted with the engine in an iothread, and still there. */
+    g_assert_cmpint(qdict_haskey(info, "iothread"), ==, data != NULL);
     qobject_unref(info);
     drain_gid_events(qts);
 
@@ -1947,6 +1949,15 @@ static void register_virtio_rdma_test(void)
     QOSGraphTestOptions iothread = {
         .arg = (void *)"iothread",
     };
+    /*
+     * The device booted by the graph with its engine in an iothread (the
+     * graph appends these options to the device's; objects are created
+     * before devices whatever their order).
+     */
+    QOSGraphTestOptions io_dev = {
+        .edge.extra_device_opts = "iothread=qio0 -object iothread,id=qio0",
+        .arg = (void *)"iothread",
+    };
     QOSGraphTestOptions props = {
         .edge.extra_device_opts = "node-guid=" PROPS_GUID
                                   ",netdev=" PROPS_NETDEV,
@@ -1969,7 +1980,10 @@ static void register_virtio_rdma_test(void)
     qos_add_test("framing", "virtio-rdma", test_framing, NULL);
     qos_add_test("batch", "virtio-rdma", test_batch, NULL);
     qos_add_test("broken-frame", "virtio-rdma", test_broken_frame, NULL);
+    qos_add_test("broken-frame-iothread", "virtio-rdma", test_broken_frame,
+                 &io_dev);
     qos_add_test("reset", "virtio-rdma", test_reset, NULL);
+    qos_add_test("reset-iothread", "virtio-rdma", test_reset, &io_dev);
     qos_add_test("unplug", "virtio-rdma", test_unplug, NULL);
     qos_add_test("unplug-iothread", "virtio-rdma", test_unplug, &iothread);
     qos_add_test("query-hmp", "virtio-rdma", test_query_hmp, NULL);

@@ -18,6 +18,8 @@
  *     datagram carried the same payload as an engine frame).  The target
  *     (0.8) is printed next to it; nothing fails on a number.
  *
+ * All of it twice: the engine in QEMU's main loop, then in an iothread.
+ *
  * Also printed: the devices' data-path counters over the run (packets,
  * retransmits, NAKs, drops) and the CPU used by each QEMU, by this driver
  * and by the two UDP threads, which say what the time went to.
@@ -455,8 +457,11 @@ static void bench_rc_write(void)
                    : g_strdup_printf("%.0f s", seconds);
     out("virtio-rdma-bench: RC WRITE of %u KiB messages A -> B, path MTU %u, "
         "%u in flight, ACK timeout %u (%.1f ms), %s; two QEMUs on -netdev "
-        "dgram over 127.0.0.1\n", msg / 1024, mtu_bytes, depth, timeout,
-        4.096e-3 * (1ull << timeout), amount);
+        "dgram over 127.0.0.1; engine in %s\n", msg / 1024, mtu_bytes, depth,
+        timeout, 4.096e-3 * (1ull << timeout), amount,
+        qvrdma_dp_want_iothread() ? "an iothread" : "the main loop");
+    g_assert_cmpint(qvrdma_dp_engine_in_iothread(a.d), ==,
+                    qvrdma_dp_want_iothread());
 
     /* Warm-up: one message end to end (connection, caches, ARP-free path). */
     req.wr_id = cpu_to_le64(~0ull);
@@ -561,6 +566,20 @@ static void bench_rc_write(void)
     }
 }
 
+/* The engine in the main loop, then in an iothread (libqos boots it so). */
+static void bench_rc_write_main_loop(void)
+{
+    g_setenv("QVRDMA_IOTHREAD", "0", true);
+    bench_rc_write();
+}
+
+static void bench_rc_write_iothread(void)
+{
+    g_setenv("QVRDMA_IOTHREAD", "1", true);
+    bench_rc_write();
+    g_unsetenv("QVRDMA_IOTHREAD");
+}
+
 int main(int argc, char **argv)
 {
     int i;
@@ -571,6 +590,8 @@ int main(int argc, char **argv)
         }
     }
     g_test_init(&argc, &argv, NULL);
-    qtest_add_func("/virtio-rdma/bench/rc-write", bench_rc_write);
+    qtest_add_func("/virtio-rdma/bench/rc-write", bench_rc_write_main_loop);
+    qtest_add_func("/virtio-rdma/bench/rc-write-iothread",
+                   bench_rc_write_iothread);
     return g_test_run();
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Build and run the benchmarks, then print a short summary with the ratios.
 #   core    bench/core-bench (Google Benchmark) on the C++ core, no QEMU:
-#           RC WRITE 64 KiB between two cores vs memcpy, 64-byte SEND packet
-#           rates, ICRC per 4 KiB packet
+#           RC WRITE 64 KiB between two cores vs memcpy (both sides on one
+#           thread, and each side alone), 64-byte SEND packet rates, ICRC
+#           per packet
 #   device  tests/qtest/virtio-rdma-bench: RC WRITE 1 MiB between two QEMUs
 #           on -netdev dgram over 127.0.0.1 vs raw UDP on the same path
 # Benchmarks are not tests: they print what they measured and the targets

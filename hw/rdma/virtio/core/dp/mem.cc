@@ -93,10 +93,15 @@ bool mr_copy(VrdmaCore &c, const Mr &mr, uint64_t va, uint8_t *buf,
             return false;
         }
         uint8_t *host = mr.pages.page(page) + in;
+        /*
+         * memmove, not memcpy: knowing n <= 4096, GCC 12 inlines memcpy as
+         * "rep movsq", about twice as slow per byte as the library's copy
+         * (10 -- 15 % of an RC WRITE in core-bench).
+         */
         if (to_mr) {
-            std::memcpy(host, buf, n);
+            std::memmove(host, buf, n);
         } else {
-            std::memcpy(buf, host, n);
+            std::memmove(buf, host, n);
         }
         buf += n;
         off += n;

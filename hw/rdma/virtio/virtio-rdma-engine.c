@@ -185,8 +185,9 @@ void virtio_rdma_engine_tx(VirtIORdma *r, const void *frame, size_t len)
     qemu_bh_schedule(r->dp_bh);
 }
 
-static void virtio_rdma_stage_cq(VirtIORdma *r, uint32_t cqn,
-                                 const struct virtio_rdma_cq_req *cqe)
+/* A completion, or with @cqe NULL a CQ interrupt, in the core's order. */
+void virtio_rdma_engine_cqe(VirtIORdma *r, uint32_t cqn,
+                            const struct virtio_rdma_cq_req *cqe)
 {
     VirtIORdmaStage *s = r->stage;
     VrdmaStagedCqe *c = g_new0(VrdmaStagedCqe, 1);
@@ -200,17 +201,6 @@ static void virtio_rdma_stage_cq(VirtIORdma *r, uint32_t cqn,
         QSIMPLEQ_INSERT_TAIL(&s->cq, c, next);
     }
     qemu_bh_schedule(r->dp_bh);
-}
-
-void virtio_rdma_engine_cqe(VirtIORdma *r, uint32_t cqn,
-                            const struct virtio_rdma_cq_req *cqe)
-{
-    virtio_rdma_stage_cq(r, cqn, cqe);
-}
-
-void virtio_rdma_engine_notify(VirtIORdma *r, uint32_t cqn)
-{
-    virtio_rdma_stage_cq(r, cqn, NULL);
 }
 
 /* ---- the BQL side -------------------------------------------------------------- */

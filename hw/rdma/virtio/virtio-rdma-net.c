@@ -64,6 +64,7 @@ static ssize_t virtio_rdma_filter_receive_iov(NetFilterState *nf,
 {
     VirtIORdma *r = VIRTIO_RDMA_FILTER(nf)->rdma;
     size_t size = iov_size(iov, iovcnt);
+    const void *frame;
 
     if (!r || !r->core || VIRTIO_DEVICE(r)->broken ||
         size > VIRTIO_RDMA_RX_MAX) {
@@ -77,17 +78,14 @@ static ssize_t virtio_rdma_filter_receive_iov(NetFilterState *nf,
         return virtio_rdma_nic_absent(r) ? size : 0;
     }
     if (iovcnt == 1) {
-        WITH_QEMU_LOCK_GUARD(&r->core_lock) {
-            if (vrdma_core_net_receive(r->core, iov[0].iov_base, size)) {
-                return size;
-            }
-        }
+        frame = iov[0].iov_base;
     } else {
         iov_to_buf(iov, iovcnt, 0, r->rx_buf, size);
-        WITH_QEMU_LOCK_GUARD(&r->core_lock) {
-            if (vrdma_core_net_receive(r->core, r->rx_buf, size)) {
-                return size;
-            }
+        frame = r->rx_buf;
+    }
+    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+        if (vrdma_core_net_receive(r->core, frame, size)) {
+            return size;
         }
     }
     return virtio_rdma_nic_absent(r) ? size : 0;

@@ -227,7 +227,7 @@ static void vrdma_host_cq_notify(void *opaque, uint32_t cqn)
     VirtIORdma *r = opaque;
 
     if (r->stage) {
-        virtio_rdma_engine_notify(r, cqn);
+        virtio_rdma_engine_cqe(r, cqn, NULL);
     } else {
         virtio_rdma_cq_interrupt(r, cqn);
     }

@@ -75,9 +75,9 @@ void virtio_rdma_engine_timer_mod(VirtIORdma *r, uint64_t deadline_ns);
 bool virtio_rdma_engine_rx(VirtIORdma *r, const struct iovec *iov, int iovcnt,
                            size_t size);
 void virtio_rdma_engine_tx(VirtIORdma *r, const void *frame, size_t len);
+/* @cqe NULL: a CQ interrupt. */
 void virtio_rdma_engine_cqe(VirtIORdma *r, uint32_t cqn,
                             const struct virtio_rdma_cq_req *cqe);
-void virtio_rdma_engine_notify(VirtIORdma *r, uint32_t cqn);
 void virtio_rdma_engine_gid(VirtIORdma *r, uint32_t index,
                             const uint8_t gid[16], bool added);
 void virtio_rdma_engine_flush(VirtIORdma *r);

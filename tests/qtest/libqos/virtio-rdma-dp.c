@@ -627,18 +627,28 @@ uint32_t qvrdma_dp_qp_state(QVrdmaDev *d, QVrdmaQp *qp)
 
 /* ---- counters ---------------------------------------------------------------- */
 
+/*
+ * The one device's entry of query-virtio-rdma; @rsp holds it (unref
+ * @rsp when done).
+ */
+static QDict *qvrdma_dp_query(QVrdmaDev *d, QDict **rsp)
+{
+    QList *list;
+
+    *rsp = qtest_qmp(d->qts, "{'execute': 'query-virtio-rdma'}");
+    g_assert_true(qdict_haskey(*rsp, "return"));
+    list = qdict_get_qlist(*rsp, "return");
+    g_assert_cmpuint(qlist_size(list), ==, 1);
+    return qobject_to(QDict, qlist_peek(list));
+}
+
 uint64_t qvrdma_dp_counter(QVrdmaDev *d, const char *name)
 {
-    QDict *rsp = qtest_qmp(d->qts, "{'execute': 'query-virtio-rdma'}");
-    QList *list;
-    QDict *dp;
+    QDict *rsp;
+    QDict *dp = qdict_get_qdict(qvrdma_dp_query(d, &rsp), "data-path");
     QNum *num;
     uint64_t v;
 
-    g_assert_true(qdict_haskey(rsp, "return"));
-    list = qdict_get_qlist(rsp, "return");
-    g_assert_cmpuint(qlist_size(list), ==, 1);
-    dp = qdict_get_qdict(qobject_to(QDict, qlist_peek(list)), "data-path");
     g_assert_nonnull(dp);
     num = qobject_to(QNum, qdict_get(dp, name));
     g_assert_nonnull(num);
@@ -649,14 +659,9 @@ uint64_t qvrdma_dp_counter(QVrdmaDev *d, const char *name)
 
 bool qvrdma_dp_engine_in_iothread(QVrdmaDev *d)
 {
-    QDict *rsp = qtest_qmp(d->qts, "{'execute': 'query-virtio-rdma'}");
-    QList *list;
-    bool io;
+    QDict *rsp;
+    bool io = qdict_haskey(qvrdma_dp_query(d, &rsp), "iothread");
 
-    g_assert_true(qdict_haskey(rsp, "return"));
-    list = qdict_get_qlist(rsp, "return");
-    g_assert_cmpuint(qlist_size(list), ==, 1);
-    io = qdict_haskey(qobject_to(QDict, qlist_peek(list)), "iothread");
     qobject_unref(rsp);
     return io;
 }

@@ -30,6 +30,7 @@
 #define HW_RDMA_VIRTIO_CORE_DP_ENGINE_H
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -313,6 +314,13 @@ void qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state, uint32_t mask);
 void qp_to_error(VrdmaCore &c, Qp &qp);
 /* Bytes per packet of this QP (path MTU capped by the port's). */
 uint32_t qp_mtu(const VrdmaCore &c, const Qp &qp);
+/* Packets of a @bytes message at @mtu (a power of two: no division). */
+inline uint32_t packets_for(uint32_t bytes, uint32_t mtu)
+{
+    const uint32_t n = static_cast<uint32_t>(
+        (uint64_t{bytes} + mtu - 1) >> std::countr_zero(mtu));
+    return n ? n : 1;
+}
 uint64_t qp_timeout_ns(const Qp &qp);
 bool qp_is_rc(const Qp &qp);
 bool qp_is_ud(const Qp &qp); /* UD or GSI */

@@ -66,12 +66,6 @@ bool is_data(uint32_t op)
     return !is_read(op) && !is_atomic(op) && !is_local(op);
 }
 
-uint32_t packets_for(uint32_t bytes, uint32_t mtu)
-{
-    return std::max<uint32_t>(
-        1, static_cast<uint32_t>((uint64_t{bytes} + mtu - 1) / mtu));
-}
-
 /* The BTH opcode of a packet of @w (IBA table 38). */
 uint8_t opcode_for(const Qp &qp, const SendWqe &w, bool first, bool last)
 {
@@ -367,8 +361,15 @@ Progress req_run(VrdmaCore &c, Qp &qp, unsigned &budget)
                 }
                 return Progress::kBlocked; /* completions give credits */
             }
+            /*
+             * A data message of one packet skips the check: send_packet()'s
+             * sgl_copy() checks the same SGEs, all of them, with the same
+             * LOC_PROT_ERR, before anything is sent.
+             */
+            const bool one_packet = is_data(w.opcode) && w.length <= mtu;
             const uint8_t st =
-                sgl_check(c, qp, e.ssge(e.sq_req), w.num_sge, rd);
+                one_packet ? uint8_t{VIRTIO_RDMA_WC_SUCCESS}
+                           : sgl_check(c, qp, e.ssge(e.sq_req), w.num_sge, rd);
             if (st != VIRTIO_RDMA_WC_SUCCESS) {
                 return fail(c, qp, w, st);
             }

@@ -520,8 +520,7 @@ St execute(Ctx &x)
         res.rkey = r.rkey;
         if (x.mask & kMaskRead) {
             const uint32_t mtu = qp_mtu(x.c, x.qp);
-            const uint32_t pkts = std::max<uint32_t>(
-                1, static_cast<uint32_t>((uint64_t{r.length} + mtu - 1) / mtu));
+            const uint32_t pkts = packets_for(r.length, mtu);
             res.type = ResType::kRead;
             res.last_psn = psn_add(x.psn, pkts - 1);
             res.va_org = res.va = r.va;

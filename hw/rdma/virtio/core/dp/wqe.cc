@@ -119,16 +119,14 @@ void post_send(VrdmaCore &c, uint32_t qpn, const void *bytes, size_t len)
     QpEngine &e = qp->dp;
     const auto *p = static_cast<const uint8_t *>(bytes);
 
-    virtio_rdma_sq_req h{};
-    std::memcpy(&h, p, std::min(len, sizeof(h)));
+    virtio_rdma_sq_req h;
+    if (len >= sizeof(h)) {
+        std::memcpy(&h, p, sizeof(h)); /* fixed size: vector moves */
+    } else {
+        h = virtio_rdma_sq_req{};
+        std::memcpy(&h, p, len);
+    }
     le_fields(h);
-
-    SendWqe w;
-    w.wr_id = h.wr_id; /* 0 if the header is cut short before it */
-    w.opcode = h.opcode;
-    w.flags = h.send_flags;
-    w.ex = h.ex;
-    w.num_sge = h.num_sge;
 
     uint8_t status = VIRTIO_RDMA_WC_SUCCESS;
     if (len < sizeof(h) || h.num_sge > qp->cap.max_send_sge ||
@@ -137,21 +135,47 @@ void post_send(VrdmaCore &c, uint32_t qpn, const void *bytes, size_t len)
         (h.send_flags & VIRTIO_RDMA_SEND_INLINE) ||
         !opcode_valid(qp->type, h.opcode)) {
         status = VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
-        w.num_sge = 0;
     }
 
+    /* h.wr_id is 0 if the header is cut short before it. */
     const uint32_t state = qp->state();
     if (state == VIRTIO_RDMA_QPS_ERR || state == VIRTIO_RDMA_QPS_SQE) {
-        complete_now(c, *qp, qp->send_cqn, w.wr_id, wc_opcode_of(w.opcode),
+        complete_now(c, *qp, qp->send_cqn, h.wr_id, wc_opcode_of(h.opcode),
                      VIRTIO_RDMA_WC_WR_FLUSH_ERR);
         return;
     }
     if ((state != VIRTIO_RDMA_QPS_RTS && state != VIRTIO_RDMA_QPS_SQD) ||
         e.sq_count() >= qp->cap.max_send_wr) {
-        complete_now(c, *qp, qp->send_cqn, w.wr_id, wc_opcode_of(w.opcode),
+        complete_now(c, *qp, qp->send_cqn, h.wr_id, wc_opcode_of(h.opcode),
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
         return;
     }
+
+    /*
+     * Built in its slot (past sq_tail: nobody reads it until sq_tail moves),
+     * field by field: GCC turns a whole-struct copy or clear into a slow
+     * rep movs / rep stos.
+     */
+    SendWqe &w = e.swqe(e.sq_tail);
+    w.wr_id = h.wr_id;
+    w.opcode = h.opcode;
+    w.flags = h.send_flags;
+    w.ex = h.ex;
+    w.rkey = 0;
+    w.remote_addr = w.compare_add = w.swap = 0;
+    w.remote_qpn = w.remote_qkey = 0;
+    w.av.dgid.fill(0);
+    w.av.dmac.fill(0);
+    w.av.gid_index = w.av.hop_limit = w.av.tclass = 0;
+    w.av.flow_label = 0;
+    w.reg_mrn = w.reg_key = w.reg_access = 0;
+    w.num_sge = status == VIRTIO_RDMA_WC_SUCCESS ? h.num_sge : 0;
+    w.length = 0;
+    w.state = WqeState::kPosted;
+    w.status = VIRTIO_RDMA_WC_SUCCESS;
+    w.rd_atomic = w.started = false;
+    w.first_psn = w.last_psn = w.offset = 0;
+    static_assert(sizeof(SendWqe) == 128, "a new SendWqe field: set it here");
 
     Sge *sge = e.ssge(e.sq_tail);
     if (status == VIRTIO_RDMA_WC_SUCCESS &&
@@ -206,7 +230,6 @@ void post_send(VrdmaCore &c, uint32_t qpn, const void *bytes, size_t len)
         w.status = status;
         w.num_sge = 0;
     }
-    e.swqe(e.sq_tail) = w;
     e.sq_tail++;
     if (state == VIRTIO_RDMA_QPS_RTS) {
         schedule(c, *qp);

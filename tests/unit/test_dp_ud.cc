@@ -222,6 +222,27 @@ TEST_F(DpUd, LongerThanTheMtuCompletesWithoutAPacket)
     EXPECT_EQ(p.bth().psn(), 0x11u) << "the skipped one used PSN 0x10";
 }
 
+/* A small datagram goes with its GRH area in one pass: scatter across it. */
+TEST_F(DpUd, SmallSendScattersAcrossTheGrhArea)
+{
+    a->fill(src.addr, 64, 5);
+    b->post_recv(qb, 1,
+                 {{dst.addr, 30, dst.lkey},
+                  {dst.addr + 100, 20, dst.lkey},
+                  {dst.addr + 200, 54, dst.lkey}});
+    a->post_send(qa, ud_send(2, 64).flags(kSignaled));
+    ASSERT_TRUE(wire.pump());
+    const virtio_rdma_cq_req r = b->pop_cqe(cq_b);
+    EXPECT_EQ(r.status, VIRTIO_RDMA_WC_SUCCESS);
+    EXPECT_EQ(r.byte_len, 104u);
+    /* GRH area: 30 bytes in the first SGE, 10 in the second. */
+    EXPECT_EQ(b->mem(dst.addr + 20)[0], 0x45) << "IPv4 header at byte 20";
+    b->fill(dst.addr + 4096, 64, 5);
+    const uint8_t *want = b->mem(dst.addr + 4096);
+    EXPECT_EQ(0, std::memcmp(b->mem(dst.addr + 110), want, 10));
+    EXPECT_EQ(0, std::memcmp(b->mem(dst.addr + 200), want + 10, 54));
+}
+
 TEST_F(DpUd, NoReceiveWqeDrops)
 {
     a->post_send(qa, ud_send(1, 10));

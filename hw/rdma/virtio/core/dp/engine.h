@@ -89,6 +89,8 @@ inline constexpr uint32_t kQkeyUseQp = 0x80000000; /* IBA C10-15 */
 inline constexpr uint8_t kRnrRetryInfinite = 7;    /* IBA 9.7.5.2.8 */
 inline constexpr uint8_t kAethAckUnlimited = 0x1F; /* rxe's ACK syndrome */
 inline constexpr size_t kGrhBytes = 40;
+/* A UD payload up to this size is copied with its GRH area, in one pass. */
+inline constexpr size_t kUdJoinBytes = 256;
 /* Outstanding reads/atomics per QP and direction (config: max_qp_rd_atom). */
 inline constexpr uint32_t kMaxRdAtomic = 16;
 

@@ -51,6 +51,7 @@
 
 #include "../core.h"
 #include "engine.h"
+#include "../small_copy.h"
 #include "../roce/headers.h"
 
 namespace vrdma::dp {
@@ -469,6 +470,31 @@ bool invalidate(VrdmaCore &c, const Qp &qp, uint32_t rkey)
     return true;
 }
 
+/*
+ * A UD SEND (one packet, ONLY opcodes) into receive WQE @w: the 40-byte
+ * GRH area, then the payload.  @returns the payload copy's status; a GRH
+ * area that does not fit is LOC_PROT_ERR (a malformed WQE).
+ */
+uint8_t ud_copy(Ctx &x, const RecvWqe &w, const Sge *sge)
+{
+    RespState &r = x.e.resp;
+    uint8_t buf[kGrhBytes + kUdJoinBytes];
+    grh_area(x.pkt, std::span<uint8_t, kGrhBytes>(buf, kGrhBytes));
+    r.recv_off = kGrhBytes;
+    if (x.len <= kUdJoinBytes && w.length >= kGrhBytes) {
+        /* Small: both in one pass over the SGL (one MR lookup, one copy). */
+        small_copy(buf + kGrhBytes, x.pkt.payload.data(), x.len);
+        return sgl_copy(x.c, x.qp, sge, w.num_sge, 0, buf, kGrhBytes + x.len,
+                        true);
+    }
+    if (sgl_copy(x.c, x.qp, sge, w.num_sge, 0, buf, kGrhBytes, true) !=
+        VIRTIO_RDMA_WC_SUCCESS) {
+        return VIRTIO_RDMA_WC_LOC_PROT_ERR;
+    }
+    return sgl_copy(x.c, x.qp, sge, w.num_sge, kGrhBytes,
+                    const_cast<uint8_t *>(x.pkt.payload.data()), x.len, true);
+}
+
 St execute(Ctx &x)
 {
     QpEngine &e = x.e;
@@ -481,19 +507,11 @@ St execute(Ctx &x)
         if (x.mask & kMaskFirst) {
             r.recv_active = true;
             r.recv_off = 0;
-            if (x.ud) {
-                uint8_t grh[kGrhBytes];
-                grh_area(x.pkt, std::span<uint8_t, kGrhBytes>(grh));
-                if (sgl_copy(x.c, x.qp, sge, w.num_sge, 0, grh, kGrhBytes,
-                             true) != VIRTIO_RDMA_WC_SUCCESS) {
-                    return St::kErrMalformedWqe;
-                }
-                r.recv_off = kGrhBytes;
-            }
         }
-        const uint8_t st = sgl_copy(x.c, x.qp, sge, w.num_sge, r.recv_off,
-                                    const_cast<uint8_t *>(payload.data()),
-                                    x.len, true);
+        const uint8_t st =
+            x.ud ? ud_copy(x, w, sge)
+                 : sgl_copy(x.c, x.qp, sge, w.num_sge, r.recv_off,
+                            const_cast<uint8_t *>(payload.data()), x.len, true);
         if (st == VIRTIO_RDMA_WC_LOC_LEN_ERR) {
             return St::kErrLength;
         }

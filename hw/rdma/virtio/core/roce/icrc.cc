@@ -10,6 +10,7 @@
 #include <isa-l/crc.h>
 
 #include "opcode.h"
+#include "../small_copy.h"
 
 namespace vrdma::roce {
 
@@ -20,22 +21,6 @@ constexpr size_t kUdpCsumOff = 6;
 constexpr size_t kBthMaskedByte = 4; /* FECN BECN resv6 */
 /* Packets up to this many bytes from the IP header are CRCed in one call. */
 constexpr size_t kIcrcOneCallBytes = 256;
-
-/*
- * A copy of at most kIcrcOneCallBytes.  Not a plain memcpy: knowing the
- * size that small, GCC 12 expands it inline as a slow rep movs; the loop
- * below becomes a call to libc's memcpy instead.
- */
-void copy_small(uint8_t *dst, const uint8_t *src, size_t n) noexcept
-{
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        std::memcpy(dst + i, src + i, 16);
-    }
-    for (; i < n; i++) {
-        dst[i] = src[i];
-    }
-}
 
 } // namespace
 
@@ -61,7 +46,7 @@ uint32_t icrc_compute(std::span<const uint8_t> l3, bool ipv6) noexcept
     const size_t copied = l3.size() <= kIcrcOneCallBytes ? l3.size() : fixed;
     uint8_t hdr[kIcrcOneCallBytes];
     static_assert(kIcrcOneCallBytes >= kIcrcIpv6HdrBytes + kUdpBytes + kBthBytes);
-    copy_small(hdr, l3.data(), copied);
+    small_copy(hdr, l3.data(), copied);
     if (ipv6) {
         hdr[0] |= 0x0F;                   /* traffic class, high nibble */
         hdr[1] = hdr[2] = hdr[3] = 0xFF;  /* traffic class, flow label */

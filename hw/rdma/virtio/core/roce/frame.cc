@@ -6,6 +6,7 @@
  */
 #include "frame.h"
 
+#include <bit>
 #include <cstring>
 
 #include "icrc.h"
@@ -18,17 +19,28 @@ constexpr uint16_t kIpv4Df = 0x4000;
 constexpr uint16_t kIpv4FragMask = 0x3FFF; /* MF + fragment offset */
 constexpr size_t kIpMaxLen = 0xFFFF;
 
-/* RFC 1071 checksum of an IPv4 header (checksum field included). */
+/*
+ * RFC 1071 checksum of an IPv4 header (checksum field included).  Summed
+ * in 32-bit words of host order and folded: the one's complement sum does
+ * not depend on byte order (RFC 1071 2.B), so one swap at the end gives it
+ * in network order.
+ */
 uint16_t ipv4_sum(const uint8_t *h)
 {
-    uint32_t sum = 0;
-    for (size_t i = 0; i < kIpv4Bytes; i += 2) {
-        sum += load_be16(h + i);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < kIpv4Bytes; i += 4) {
+        uint32_t w;
+        std::memcpy(&w, h + i, 4);
+        sum += w;
     }
     while (sum >> 16) {
         sum = (sum & 0xFFFF) + (sum >> 16);
     }
-    return static_cast<uint16_t>(sum);
+    const auto s = static_cast<uint16_t>(sum);
+    if constexpr (std::endian::native == std::endian::little) {
+        return __builtin_bswap16(s);
+    }
+    return s;
 }
 
 void write_ipv4(uint8_t *h, const FrameAddr &a, size_t tot_len)

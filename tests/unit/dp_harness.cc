@@ -161,9 +161,19 @@ int Node::h_write(void *o, uint64_t gpa, const void *buf, uint64_t len)
 void Node::h_net_send(void *o, const void *frame, size_t len)
 {
     Node *n = static_cast<Node *>(o);
-    if (n->wire) {
-        n->wire->send(n->id, static_cast<const uint8_t *>(frame), len);
+    if (!n->wire) {
+        return;
     }
+    if (!n->wire->timed) {
+        n->wire->send(n->id, static_cast<const uint8_t *>(frame), len);
+        return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    n->wire->send(n->id, static_cast<const uint8_t *>(frame), len);
+    n->wire_ns += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::chrono::steady_clock::now() - t0)
+            .count());
 }
 
 int Node::h_cq_push(void *o, uint32_t cqn, const virtio_rdma_cq_req *c)

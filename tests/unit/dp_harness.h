@@ -220,6 +220,9 @@ public:
     uint64_t bad_cqe_count = 0; /* status other than SUCCESS */
     uint32_t last_bad_status = 0;
     uint64_t busy_ns = 0; /* in this node's core calls, when Wire::timed */
+    /* Of busy_ns: in the wire's send (its copy of the frame: QEMU's net
+     * layer in a deployment, not the engine's work), when Wire::timed. */
+    uint64_t wire_ns = 0;
     std::map<uint32_t, int64_t> cq_room; /* absent: unlimited */
     std::map<uint32_t, unsigned> notifies;
     std::vector<std::pair<std::string, uint32_t>> drop_log;

@@ -119,7 +119,11 @@ void comp_drain(VrdmaCore &c, Qp &qp)
         if (w.state != WqeState::kDone) {
             break;
         }
-        const SendWqe done = w;
+        /*
+         * A reference, not a copy: the slot is free once sq_head moves, but
+         * only post_send() reuses it, and that never runs inside a drain.
+         */
+        const SendWqe &done = w;
         e.sq_head++;
         if (e.sq_req - e.sq_head > e.sq_tail - e.sq_head) {
             e.sq_req = e.sq_head; /* it was the WQE the requester stopped at */

@@ -11,6 +11,7 @@
 #ifndef HW_RDMA_VIRTIO_CORE_ROCE_HEADERS_H
 #define HW_RDMA_VIRTIO_CORE_ROCE_HEADERS_H
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -20,52 +21,81 @@
 
 namespace vrdma::roce {
 
-/* ---- big-endian loads and stores at any alignment ---- */
+/*
+ * ---- big-endian loads and stores at any alignment ----
+ * Through memcpy and one byte swap: a single unaligned load or store each
+ * (GCC 12 does not always merge the byte-wise form on the packet path).
+ */
+
+namespace detail {
+template <typename T>
+inline T to_be(T v)
+{
+    if constexpr (std::endian::native == std::endian::big) {
+        return v;
+    } else if constexpr (sizeof(T) == 2) {
+        return __builtin_bswap16(v);
+    } else if constexpr (sizeof(T) == 4) {
+        return __builtin_bswap32(v);
+    } else {
+        return __builtin_bswap64(v);
+    }
+}
+template <typename T>
+inline T load_be(const uint8_t *p)
+{
+    T v;
+    std::memcpy(&v, p, sizeof(v));
+    return to_be(v);
+}
+template <typename T>
+inline void store_be(uint8_t *p, T v)
+{
+    v = to_be(v);
+    std::memcpy(p, &v, sizeof(v));
+}
+} // namespace detail
 
 inline uint16_t load_be16(const uint8_t *p)
 {
-    return static_cast<uint16_t>(p[0] << 8 | p[1]);
+    return detail::load_be<uint16_t>(p);
 }
 
 inline uint32_t load_be24(const uint8_t *p)
 {
-    return uint32_t{p[0]} << 16 | uint32_t{p[1]} << 8 | p[2];
+    return uint32_t{p[0]} << 16 | load_be16(p + 1);
 }
 
 inline uint32_t load_be32(const uint8_t *p)
 {
-    return uint32_t{p[0]} << 24 | load_be24(p + 1);
+    return detail::load_be<uint32_t>(p);
 }
 
 inline uint64_t load_be64(const uint8_t *p)
 {
-    return uint64_t{load_be32(p)} << 32 | load_be32(p + 4);
+    return detail::load_be<uint64_t>(p);
 }
 
 inline void store_be16(uint8_t *p, uint16_t v)
 {
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
+    detail::store_be<uint16_t>(p, v);
 }
 
 /* Stores the low 24 bits of @v. */
 inline void store_be24(uint8_t *p, uint32_t v)
 {
     p[0] = static_cast<uint8_t>(v >> 16);
-    p[1] = static_cast<uint8_t>(v >> 8);
-    p[2] = static_cast<uint8_t>(v);
+    store_be16(p + 1, static_cast<uint16_t>(v));
 }
 
 inline void store_be32(uint8_t *p, uint32_t v)
 {
-    p[0] = static_cast<uint8_t>(v >> 24);
-    store_be24(p + 1, v);
+    detail::store_be<uint32_t>(p, v);
 }
 
 inline void store_be64(uint8_t *p, uint64_t v)
 {
-    store_be32(p, static_cast<uint32_t>(v >> 32));
-    store_be32(p + 4, static_cast<uint32_t>(v));
+    detail::store_be<uint64_t>(p, v);
 }
 
 inline constexpr uint32_t kQpnMask = 0x00FFFFFF;

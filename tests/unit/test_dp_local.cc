@@ -642,6 +642,43 @@ TEST_F(DpFastReg, RegMrKeyIsNotReissuedAfterDereg)
     EXPECT_TRUE(b->check(region, 8192, 77)) << "nothing written";
 }
 
+/*
+ * ib_inc_rkey() steps the key byte through 0: on MR slot 0 that makes key
+ * 0, which must work as any other REG_MR key (a slot's own keys never are
+ * 0, so the core must not take rkey 0 for "no remote access" here).
+ */
+TEST_F(DpFastReg, KeyZeroOnSlotZeroIsARealKey)
+{
+    ASSERT_EQ(dst.lkey >> 8, 0u) << "dst holds slot 0";
+    ASSERT_EQ(b->dereg_mr(dst.mrn), VIRTIO_RDMA_OK);
+    const MrInfo zero = b->fast_mr(pd_b, region, 4096);
+    ASSERT_EQ(zero.lkey >> 8, 0u) << "the freed slot 0";
+    reg(1, 0, kAllAccess, zero.mrn);
+    a->fill(src.addr, 64, 7);
+    a->post_send(qa, SendWr()
+                         .op(VIRTIO_RDMA_WR_RDMA_WRITE)
+                         .id(2)
+                         .flags(kSignaled)
+                         .sge(src.addr, 64, src.lkey)
+                         .rdma(region, 0));
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*b, cq_b, 1, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_REG_MR);
+    expect_cqe(*a, cq_a, 2, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_RDMA_WRITE);
+    EXPECT_TRUE(b->check(region, 64, 7));
+
+    b->post_send(qb, SendWr()
+                         .op(VIRTIO_RDMA_WR_LOCAL_INV)
+                         .id(3)
+                         .flags(kSignaled)
+                         .inv(0));
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*b, cq_b, 3, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_LOCAL_INV);
+    write(4, 0);
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*a, cq_a, 4, VIRTIO_RDMA_WC_REM_ACCESS_ERR,
+               VIRTIO_RDMA_WC_RDMA_WRITE);
+}
+
 class DpBadReg : public DpFastReg, public ::testing::WithParamInterface<int> {
 };
 

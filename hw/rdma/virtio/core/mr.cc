@@ -50,7 +50,14 @@ Mr *MrTable::lookup_lkey(uint32_t key) const
 Mr *MrTable::lookup_rkey(uint32_t key) const
 {
     Mr *mr = objects_.at(key >> 8);
-    return mr && mr->rkey != 0 && mr->rkey == key ? mr : nullptr;
+    if (!mr || mr->rkey != key) {
+        return nullptr;
+    }
+    /*
+     * rkey 0 is what an MR without remote access reports; it names no MR,
+     * except where REG_MR set key 0 itself (slot 0, key byte wrapped).
+     */
+    return key != 0 || mr->kind == MrKind::kFastReg ? mr : nullptr;
 }
 
 void MrTable::clear()

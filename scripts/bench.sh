@@ -27,6 +27,7 @@ rc=0
 
 run_core() {
     echo "== core-bench"
+    rm -f "$log/core.log" # the summary must not show an older run
     if [ ! -f "$BUILD_BENCH/build.ninja" ]; then
         # werror off: GCC's -O2-only warnings must not stop a measurement.
         meson setup "$BUILD_BENCH" "$top" --buildtype=debugoptimized \
@@ -50,6 +51,7 @@ run_core() {
 
 run_device() {
     echo "== virtio-rdma-bench"
+    rm -f "$log/device.log" # the summary must not show an older run
     BUILD_TARGETS="tests/qtest/virtio-rdma-bench" bash "$top/scripts/build.sh" \
         >"$log/device-build.log" 2>&1 ||
         { tail -n 30 "$log/device-build.log"; echo "bench: QEMU build failed"; return 1; }

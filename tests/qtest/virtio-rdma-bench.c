@@ -561,6 +561,25 @@ static void bench_rc_write(void)
         raw_payload_Bps > 0 ? rdma_Bps / raw_payload_Bps : 0,
         raw.received ? (first_tx / elapsed) / (raw.received / raw.seconds)
                      : 0);
+    /*
+     * What one data frame costs each side in CPU time, next to the raw
+     * threads' cost per datagram; and the ratio each QEMU would allow if
+     * it had a CPU of its own at that cost (the busier one bounds the run).
+     */
+    if (da.tx_packets && db.rx_packets && raw.sent && raw.received) {
+        const double a_us = 1e6 * qa_cpu / da.tx_packets;
+        const double b_us = 1e6 * qb_cpu / db.rx_packets;
+        const double tx_us = 1e6 * raw.tx_cpu / raw.sent;
+        const double rx_us = 1e6 * raw.rx_cpu / raw.received;
+        const double cap = payload_per_frame / MAX(a_us, b_us) * 1e6;
+
+        out("cost:   CPU per data frame: QEMU A %.2f us (sends it, ACKs in), "
+            "QEMU B %.2f us (receives it, ACKs out); raw sender %.2f us, raw "
+            "receiver %.2f us per datagram\n", a_us, b_us, tx_us, rx_us);
+        out("        at these costs, one CPU per QEMU: at most %.1f MB/s, "
+            "ratio %.3f\n", cap / 1e6,
+            raw_payload_Bps > 0 ? cap / raw_payload_Bps : 0);
+    }
     if (failed) {
         g_test_fail();
     }

@@ -11,7 +11,8 @@
 #
 #   scripts/bench.sh                 both
 #   BENCHES=core scripts/bench.sh    one of them (core | device)
-#   BENCH_REPS=9                     core-bench repetitions (default 5; medians)
+#   BENCH_REPS=9                     core-bench repetitions (default 5; the
+#                                    summary: medians, then the best runs)
 #   VRDMA_BENCH_SECONDS=10 ...       device knobs: see virtio-rdma-bench.c
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,10 +42,10 @@ run_core() {
               echo "bench: Google Benchmark not found (scripts/deps.sh installs libbenchmark-dev)"
           echo "bench: core build failed"; return 1; }
     # Repetitions in random order: a neighbour's load spreads over all of
-    # them instead of landing on one benchmark (the summary takes medians).
+    # them instead of landing on one benchmark (the summary takes medians,
+    # then each benchmark's least disturbed repetition).
     "$BUILD_BENCH/bench/core-bench" --benchmark_repetitions="$reps" \
-        --benchmark_enable_random_interleaving=true \
-        --benchmark_report_aggregates_only=true >"$log/core.log" 2>&1 ||
+        --benchmark_enable_random_interleaving=true >"$log/core.log" 2>&1 ||
         { tail -n 30 "$log/core.log"; echo "bench: core-bench failed ($log/core.log)"; return 1; }
     echo "log: $log/core.log"
 }

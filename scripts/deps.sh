@@ -15,6 +15,8 @@ packages=(
     libgtest-dev libgmock-dev libbenchmark-dev
     # soft-RoCE engine: ICRC (crc32_gzip_refl)
     libisal-dev
+    # fuzz tier (tests/fuzz): clang's libFuzzer and sanitizer runtimes
+    clang libclang-rt-14-dev
     # lab tier (tests/lab): rdma-core/perftest tools the rxe guests run from
     # the host root over 9p; tshark dissects the captured RoCE frames
     rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest iproute2

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run every test tier and end with one summary line "N passed, N failed".
 #   unit      GoogleTest on the C++ core, plain and under ASan/UBSan
+#   fuzz      libFuzzer on everything a guest or a peer hands the core
 #   lab       Linux rxe in TCG guests + rdma-core/perftest tools vs our device
 #   qtest     the libqos driver tests, the data-path tests (loopback and two
 #             QEMUs over -netdev dgram; the engine in the main loop, then in
@@ -92,13 +93,29 @@ run_lab() {
     [ "$f" = 0 ] || { tail -n 30 "$log/lab.log"; failures+=("lab (see $log/lab.log)"); }
 }
 
-tiers=${TIERS:-unit unit-san qtest qtest-san lab}
+# libFuzzer over the core (tests/fuzz; clang, ASan, UBSan): a fixed number
+# of inputs from seed 1 after the committed regression inputs, so a run is
+# repeatable; one test per fuzz target.
+run_fuzz() {
+    echo "== fuzz"
+    local p f
+    FUZZ_RUNS=${FUZZ_RUNS:-10000} bash "$top/scripts/fuzz.sh" >"$log/fuzz.log" 2>&1
+    p=$(grep -c '^fuzz: .* passed$' "$log/fuzz.log" || true)
+    f=$(grep -c '^fuzz: .* FAILED' "$log/fuzz.log" || true)
+    if [ "$p" = 0 ] && [ "$f" = 0 ]; then f=1; fi
+    echo "fuzz: $p passed, $f failed"
+    passed=$((passed + p)); failed=$((failed + f))
+    [ "$f" = 0 ] || { tail -n 40 "$log/fuzz.log"; failures+=("fuzz (see $log/fuzz.log)"); }
+}
+
+tiers=${TIERS:-unit unit-san qtest qtest-san fuzz lab}
 for t in $tiers; do
     case $t in
     unit)      run_unit unit "$BUILD_UNIT" ;;
     unit-san)  run_unit unit-san "$BUILD_UNIT_SAN" -Db_sanitize=address,undefined -Db_lundef=false ;;
     qtest)     run_qtest qtest "$BUILD_QEMU" ;;
     qtest-san) run_qtest qtest-san "$BUILD_QEMU_SAN" ;;
+    fuzz)      run_fuzz ;;
     lab)       run_lab ;;
     *) echo "test.sh: unknown tier $t" >&2; exit 2 ;;
     esac

@@ -6,6 +6,7 @@
 #include "fake_guest.h"
 
 #include <cstring>
+#include <new>
 #include <tuple>
 
 namespace vrdma_test {
@@ -25,8 +26,17 @@ FakeGuest::FakeGuest()
            .timer_mod = nullptr,
            .kick = nullptr,
            .wire_drop = nullptr},
-      ram0_(kRam0.size), ram1_(kRam1.size)
+      ram0_(zeroed(kRam0.size)), ram1_(zeroed(kRam1.size))
 {
+}
+
+FakeGuest::Ram FakeGuest::zeroed(uint64_t size)
+{
+    auto *p = static_cast<uint8_t *>(std::calloc(size, 1));
+    if (!p) {
+        throw std::bad_alloc();
+    }
+    return Ram(p);
 }
 
 uint8_t *FakeGuest::host(uint64_t gpa, uint64_t len)
@@ -36,10 +46,10 @@ uint8_t *FakeGuest::host(uint64_t gpa, uint64_t len)
         return nullptr;
     }
     if (gpa >= kRam0.base && end <= kRam0.base + kRam0.size) {
-        return ram0_.data() + (gpa - kRam0.base);
+        return ram0_.get() + (gpa - kRam0.base);
     }
     if (gpa >= kRam1.base && end <= kRam1.base + kRam1.size) {
-        return ram1_.data() + (gpa - kRam1.base);
+        return ram1_.get() + (gpa - kRam1.base);
     }
     return nullptr;
 }

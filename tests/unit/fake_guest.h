@@ -13,7 +13,9 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <vector>
 
@@ -78,9 +80,19 @@ private:
     static void guest_error(void *opaque, uint8_t cmd, VrdmaErr err,
                             uint64_t a, uint64_t b);
 
+    /*
+     * calloc'd, not a std::vector: pages nobody touches cost nothing (the
+     * fuzzer builds two guests per input, the unit tests two per test).
+     */
+    struct Free {
+        void operator()(uint8_t *p) const { std::free(p); }
+    };
+    using Ram = std::unique_ptr<uint8_t[], Free>;
+    static Ram zeroed(uint64_t size);
+
     VrdmaHostOps ops_;
-    std::vector<uint8_t> ram0_;
-    std::vector<uint8_t> ram1_;
+    Ram ram0_;
+    Ram ram1_;
     /* Live mappings: (host, len, is_write) -> count. */
     std::map<std::tuple<void *, uint64_t, bool>, uint64_t> live_;
 };

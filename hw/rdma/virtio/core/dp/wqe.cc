@@ -124,7 +124,9 @@ void post_send(VrdmaCore &c, uint32_t qpn, const void *bytes, size_t len)
         std::memcpy(&h, p, sizeof(h)); /* fixed size: vector moves */
     } else {
         h = virtio_rdma_sq_req{};
-        std::memcpy(&h, p, len);
+        if (len) { /* an empty request may come without a buffer */
+            std::memcpy(&h, p, len);
+        }
     }
     le_fields(h);
 
@@ -247,7 +249,9 @@ void post_recv(VrdmaCore &c, uint32_t qpn, const void *bytes, size_t len)
     const auto *p = static_cast<const uint8_t *>(bytes);
 
     virtio_rdma_rq_req h{};
-    std::memcpy(&h, p, std::min(len, sizeof(h)));
+    if (len) { /* an empty request may come without a buffer */
+        std::memcpy(&h, p, std::min(len, sizeof(h)));
+    }
     le_fields(h);
 
     const uint32_t state = qp->state();

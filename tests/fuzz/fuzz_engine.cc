@@ -1,0 +1,240 @@
+/*
+ * libFuzzer target: everything a guest or a peer can hand the core.
+ *
+ * Each input runs on two fresh cores (the unit tests' harness: fake guests,
+ * an in-memory wire, a fake clock), set up as a driver would: a PD, a CQ,
+ * MRs (user and fast-registration), an RC QP pair connected, a UD QP each,
+ * receive WQEs posted.  The input is then a list of operations:
+ *
+ *   byte 0 (kind)  what follows
+ *   0 frame        raw bytes, delivered to b as a received frame
+ *   1 packet       an opcode, a selector and transport bytes (BTH on),
+ *                  wrapped by the core's own encoder into Ethernet/IP/UDP
+ *                  from a to b or b to a with a correct ICRC: responder
+ *                  and completer get packets random bytes never make
+ *   2 post_send    raw work-request bytes posted to one of the QPs
+ *   3 post_recv    raw work-request bytes posted to one of the QPs
+ *   4 command      a control command and its raw request bytes, to b
+ *   5 pump         the wire runs until idle (bounded)
+ *   6 time         the clock jumps (retransmit / RNR timers fire)
+ *
+ * with a 2-byte length before the bytes of 0 -- 4.  At the end the wire
+ * runs until idle.  Besides the sanitizers' findings, any harness check
+ * that fails (e.g. guest mappings leaked when a node is destroyed) aborts.
+ *
+ *   scripts/fuzz.sh [seconds]
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "dp_harness.h"
+#include "roce/frame.h"
+#include "roce/opcode.h"
+
+namespace {
+
+using vrdma_test::Bytes;
+using vrdma_test::Conn;
+using vrdma_test::DpTest;
+using vrdma_test::MrInfo;
+using vrdma_test::Node;
+using vrdma_test::Wire;
+
+constexpr uint32_t kAll = VIRTIO_RDMA_ACCESS_LOCAL_WRITE |
+                          VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
+                          VIRTIO_RDMA_ACCESS_REMOTE_READ |
+                          VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC;
+constexpr uint32_t kQkey = 0x11111111;
+constexpr uint64_t kMaxSteps = 20000;
+
+/* Reads the input front to back; past the end everything is 0. */
+struct Input {
+    const uint8_t *p;
+    size_t n;
+
+    uint8_t u8()
+    {
+        if (!n) {
+            return 0;
+        }
+        n--;
+        return *p++;
+    }
+    uint16_t u16() { return static_cast<uint16_t>(u8() | u8() << 8); }
+    Bytes bytes(size_t len)
+    {
+        len = std::min(len, n);
+        Bytes b(p, p + len);
+        p += len;
+        n -= len;
+        return b;
+    }
+};
+
+int harness_failures()
+{
+    return ::testing::UnitTest::GetInstance()
+        ->ad_hoc_test_result()
+        .total_part_count();
+}
+
+struct Setup {
+    Wire wire;
+    Node a{&wire, 0}, b{&wire, 1};
+    uint32_t qa_rc = 0, qb_rc = 0, qa_ud = 0, qb_ud = 0;
+    MrInfo src, dst, fmr;
+
+    Setup()
+    {
+        for (Node *n : {&a, &b}) {
+            n->keep_cqes = false;
+            n->add_gid(0, n->gid);
+        }
+        const uint32_t pa = a.create_pd(), pb = b.create_pd();
+        const uint32_t ca = a.create_cq(64), cb = b.create_cq(64);
+        src = a.reg_mr(pa, a.alloc(16384), 16384, kAll);
+        dst = b.reg_mr(pb, b.alloc(16384), 16384, kAll);
+        fmr = b.fast_mr(pb, b.alloc(8192), 8192);
+        qa_rc = a.create_qp(pa, VIRTIO_RDMA_QPT_RC, ca, ca);
+        qb_rc = b.create_qp(pb, VIRTIO_RDMA_QPT_RC, cb, cb);
+        Conn conn;
+        DpTest::connect_pair(a, qa_rc, b, qb_rc, VIRTIO_RDMA_QPT_RC, conn,
+                             true);
+        DpTest::connect_pair(b, qb_rc, a, qa_rc, VIRTIO_RDMA_QPT_RC, conn,
+                             false);
+        qa_ud = a.create_qp(pa, VIRTIO_RDMA_QPT_UD, ca, ca);
+        qb_ud = b.create_qp(pb, VIRTIO_RDMA_QPT_UD, cb, cb);
+        a.ud_up(qa_ud, kQkey);
+        b.ud_up(qb_ud, kQkey);
+        for (uint64_t i = 0; i < 4; i++) {
+            b.post_recv(qb_rc, i, {{dst.addr + i * 4096, 4096, dst.lkey}});
+            b.post_recv(qb_ud, i, {{dst.addr + i * 4096, 4096, dst.lkey}});
+        }
+    }
+
+    Node &node(uint8_t sel) { return sel & 1 ? b : a; }
+    uint32_t qp(uint8_t sel)
+    {
+        switch (sel & 6) {
+        case 0: return sel & 1 ? qb_rc : qa_rc;
+        case 2: return sel & 1 ? qb_ud : qa_ud;
+        case 4: return 1; /* GSI */
+        default: return sel; /* anything */
+        }
+    }
+
+    /*
+     * Transport bytes as a packet from a to b (or, with bit 6 of the
+     * selector, from b to a: ACKs and READ responses for a's completer),
+     * framed by the core.
+     */
+    void packet(Input &in)
+    {
+        const uint8_t opcode = in.u8();
+        const uint8_t sel = in.u8();
+        const Bytes t = in.bytes(in.u16());
+        const vrdma::roce::OpcodeInfo *info = vrdma::roce::opcode_info(opcode);
+        if (!info || t.size() < 1) {
+            return;
+        }
+        size_t payload = t.size() > info->length ? t.size() - info->length : 0;
+        if (!info->has(vrdma::roce::kMaskPayload)) {
+            payload = 0;
+        }
+        const bool to_a = sel & 0x40;
+        Node &from = to_a ? b : a, &to = to_a ? a : b;
+        vrdma::roce::FrameAddr fa{};
+        fa.dmac = to.mac;
+        fa.smac = from.mac;
+        fa.sgid = from.gid;
+        fa.dgid = to.gid;
+        Bytes buf(vrdma::roce::frame_len(fa, opcode, payload) + 64);
+        vrdma::roce::TxFrame f;
+        if (vrdma::roce::frame_begin(buf, fa, opcode, payload, &f) !=
+            vrdma::roce::BuildError::kNone) {
+            return;
+        }
+        /* The fuzz bytes over BTH (after its opcode byte), headers, payload. */
+        uint8_t *bth = f.frame.data() + f.bth_off;
+        const size_t room = info->length + payload - 1;
+        std::memcpy(bth + 1, t.data() + 1, std::min(room, t.size() - 1));
+        if (!(sel & 0x80)) {
+            /* Mostly well-formed: version 0, our pad, the default P_Key,
+             * to one of its QPs. */
+            bth[1] = static_cast<uint8_t>((bth[1] & 0xC0) | f.pad << 4);
+            bth[2] = bth[3] = 0xFF;
+            const uint32_t qpn =
+                qp(static_cast<uint8_t>(to_a ? sel & ~1 : sel | 1));
+            bth[5] = static_cast<uint8_t>(qpn >> 16);
+            bth[6] = static_cast<uint8_t>(qpn >> 8);
+            bth[7] = static_cast<uint8_t>(qpn);
+        }
+        vrdma::roce::frame_finish(f);
+        to.receive(Bytes(f.frame.begin(), f.frame.end()));
+    }
+
+    void run(Input &in)
+    {
+        while (in.n) {
+            switch (in.u8() % 7) {
+            case 0:
+                b.receive(in.bytes(in.u16()));
+                break;
+            case 1:
+                packet(in);
+                break;
+            case 2: {
+                const uint8_t sel = in.u8();
+                node(sel).post_send_raw(qp(sel), in.bytes(in.u16()));
+                break;
+            }
+            case 3: {
+                const uint8_t sel = in.u8();
+                node(sel).post_recv_raw(qp(sel), in.bytes(in.u16()));
+                break;
+            }
+            case 4: {
+                const uint8_t cmd = in.u8();
+                const Bytes req = in.bytes(in.u16());
+                uint8_t rsp[VRDMA_CTRL_RSP_MAX];
+                b.ctrl_raw(cmd, req.data(), req.size(), rsp, sizeof(rsp));
+                break;
+            }
+            case 5:
+                wire.pump(kMaxSteps);
+                break;
+            case 6:
+                wire.now += uint64_t{in.u16()} << 20; /* up to ~69 s */
+                wire.pump(kMaxSteps);
+                break;
+            }
+        }
+        wire.pump(kMaxSteps);
+    }
+};
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const int failures = harness_failures();
+    {
+        Setup s;
+        if (harness_failures() != failures) {
+            std::abort(); /* the set-up itself broke */
+        }
+        Input in{data, size};
+        s.run(in);
+    } /* the nodes' destructors check that no guest mapping leaked */
+    if (harness_failures() != failures) {
+        std::abort();
+    }
+    return 0;
+}

@@ -17,6 +17,10 @@
  *   4 command      a control command and its raw request bytes, to b
  *   5 pump         the wire runs until idle (bounded)
  *   6 time         the clock jumps (retransmit / RNR timers fire)
+ *   7 work request a well-formed one (fuzzed opcode, flags, lengths,
+ *                  offsets) from a's RC or UD QP to b: real exchanges
+ *   8 receive      a well-formed receive WQE on b
+ *   9 faults       the wire loses, duplicates, reorders, corrupts
  *
  * with a 2-byte length before the bytes of 0 -- 4.  At the end the wire
  * runs until idle.  Besides the sanitizers' findings, any harness check
@@ -30,6 +34,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -180,10 +185,55 @@ struct Setup {
         to.receive(Bytes(f.frame.begin(), f.frame.end()));
     }
 
+    /*
+     * A well-formed work request on a's RC or UD QP towards b, the fuzz
+     * choosing the opcode, flags, lengths and offsets (inside the MRs or
+     * a little past them): the protocol runs for real between the cores.
+     */
+    void work_request(Input &in)
+    {
+        static constexpr uint32_t kOps[] = {
+            VIRTIO_RDMA_WR_SEND, VIRTIO_RDMA_WR_SEND_WITH_IMM,
+            VIRTIO_RDMA_WR_RDMA_WRITE, VIRTIO_RDMA_WR_RDMA_WRITE_WITH_IMM,
+            VIRTIO_RDMA_WR_RDMA_READ, VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP,
+            VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD, VIRTIO_RDMA_WR_SEND_WITH_INV,
+            VIRTIO_RDMA_WR_LOCAL_INV, VIRTIO_RDMA_WR_REG_MR,
+        };
+        const uint8_t sel = in.u8();
+        const uint32_t op = kOps[in.u8() % std::size(kOps)];
+        const uint8_t flags = in.u8();
+        const uint32_t len = in.u16() % 20000;
+        const uint32_t off = in.u16() % 20000;
+        const uint32_t roff = in.u16() % 20000;
+        vrdma_test::SendWr w;
+        w.op(op).id(in.u16()).flags(flags & 0x0F);
+        w.sge(src.addr + off, len, src.lkey);
+        if (op == VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP ||
+            op == VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD) {
+            w.atomic(dst.addr + roff, dst.rkey, off, roff);
+        } else if (op == VIRTIO_RDMA_WR_REG_MR) {
+            w.reg(fmr.mrn, (fmr.lkey & ~0xFFu) | (roff & 0xFF), kAll);
+        } else if (op == VIRTIO_RDMA_WR_SEND_WITH_INV ||
+                   op == VIRTIO_RDMA_WR_LOCAL_INV) {
+            w.inv(flags & 0x10 ? fmr.lkey : dst.rkey);
+        } else {
+            w.rdma(dst.addr + roff, flags & 0x10 ? fmr.rkey : dst.rkey);
+        }
+        if (sel & 2) {
+            w.ud(qb_ud, kQkey, b.gid, b.mac);
+            a.post_send(qa_ud, w);
+        } else if (op == VIRTIO_RDMA_WR_REG_MR ||
+                   op == VIRTIO_RDMA_WR_LOCAL_INV) {
+            b.post_send(qb_rc, w); /* b's own fast-registration MR */
+        } else {
+            a.post_send(qa_rc, w);
+        }
+    }
+
     void run(Input &in)
     {
         while (in.n) {
-            switch (in.u8() % 7) {
+            switch (in.u8() % 10) {
             case 0:
                 b.receive(in.bytes(in.u16()));
                 break;
@@ -213,6 +263,24 @@ struct Setup {
             case 6:
                 wire.now += uint64_t{in.u16()} << 20; /* up to ~69 s */
                 wire.pump(kMaxSteps);
+                break;
+            case 7:
+                work_request(in);
+                break;
+            case 8: { /* a well-formed receive WQE on b's RC or UD QP */
+                const uint8_t sel = in.u8();
+                const uint32_t len = in.u16() % 20000;
+                const uint32_t off = in.u16() % 20000;
+                b.post_recv(sel & 2 ? qb_ud : qb_rc, in.u16(),
+                            {{dst.addr + off, len, dst.lkey}});
+                break;
+            }
+            case 9: /* the wire starts losing, duplicating, reordering */
+                wire.faults.loss = in.u8() / 512.0;
+                wire.faults.dup = in.u8() / 512.0;
+                wire.faults.reorder = in.u8() / 512.0;
+                wire.faults.corrupt = in.u8() / 2048.0;
+                wire.rng.seed(in.u8());
                 break;
             }
         }

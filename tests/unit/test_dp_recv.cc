@@ -368,6 +368,44 @@ TEST_F(DpRecv, StaleResponseIsCountedNotFatal)
     (void)rb;
 }
 
+/*
+ * An ACK for PSNs already acknowledged, while a later request waits for
+ * its own: dropped under its own reason (response_old), the QP untouched.
+ */
+TEST_F(DpRecv, OldResponseIsCountedApart)
+{
+    auto [ra, rb] = connect();
+    const MrInfo src = buffer(*a, pd_a, 4096);
+    const MrInfo buf = buffer(*b, pd_b, 4096);
+    b->post_recv(rb, 1, {{buf.addr, 4096, buf.lkey}});
+    b->post_recv(rb, 2, {{buf.addr, 4096, buf.lkey}});
+    wire.capture = true;
+    a->post_send(ra, SendWr()
+                         .op(VIRTIO_RDMA_WR_SEND)
+                         .id(1)
+                         .flags(VIRTIO_RDMA_SEND_SIGNALED)
+                         .sge(src.addr, 100, src.lkey));
+    ASSERT_TRUE(wire.pump());
+    Bytes ack;
+    for (const Wire::Frame &f : wire.captured) {
+        if (f.src == 1) {
+            ack = f.data; /* b's ACK of the first SEND */
+        }
+    }
+    ASSERT_FALSE(ack.empty());
+    wire.tap = [](Wire::Frame &f) { return f.src != 1; }; /* b's ACKs lost */
+    a->post_send(ra, SendWr()
+                         .op(VIRTIO_RDMA_WR_SEND)
+                         .id(2)
+                         .flags(VIRTIO_RDMA_SEND_SIGNALED)
+                         .sge(src.addr, 100, src.lkey));
+    ASSERT_TRUE(wire.pump_until([&] { return b->cq_size(cq_b) >= 2; }));
+    EXPECT_TRUE(a->receive(ack));
+    EXPECT_EQ(a->drops(VRDMA_DROP_RESPONSE_OLD), 1u);
+    EXPECT_EQ(a->drops(VRDMA_DROP_RESPONSE), 0u);
+    EXPECT_EQ(a->qp_state(ra), VIRTIO_RDMA_QPS_RTS);
+}
+
 /* ---- loopback: two QPs of one device ---- */
 
 class DpLoop : public ::testing::Test {

@@ -257,7 +257,10 @@ typedef enum VrdmaDrop {
     VRDMA_DROP_UC_MESSAGE,      /* UC: rest of a message that lost a packet */
     VRDMA_DROP_UC_ACCESS,       /* UC: RDMA WRITE the QP or the R_Key refuses */
     VRDMA_DROP_UNSUPPORTED,     /* opcode this engine does not execute (UD/UC) */
-    VRDMA_DROP_RESPONSE,        /* response that matches no outstanding request */
+    VRDMA_DROP_RESPONSE,        /* response with no request outstanding */
+    VRDMA_DROP_RESPONSE_OLD,    /* response for PSNs already acknowledged */
+    VRDMA_DROP_RESPONSE_AHEAD,  /* response beyond what was ever sent */
+    VRDMA_DROP_RESPONSE_READ,   /* ACK for a READ, or a READ response after a gap */
     VRDMA_DROP_LOOPBACK_FULL,   /* internal loopback queue full */
     VRDMA_DROP_NOT_OURS,        /* looped-back frame not for one of our GIDs */
     VRDMA_DROP__COUNT,

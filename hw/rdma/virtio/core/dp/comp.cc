@@ -92,6 +92,7 @@ struct Ctx {
     uint32_t mask = 0;
     SendWqe *w = nullptr;
     bool retried = false;  /* went back N: the window starts over */
+    VrdmaDrop ignored = VRDMA_DROP_RESPONSE; /* why kIgnore drops it */
 };
 
 /*
@@ -135,6 +136,7 @@ St check_psn(Ctx &x)
     SendWqe &w = *x.w;
     if (psn_diff(x.psn, w.last_psn) > 0) {
         if (!all_sent(x.e, w)) {
+            x.ignored = VRDMA_DROP_RESPONSE_AHEAD;
             return St::kIgnore; /* cannot be: not all of it was sent */
         }
         /*
@@ -145,10 +147,12 @@ St check_psn(Ctx &x)
     }
     const int32_t d = psn_diff(x.psn, x.e.comp.psn);
     if (d < 0) {
+        x.ignored = VRDMA_DROP_RESPONSE_OLD;
         return St::kIgnore; /* a duplicate of something handled */
     }
     if (d > 0 && is_rd(w.opcode)) {
         /* A read response after a gap: the ones before it were lost. */
+        x.ignored = VRDMA_DROP_RESPONSE_READ;
         return (x.mask & kMaskReadResp) ? St::kErrorRetry : St::kIgnore;
     }
     return St::kCheckAck;
@@ -208,6 +212,7 @@ St check_ack(Ctx &x)
     switch (syn & kAethTypeMask) {
     case kAethAck:
         if (is_rd(w.opcode)) {
+            x.ignored = VRDMA_DROP_RESPONSE_READ;
             return St::kIgnore; /* an ACK says nothing about a READ */
         }
         comp_progress(x.c, x.qp);
@@ -415,7 +420,7 @@ St step(Ctx &x, St st)
         return St::kDone;
     case St::kIgnore:
         if (x.pkt) {
-            drop(x.c, VRDMA_DROP_RESPONSE, x.e.qpn);
+            drop(x.c, x.ignored, x.e.qpn);
         }
         return St::kDone;
     case St::kDone:

@@ -217,6 +217,9 @@ const char *vrdma_drop_name(VrdmaDrop why)
     case VRDMA_DROP_UC_ACCESS: return "uc_access";
     case VRDMA_DROP_UNSUPPORTED: return "unsupported";
     case VRDMA_DROP_RESPONSE: return "response";
+    case VRDMA_DROP_RESPONSE_OLD: return "response_old";
+    case VRDMA_DROP_RESPONSE_AHEAD: return "response_ahead";
+    case VRDMA_DROP_RESPONSE_READ: return "response_read";
     case VRDMA_DROP_LOOPBACK_FULL: return "loopback_full";
     case VRDMA_DROP_NOT_OURS: return "not_ours";
     case VRDMA_DROP__COUNT: break;

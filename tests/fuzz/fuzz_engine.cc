@@ -110,6 +110,10 @@ struct Setup {
         qa_rc = a.create_qp(pa, VIRTIO_RDMA_QPT_RC, ca, ca);
         qb_rc = b.create_qp(pb, VIRTIO_RDMA_QPT_RC, cb, cb);
         Conn conn;
+        /* Not 7 (infinite, IBA 9.7.5.2.8): a SEND the peer has no receive
+         * WQE for would retry after every RNR NAK for ever, legitimately,
+         * and make an input take minutes. */
+        conn.rnr_retry = 3;
         DpTest::connect_pair(a, qa_rc, b, qb_rc, VIRTIO_RDMA_QPT_RC, conn,
                              true);
         DpTest::connect_pair(b, qb_rc, a, qa_rc, VIRTIO_RDMA_QPT_RC, conn,

@@ -64,14 +64,11 @@ using vrdma_test::DpTest;
 using vrdma_test::MrInfo;
 using vrdma_test::Node;
 using vrdma_test::Wire;
+using vrdma_test::kAllAccess;
 
 constexpr uint32_t kMsg = 64 * 1024;     /* RcWrite message size */
 constexpr uint32_t kSmall = 64;          /* UdSend / RcSend payload */
 constexpr uint32_t kQkey = 0x11111111;
-
-constexpr uint32_t kAccessAll =
-    VIRTIO_RDMA_ACCESS_LOCAL_WRITE | VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
-    VIRTIO_RDMA_ACCESS_REMOTE_READ | VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC;
 
 /* ---- WQE bytes, built once and posted as they are ------------------------ */
 
@@ -108,7 +105,7 @@ struct Bnode {
         pd = n.create_pd();
         cq = n.create_cq(vrdma_test::dp_limits().queue_size);
     }
-    MrInfo buffer(uint64_t len) { return n.reg_mr(pd, n.alloc(len), len, kAccessAll); }
+    MrInfo buffer(uint64_t len) { return n.reg_mr(pd, n.alloc(len), len, kAllAccess); }
     uint32_t qp(uint8_t type) { return n.create_qp(pd, type, cq, cq, 1); }
 
     Node n;

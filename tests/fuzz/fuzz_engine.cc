@@ -51,11 +51,8 @@ using vrdma_test::DpTest;
 using vrdma_test::MrInfo;
 using vrdma_test::Node;
 using vrdma_test::Wire;
+using vrdma_test::kAllAccess;
 
-constexpr uint32_t kAll = VIRTIO_RDMA_ACCESS_LOCAL_WRITE |
-                          VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
-                          VIRTIO_RDMA_ACCESS_REMOTE_READ |
-                          VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC;
 constexpr uint32_t kQkey = 0x11111111;
 constexpr uint64_t kMaxSteps = 20000;
 
@@ -104,8 +101,8 @@ struct Setup {
         }
         const uint32_t pa = a.create_pd(), pb = b.create_pd();
         const uint32_t ca = a.create_cq(64), cb = b.create_cq(64);
-        src = a.reg_mr(pa, a.alloc(16384), 16384, kAll);
-        dst = b.reg_mr(pb, b.alloc(16384), 16384, kAll);
+        src = a.reg_mr(pa, a.alloc(16384), 16384, kAllAccess);
+        dst = b.reg_mr(pb, b.alloc(16384), 16384, kAllAccess);
         fmr = b.fast_mr(pb, b.alloc(8192), 8192);
         qa_rc = a.create_qp(pa, VIRTIO_RDMA_QPT_RC, ca, ca);
         qb_rc = b.create_qp(pb, VIRTIO_RDMA_QPT_RC, cb, cb);
@@ -216,7 +213,7 @@ struct Setup {
             op == VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD) {
             w.atomic(dst.addr + roff, dst.rkey, off, roff);
         } else if (op == VIRTIO_RDMA_WR_REG_MR) {
-            w.reg(fmr.mrn, (fmr.lkey & ~0xFFu) | (roff & 0xFF), kAll);
+            w.reg(fmr.mrn, (fmr.lkey & ~0xFFu) | (roff & 0xFF), kAllAccess);
         } else if (op == VIRTIO_RDMA_WR_SEND_WITH_INV ||
                    op == VIRTIO_RDMA_WR_LOCAL_INV) {
             w.inv(flags & 0x10 ? fmr.lkey : dst.rkey);

@@ -164,16 +164,15 @@ void Node::h_net_send(void *o, const void *frame, size_t len)
     if (!n->wire) {
         return;
     }
-    if (!n->wire->timed) {
+    const auto send = [&] {
         n->wire->send(n->id, static_cast<const uint8_t *>(frame), len);
-        return;
+        return 0;
+    };
+    if (n->wire->timed) {
+        time_into(&n->wire_ns, send);
+    } else {
+        send();
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    n->wire->send(n->id, static_cast<const uint8_t *>(frame), len);
-    n->wire_ns += static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(
-            std::chrono::steady_clock::now() - t0)
-            .count());
 }
 
 int Node::h_cq_push(void *o, uint32_t cqn, const virtio_rdma_cq_req *c)

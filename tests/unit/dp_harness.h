@@ -53,6 +53,24 @@ Gid gid_v6(uint8_t last);
 
 VrdmaLimits dp_limits();
 
+/* Every access right an MR can have. */
+inline constexpr uint32_t kAllAccess =
+    VIRTIO_RDMA_ACCESS_LOCAL_WRITE | VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
+    VIRTIO_RDMA_ACCESS_REMOTE_READ | VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC;
+
+/* @f(), its wall time added to *@acc (ns). */
+template <typename F>
+auto time_into(uint64_t *acc, F f)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = f();
+    *acc += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::chrono::steady_clock::now() - t0)
+            .count());
+    return r;
+}
+
 struct MrInfo {
     uint32_t mrn = 0;
     uint32_t lkey = 0;
@@ -282,16 +300,7 @@ public:
     template <typename F>
     auto call(Node *n, F f)
     {
-        if (!timed) {
-            return f();
-        }
-        const auto t0 = std::chrono::steady_clock::now();
-        auto r = f();
-        n->busy_ns += static_cast<uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(
-                std::chrono::steady_clock::now() - t0)
-                .count());
-        return r;
+        return timed ? time_into(&n->busy_ns, f) : f();
     }
 
     uint64_t now = 1000000000; /* ns; never 0 */
@@ -338,10 +347,6 @@ public:
                              uint8_t type, const Conn &conn, bool x_is_a);
 
 protected:
-    static constexpr uint32_t kAllAccess =
-        VIRTIO_RDMA_ACCESS_LOCAL_WRITE | VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
-        VIRTIO_RDMA_ACCESS_REMOTE_READ | VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC;
-
     /* A registered buffer of @len bytes. */
     static MrInfo buffer(Node &n, uint32_t pdn, uint64_t len,
                          uint32_t access = kAllAccess)

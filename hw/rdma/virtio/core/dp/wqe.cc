@@ -88,6 +88,27 @@ bool read_sges(const uint8_t *p, uint32_t n, Sge *out, uint32_t *total)
     return true;
 }
 
+/*
+ * The request header from the @len bytes at @p, in host order; zeros past
+ * a short one.  A whole header is one fixed-size copy (vector moves); an
+ * empty request may come without a buffer.
+ */
+template <typename T>
+T read_header(const uint8_t *p, size_t len)
+{
+    T h;
+    if (len >= sizeof(h)) {
+        std::memcpy(&h, p, sizeof(h));
+    } else {
+        h = T{};
+        if (len) {
+            std::memcpy(&h, p, len);
+        }
+    }
+    le_fields(h);
+    return h;
+}
+
 void unknown_qp(VrdmaCore &c, uint32_t qpn, size_t len)
 {
     if (c.ops.guest_error) {
@@ -119,16 +140,7 @@ void post_send(VrdmaCore &c, uint32_t qpn, const void *bytes, size_t len)
     QpEngine &e = qp->dp;
     const auto *p = static_cast<const uint8_t *>(bytes);
 
-    virtio_rdma_sq_req h;
-    if (len >= sizeof(h)) {
-        std::memcpy(&h, p, sizeof(h)); /* fixed size: vector moves */
-    } else {
-        h = virtio_rdma_sq_req{};
-        if (len) { /* an empty request may come without a buffer */
-            std::memcpy(&h, p, len);
-        }
-    }
-    le_fields(h);
+    const auto h = read_header<virtio_rdma_sq_req>(p, len);
 
     uint8_t status = VIRTIO_RDMA_WC_SUCCESS;
     if (len < sizeof(h) || h.num_sge > qp->cap.max_send_sge ||
@@ -248,11 +260,7 @@ void post_recv(VrdmaCore &c, uint32_t qpn, const void *bytes, size_t len)
     QpEngine &e = qp->dp;
     const auto *p = static_cast<const uint8_t *>(bytes);
 
-    virtio_rdma_rq_req h{};
-    if (len) { /* an empty request may come without a buffer */
-        std::memcpy(&h, p, std::min(len, sizeof(h)));
-    }
-    le_fields(h);
+    const auto h = read_header<virtio_rdma_rq_req>(p, len);
 
     const uint32_t state = qp->state();
     if (state == VIRTIO_RDMA_QPS_ERR) {

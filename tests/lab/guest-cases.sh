@@ -5,7 +5,9 @@
 # to its server (the server may not listen yet), at most TIMEOUT seconds in all.
 # In COMMAND, @G4@ / @G6@ stand for rxe0's IPv4-mapped / global IPv6 GID index.
 # Per case: NAME.out (the tool's output), NAME.rc, NAME.cnt (rxe0 hw_counters
-# that changed during the case: "name before after").  At the end: dmesg.txt.
+# that changed during the case: "name before after"), NAME.net (the same for
+# eth0's link statistics and its qdisc's drops: where a frame rxe counted as
+# sent was lost inside the guest).  At the end: dmesg.txt.
 HC=/sys/class/infiniband/rxe0/ports/1/hw_counters
 gid_index() { # $1 = 4 | 6
     local f g
@@ -20,13 +22,18 @@ gid_index() { # $1 = 4 | 6
     echo none
 }
 counters() { for f in "$HC"/*; do echo "${f##*/} $(cat "$f")"; done; }
+netstats() {
+    for f in /sys/class/net/eth0/statistics/*; do echo "${f##*/} $(cat "$f")"; done
+    tc -s qdisc show dev eth0 2>/dev/null |
+        awk '/^qdisc/ { q = $2 "_" $3 ($4 == "parent" ? $5 : "") } /^ *Sent .*dropped/ { gsub(",", ""); print "qdisc_" q "_sent", $4; print "qdisc_" q "_dropped", $7; print "qdisc_" q "_overlimits", $9 }'
+}
 now() { cut -d' ' -f1 /proc/uptime; }
 G4=$(gid_index 4) G6=$(gid_index 6)
 echo "guest: GID index IPv4 $G4, IPv6 $G6"
 while read -r role name tmo cmd; do
     [ -z "$role" ] || [ "${role#\#}" != "$role" ] && continue
     cmd=${cmd//@G4@/$G4}; cmd=${cmd//@G6@/$G6}
-    counters > "/tmp/$name.c0"
+    counters > "/tmp/$name.c0"; netstats | sort > "/tmp/$name.n0"
     t0=$(now); rc=1; tries=0
     if [ "$role" = srv ]; then
         timeout -k 2 "$tmo" bash -c "$cmd" > "$name.out" 2>&1; rc=$?
@@ -44,6 +51,8 @@ while read -r role name tmo cmd; do
     fi
     counters > "/tmp/$name.c1"
     join "/tmp/$name.c0" "/tmp/$name.c1" | awk '$2 != $3' > "$name.cnt"
+    netstats | sort > "/tmp/$name.n1"
+    join "/tmp/$name.n0" "/tmp/$name.n1" | awk '$2 != $3' > "$name.net"
     echo "$rc" > "$name.rc"
     echo "LAB-CASE $name rc=$rc tries=$tries wall=$(awk -v a="$(now)" -v b="$t0" 'BEGIN{printf "%.1f", a-b}')s"
 done < cases

@@ -13,6 +13,10 @@
 LAB_IO_GUEST_MAC=52:54:00:77:00:21
 LAB_IO_DEV_MAC=52:54:00:77:00:02
 LAB_IO_CAPTURE=${LAB_IO_CAPTURE:-"v4-write_bw-gcli v6-rc_pingpong-gcli"}
+# The device's trace points for frames it drops or passes on, in NAME.peer:
+# a failed case then says where its frames went.  (libqtest puts
+# QTEST_TRACE after -trace on QEMU's command line, through the shell.)
+LAB_IO_TRACE='virtio_rdma_wire_drop -trace virtio_rdma_engine_r* -trace virtio_rdma_nic_*'
 
 lab_interop() {
     local dir=$1 G=$1/G peer fam tool gr name args hf pc gp pp cmd
@@ -51,6 +55,7 @@ lab_interop() {
         [ "$gr" = gsrv ] && { role=client; port=$hf; }
         lab_udp_rcvbuf_errors > "$dir/$name.udp0"
         QVRDMA_IOTHREAD=$([ "$fam" = 6 ] && echo 1 || echo 0) \
+        QTEST_TRACE=${QTEST_TRACE:-$LAB_IO_TRACE} \
         QTEST_QEMU_BINARY=$QEMU timeout -k 5 170 "$peer" --tool "$tool" --role "$role" --port "$port" \
             --lport "$pp" --rport "$gp" --mac "$LAB_IO_DEV_MAC" --peer-mac "$LAB_IO_GUEST_MAC" \
             --ip4 10.77.0.2 --ip6 fd77::2 --gid "$fam" > "$dir/$name.peer" 2>&1

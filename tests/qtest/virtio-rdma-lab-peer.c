@@ -276,11 +276,33 @@ static void peer_boot(Peer *p, uint8_t qp_type)
         p->qp->qpn, p->mr.rkey, p->sgid_index, p->psn);
 }
 
+/*
+ * The kernel's view of our QEMU's end of the wire: bytes waiting in its
+ * receive queue show a QEMU that stopped reading it, "drops" a full one.
+ */
+static void print_wire_socket(int lport)
+{
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    g_autofree char *local = g_strdup_printf("0100007F:%04X", lport);
+
+    if (!g_file_get_contents("/proc/net/udp", &text, NULL, NULL)) {
+        return;
+    }
+    lines = g_strsplit(text, "\n", -1);
+    for (char **l = lines; *l; l++) {
+        if (l == lines || strstr(*l, local)) {
+            printf("wire socket: %s\n", g_strstrip(*l));
+        }
+    }
+}
+
 static void peer_down(Peer *p)
 {
     /* The device's own account of what happened (counters, drops). */
     g_autofree char *info = qtest_hmp(p->d->qts, "info rdma");
 
+    print_wire_socket(opt.lport);
     printf("---- info rdma (device) ----\n%s----\n", info);
     qvrdma_dp_qp_free(p->qp);
     qvrdma_dp_cq_free(p->cq);
@@ -295,7 +317,14 @@ static void rc_connect(Peer *p)
         .sgid_index = p->sgid_index,
         .rq_psn = p->rpsn,
         .sq_psn = p->psn,
-        .timeout = 14,
+        /*
+         * perftest's retry_cnt, but a local ACK timeout of 537 ms instead
+         * of its 67 ms (14): the peer is a TCG guest, whose host may stop
+         * it for longer than 8 x 67 ms.  Our requester then runs out of
+         * retries (RETRY_EXC_ERR, as IBA says), where rxe's -- which
+         * takes a retry_cnt of 7 to mean "for ever" -- keeps waiting.
+         */
+        .timeout = 17,
         .retry_cnt = 7,
         .rnr_retry = 7,
         .min_rnr_timer = 12,

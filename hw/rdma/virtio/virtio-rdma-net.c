@@ -49,6 +49,7 @@ static bool virtio_rdma_nic_absent(VirtIORdma *r)
     VirtIODevice *nic = VIRTIO_DEVICE(r->nic);
 
     if (nic->status & VIRTIO_CONFIG_S_DRIVER_OK) {
+        trace_virtio_rdma_nic_pass();
         return false;
     }
     trace_virtio_rdma_nic_absent_drop();

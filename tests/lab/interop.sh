@@ -7,8 +7,11 @@
 # permanent neighbour entries for it, and its eth0 sends RoCEv2 only.
 # Every tool runs with the guest as server and as client, over IPv4-mapped
 # and IPv6 GIDs; the IPv4 cases run our engine in QEMU's main loop, the IPv6
-# ones in an iothread (iothread=, off the big lock).  Sourced; lab_interop
-# RESULTDIR.
+# ones in an iothread (iothread=, off the big lock).  One more case,
+# v6-send_bw-gsrv-stall, stops the guest's QEMU (SIGSTOP) for
+# LAB_IO_STALL_S seconds in the middle of our transfer to it: our requester
+# must get through on its retransmit timer, as it must when a host
+# deschedules a real peer.  Sourced; lab_interop RESULTDIR.
 # shellcheck shell=bash
 LAB_IO_GUEST_MAC=52:54:00:77:00:21
 LAB_IO_DEV_MAC=52:54:00:77:00:02
@@ -17,6 +20,7 @@ LAB_IO_CAPTURE=${LAB_IO_CAPTURE:-"v4-write_bw-gcli v6-rc_pingpong-gcli"}
 # a failed case then says where its frames went.  (libqtest puts
 # QTEST_TRACE after -trace on QEMU's command line, through the shell.)
 LAB_IO_TRACE='virtio_rdma_wire_drop -trace virtio_rdma_engine_r* -trace virtio_rdma_nic_*'
+LAB_IO_STALL_S=${LAB_IO_STALL_S:-1.5}
 
 lab_interop() {
     local dir=$1 G=$1/G peer fam tool gr name args hf pc gp pp cmd
@@ -46,20 +50,33 @@ lab_interop() {
             done
         done
     done
+    name=v6-send_bw-gsrv-stall
+    if [ -z "${LAB_IO_ONLY:-}" ] || [[ $name =~ $LAB_IO_ONLY ]]; then
+        args=$(lab_tool_args send_bw)
+        args=${args//@G@/@G6@}
+        echo "srv $name 150 ${args//@P@/18515}" >> "$G/cases"
+        names+=("$name")
+    fi
     lab_guest_start "$G" 1200 "lab.ip=10.77.0.21/24 lab.ip6=fd77::21/64 lab.user=1 lab.egress=roce lab.neigh=10.77.0.2@$LAB_IO_DEV_MAC,fd77::2@$LAB_IO_DEV_MAC lab.run=/lab/guest-cases.sh" \
         "$(lab_dgram "$gp" "$pp")" "$LAB_IO_GUEST_MAC" "user,net=10.0.2.0/24,host=10.0.2.2,hostfwd=tcp:127.0.0.1:$hf-:18515"
     local gpid=$LAB_PID
     for name in "${names[@]}"; do
-        fam=${name%%-*}; fam=${fam#v}; tool=${name#v?-}; tool=${tool%-*}; gr=${name##*-}
+        local base=${name%-stall} stall=
+        fam=${base%%-*}; fam=${fam#v}; tool=${base#v?-}; tool=${tool%-*}; gr=${base##*-}
         local role=server port=$pc
         [ "$gr" = gsrv ] && { role=client; port=$hf; }
         lab_udp_rcvbuf_errors > "$dir/$name.udp0"
+        if [ "$base" != "$name" ]; then
+            lab_stall_guest "$gpid" "$dir/$name.peer" "$dir/$name.stall" &
+            stall=$!
+        fi
         QVRDMA_IOTHREAD=$([ "$fam" = 6 ] && echo 1 || echo 0) \
         QTEST_TRACE=${QTEST_TRACE:-$LAB_IO_TRACE} \
         QTEST_QEMU_BINARY=$QEMU timeout -k 5 170 "$peer" --tool "$tool" --role "$role" --port "$port" \
             --lport "$pp" --rport "$gp" --mac "$LAB_IO_DEV_MAC" --peer-mac "$LAB_IO_GUEST_MAC" \
             --ip4 10.77.0.2 --ip6 fd77::2 --gid "$fam" > "$dir/$name.peer" 2>&1
         echo $? > "$dir/$name.peer.rc"
+        [ -n "$stall" ] && wait "$stall"
         # Stay in step with the guest: its side of this case must be over.
         local w=0
         while [ ! -f "$G/$name.rc" ] && [ $w -lt 340 ] && kill -0 "$gpid" 2>/dev/null; do sleep 0.5; w=$((w + 1)); done
@@ -74,6 +91,25 @@ lab_interop() {
         [[ " ${names[*]} " == *" $name "* ]] || continue
         lab_capture_check "interop/capture-$name" "$G/$name.pcapng"
     done
+}
+
+# lab_stall_guest PID PEERLOG OUT: once the peer's log shows the guest's QP
+# (the transfer starts next), stops the guest's QEMU -- the child of the
+# timeout process PID -- for LAB_IO_STALL_S seconds, then lets it go on.
+# What it did goes to OUT.
+lab_stall_guest() {
+    local i q
+    for i in $(seq 1 1200); do
+        grep -q 'guest: qpn' "$2" 2>/dev/null && break
+        sleep 0.1
+    done
+    grep -q 'guest: qpn' "$2" 2>/dev/null || { echo "no transfer to stall" > "$3"; return; }
+    q=$(pgrep -P "$1" | head -n 1)
+    [ -n "$q" ] || { echo "no guest QEMU under pid $1" > "$3"; return; }
+    sleep 0.2
+    kill -STOP "$q" && echo "stopped the guest's QEMU (pid $q) for ${LAB_IO_STALL_S} s" > "$3"
+    sleep "$LAB_IO_STALL_S"
+    kill -CONT "$q"
 }
 
 # Datagrams the host's UDP sockets dropped for a full receive buffer (all
@@ -101,7 +137,18 @@ lab_judge_interop() {
         res=FAIL; why="$why seq-errors on a clean wire:$seq"
     fi
     grep -q "PEER: FAIL" "$dir/$name.peer" && why="$why $(grep -m1 'PEER: FAIL' "$dir/$name.peer" | sed 's/.*PEER: //')"
-    if [ "${name##*-}" = gsrv ]; then fig=$(lab_figures "$dir/$name.peer"); else fig=$(lab_figures "$G/$name.out"); fi
+    if [ "${name%-stall}" != "$name" ]; then
+        # The stall must have hit the transfer: our retransmit timer fired.
+        local tmo
+        tmo=$(grep -o 'timeouts [0-9]*' "$dir/$name.peer" | tail -n 1 | awk '{print $2}')
+        why="$why $(cat "$dir/$name.stall" 2>/dev/null || echo 'no stall'); retry timeouts ${tmo:-none}"
+        grep -q '^stopped' "$dir/$name.stall" 2>/dev/null && [ "${tmo:-0}" -gt 0 ] ||
+            { res=FAIL; why="$why (the stall missed the transfer)"; }
+    fi
+    case $name in
+    *-gsrv | *-gsrv-stall) fig=$(lab_figures "$dir/$name.peer") ;;
+    *) fig=$(lab_figures "$G/$name.out") ;;
+    esac
     cnt=$(awk '{printf "%s%s+%d", sep, $1, $3-$2; sep=","}' "$G/$name.cnt" 2>/dev/null)
     lab_result "$res" "interop/$name" "$fig rxe[${cnt}]${why:+ |$why}"
 }

@@ -190,8 +190,32 @@ void vrdma_core_post_recv(VrdmaCore *core, uint32_t qpn,
                           const void *wqe, size_t len);
 
 /*
+ * Is @frame (Ethernet, no FCS, @len bytes) RoCEv2 by its L2/L3/L4 headers?
+ * The one classifier of the device: vrdma_core_net_receive() takes exactly
+ * the frames for which it returns true with a @dst_gid in the GID table, so
+ * a host that pre-filters with it agrees with the core on every frame.
+ * @returns true if the frame is Ethernet with at most one 802.1Q tag
+ * (TPID 0x8100), then
+ *  - IPv4: version 4, IHL >= 5 (options are taken, then dropped as
+ *    malformed), protocol UDP, and not a fragment: MF clear and fragment
+ *    offset 0 (DF may be set).  Any fragment, the first one too, is not
+ *    RoCE, so every piece of a fragmented datagram goes the same way (to
+ *    the NIC) and none is half-claimed; RoCEv2 senders set DF;
+ *  - or IPv6: version 6, next header UDP (an extension header is not RoCE);
+ * and the UDP header's destination port (the first 4 bytes of it present)
+ * is 4791.  Then the destination address is written to @dst_gid as a GID
+ * (IPv4: ::ffff:a.b.c.d); on false @dst_gid is untouched.  Lengths, IP
+ * checksum, UDP length and the rest are not checked here: a frame that
+ * passes is the core's, which drops it if it is malformed.
+ * Pure: no state, no lock needed, callable from any thread (an exception to
+ * the threading rule above).
+ */
+bool vrdma_frame_roce_dst(const void *frame, size_t len, uint8_t dst_gid[16]);
+
+/*
  * A frame arrived on the paired NIC's wire (Ethernet, no FCS).
- * @returns true if it was RoCEv2 (UDP 4791) for one of our GIDs' addresses:
+ * @returns true if vrdma_frame_roce_dst() says it is RoCEv2 and its
+ * destination is one of our GIDs:
  * the core took it (even if it then dropped it as malformed); false if it is
  * not ours and must go on to virtio-net unchanged.
  */
@@ -233,7 +257,7 @@ typedef enum VrdmaDrop {
     VRDMA_DROP_IPV4_IHL,        /* IPv4 options */
     VRDMA_DROP_IP_LENGTH,
     VRDMA_DROP_IPV4_CHECKSUM,
-    VRDMA_DROP_IPV4_FRAGMENT,
+    VRDMA_DROP_IPV4_FRAGMENT,   /* never: fragments are not ours */
     VRDMA_DROP_IP_PROTOCOL,
     VRDMA_DROP_TRUNCATED_UDP,
     VRDMA_DROP_UDP_LENGTH,

@@ -1,10 +1,11 @@
 /*
  * virtio-rdma soft-RoCE engine: frames in (rxe_recv.c's role).
  *
- * First, before any other work, is the frame ours at all: IPv4 or IPv6
- * (after at most one 802.1Q tag), UDP, destination port 4791, destination
- * address one of our GIDs'.  Anything else goes back to virtio-net
- * untouched.  Then, each failure counted and reported (wire_drop):
+ * First, before any other work, is the frame ours at all: RoCEv2 by its
+ * headers (roce/classify.cc, vrdma_frame_roce_dst(): IPv4 that is no
+ * fragment or IPv6, after at most one 802.1Q tag, UDP port 4791) and its
+ * destination address one of our GIDs'.  Anything else goes back to
+ * virtio-net untouched.  Then, each failure counted and reported (wire_drop):
  *   parse_frame() (the 20 ways of not being a well-formed RoCEv2 packet,
  *   ICRC included); BTH P_Key matches ours (IBA 10.9.3: low 15 bits equal,
  *   one of the two a full member); the destination QP exists; the opcode's
@@ -20,63 +21,22 @@
 
 #include "../core.h"
 #include "engine.h"
+#include "../roce/classify.h"
 #include "../roce/headers.h"
 
 namespace vrdma::dp {
 
 namespace {
 
-using roce::load_be16;
 
 /*
- * Our frame?  Only looks at what it must: the L2/L3 headers up to the UDP
- * destination port and the destination address.
+ * Our frame?  RoCEv2 by its headers (the device's one classifier, which
+ * the C device's net filter uses too) and for one of our GIDs.
  */
 bool is_ours(const VrdmaCore &c, std::span<const uint8_t> f)
 {
-    const uint8_t *p = f.data();
-    const size_t len = f.size();
-    if (len < roce::kEthBytes) {
-        return false;
-    }
-    size_t l3 = roce::kEthBytes;
-    uint16_t etype = load_be16(p + 12);
-    if (etype == roce::kEtherTypeVlan) {
-        if (len < roce::kEthBytes + roce::kVlanBytes) {
-            return false;
-        }
-        etype = load_be16(p + 16);
-        l3 += roce::kVlanBytes;
-    }
-    roce::Gid dst{};
-    size_t l4;
-    if (etype == roce::kEtherTypeIpv4) {
-        if (len < l3 + roce::kIpv4Bytes) {
-            return false;
-        }
-        const uint8_t *ip = p + l3;
-        const size_t ihl = size_t{ip[0] & 0x0Fu} * 4;
-        if (ip[0] >> 4 != 4 || ihl < roce::kIpv4Bytes ||
-            ip[9] != roce::kIpProtoUdp || (load_be16(ip + 6) & 0x1FFF)) {
-            return false;
-        }
-        dst[10] = dst[11] = 0xFF;
-        std::memcpy(dst.data() + 12, ip + 16, 4);
-        l4 = l3 + ihl;
-    } else if (etype == roce::kEtherTypeIpv6) {
-        if (len < l3 + roce::kIpv6Bytes) {
-            return false;
-        }
-        const uint8_t *ip = p + l3;
-        if (ip[0] >> 4 != 6 || ip[6] != roce::kIpProtoUdp) {
-            return false;
-        }
-        std::memcpy(dst.data(), ip + 24, 16);
-        l4 = l3 + roce::kIpv6Bytes;
-    } else {
-        return false;
-    }
-    if (len < l4 + 4 || load_be16(p + l4 + 2) != roce::kRoceUdpPort) {
+    roce::Gid dst;
+    if (!roce::roce_dst(f, &dst)) {
         return false;
     }
     for (const GidEntry &g : c.port.gids) {

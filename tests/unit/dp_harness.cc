@@ -43,6 +43,7 @@ VrdmaLimits dp_limits()
         .sys_image_guid = 0x0123456789abcdefull,
         .phys_mtu = 9000, /* active MTU 4096 */
         .mac = {},
+        .max_mapped_pages = 0, /* no cap */
     };
 }
 

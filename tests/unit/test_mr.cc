@@ -435,6 +435,86 @@ TEST_F(Mr, RegUserTableFullTouchesNoGuestMemory)
     EXPECT_EQ(guest_.maps, 0u);
 }
 
+/* ---- the device-wide cap on mapped pages (max_mapped_pages) ---- */
+
+class MrPageCap : public Mr {
+protected:
+    void SetUp() override
+    {
+        VrdmaLimits lim = default_limits();
+        lim.max_mapped_pages = 10;
+        start(lim);
+        pdn_ = create_pd();
+    }
+};
+
+/*
+ * Up to the cap exactly; one page more is ENOMEM before the table is read
+ * or a page mapped; freeing pages (dereg, a smaller MAP_MR_SG) makes room.
+ */
+TEST_F(MrPageCap, RegUserAboveTheCapIsRefusedBeforeAnyMapping)
+{
+    const virtio_rdma_rsp_mr six = reg_user(6);
+    EXPECT_EQ(vrdma_core_mapped_pages(core_), 6u);
+    write_page_table(kTable, pages_from(kData, 5));
+    guest_.reads = 0;
+    const uint64_t maps = guest_.maps;
+    expect_refused(VIRTIO_RDMA_CMD_REG_USER_MR, user_req(5, 0, 5 * kPage),
+                   VRDMA_ERR_TABLE_FULL);
+    EXPECT_EQ(guest_.reads, 0u);
+    EXPECT_EQ(guest_.maps, maps);
+    EXPECT_EQ(guest_.errors.back().a, 11u) << "pages it would take";
+    EXPECT_EQ(guest_.errors.back().b, 10u) << "the cap";
+
+    reg_user(4);
+    EXPECT_EQ(vrdma_core_mapped_pages(core_), 10u);
+    EXPECT_EQ(mapped_pages(), 10u);
+    expect_refused(VIRTIO_RDMA_CMD_REG_USER_MR, user_req(1, 0, kPage),
+                   VRDMA_ERR_TABLE_FULL);
+
+    ASSERT_EQ(ctrl(VIRTIO_RDMA_CMD_DEREG_MR,
+                   virtio_rdma_cmd_dereg_mr{.mrn = six.mrn}),
+              VIRTIO_RDMA_OK);
+    EXPECT_EQ(vrdma_core_mapped_pages(core_), 4u);
+    reg_user(6);
+    EXPECT_EQ(vrdma_core_mapped_pages(core_), 10u);
+}
+
+/* MAP_MR_SG's new pages count on top of the MR's old ones. */
+TEST_F(MrPageCap, MapMrSgCountsNewPagesOnTopOfTheOld)
+{
+    const virtio_rdma_rsp_mr mr = create_mr(16);
+    write_page_table(kTable, pages_from(kData, 6));
+    ASSERT_EQ(ctrl(VIRTIO_RDMA_CMD_MAP_MR_SG, map_req(mr.mrn, 6, 0, 6 * kPage)),
+              VIRTIO_RDMA_OK);
+    EXPECT_EQ(vrdma_core_mapped_pages(core_), 6u);
+    guest_.reads = 0;
+    expect_refused(VIRTIO_RDMA_CMD_MAP_MR_SG, map_req(mr.mrn, 5, 0, 5 * kPage),
+                   VRDMA_ERR_TABLE_FULL);
+    EXPECT_EQ(guest_.reads, 0u);
+    expect_pages(mr.mrn, pages_from(kData, 6));
+    ASSERT_EQ(ctrl(VIRTIO_RDMA_CMD_MAP_MR_SG, map_req(mr.mrn, 4, 0, 4 * kPage)),
+              VIRTIO_RDMA_OK);
+    EXPECT_EQ(vrdma_core_mapped_pages(core_), 4u);
+    EXPECT_EQ(guest_.live_maps(), 4u);
+}
+
+/* The running count follows every way pages go: failure, reset. */
+TEST_F(Mr, MappedPagesCountFollowsEveryUnmap)
+{
+    reg_user(3);
+    auto bad = pages_from(kData, 4);
+    bad[3] = FakeGuest::kHole;
+    write_page_table(kTable, bad);
+    expect_refused(VIRTIO_RDMA_CMD_REG_USER_MR, user_req(4, 0, 4 * kPage),
+                   VRDMA_ERR_BAD_ADDR);
+    EXPECT_EQ(vrdma_core_mapped_pages(core_), 3u);
+    EXPECT_EQ(guest_.live_maps(), 3u);
+    vrdma_core_reset(core_);
+    EXPECT_EQ(vrdma_core_mapped_pages(core_), 0u);
+    EXPECT_EQ(guest_.live_maps(), 0u);
+}
+
 /* ---- walk errors (shared by REG_USER_MR and MAP_MR_SG) ---- */
 
 TEST_F(Mr, WalkTableNotAligned)

@@ -47,6 +47,13 @@ typedef struct VrdmaLimits {
     uint64_t sys_image_guid; /* network byte order as stored in config */
     uint32_t phys_mtu;       /* bytes, from the paired NIC */
     uint8_t mac[6];          /* the paired NIC's MAC: our frames' source */
+    /*
+     * Cap on the guest data pages all MRs together hold mapped (0: none).
+     * A REG_USER_MR or MAP_MR_SG that would go above it is refused with
+     * VRDMA_ERR_TABLE_FULL before anything is mapped; MAP_MR_SG counts its
+     * new pages on top of the ones the MR holds (both are mapped at once).
+     */
+    uint64_t max_mapped_pages;
 } VrdmaLimits;
 
 /* Why a guest request was refused; names via vrdma_err_name(). */
@@ -168,6 +175,13 @@ typedef struct VrdmaStats {
 } VrdmaStats;
 
 void vrdma_core_get_stats(const VrdmaCore *core, VrdmaStats *stats);
+
+/*
+ * Guest data pages all MRs hold mapped now (VrdmaStats.mapped_pages), in
+ * O(1): a host can take the difference across one command to bound the
+ * work it did.
+ */
+uint64_t vrdma_core_mapped_pages(const VrdmaCore *core);
 
 /* CQ number -> armed flags (VIRTIO_RDMA_NOTIFY_*), 0 if not armed/not live. */
 uint32_t vrdma_core_cq_armed(const VrdmaCore *core, uint32_t cqn);

@@ -242,14 +242,17 @@ void vrdma_core_get_stats(const VrdmaCore *core, VrdmaStats *stats)
     stats->mrs = core->mrs.objects().live();
     stats->ahs = 0; /* no AH objects: UD sends carry their address vector */
     stats->gids = core->port.gid_count();
-    core->mrs.objects().for_each([&](uint32_t, const vrdma::Mr &mr) {
-        stats->mapped_pages += mr.pages.count();
-    });
+    stats->mapped_pages = core->mrs.mapped_pages();
     stats->cmds = core->cmds;
     stats->cmd_errors = core->cmd_errors;
     for (size_t i = 0; i < core->err_count.size(); i++) {
         stats->err_count[i] = core->err_count[i];
     }
+}
+
+uint64_t vrdma_core_mapped_pages(const VrdmaCore *core)
+{
+    return core->mrs.mapped_pages();
 }
 
 uint32_t vrdma_core_cq_armed(const VrdmaCore *core, uint32_t cqn)

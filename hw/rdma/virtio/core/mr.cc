@@ -114,6 +114,21 @@ Status check_npages_match(uint64_t addr, uint64_t len, uint32_t npages)
     return kOk;
 }
 
+/*
+ * Mapping @npages more data pages must keep the core's total within
+ * VrdmaLimits.max_mapped_pages (0: no cap).  MAP_MR_SG counts its new
+ * pages on top of the MR's current ones: both are mapped while it runs.
+ */
+Status check_page_cap(VrdmaCore &c, uint64_t npages)
+{
+    const uint64_t cap = c.lim.max_mapped_pages;
+    const uint64_t want = c.mrs.mapped_pages() + npages;
+    if (cap && want > cap) {
+        return fail(VRDMA_ERR_TABLE_FULL, want, cap);
+    }
+    return kOk;
+}
+
 /* Takes a key for slot @index and puts @mr there, referencing its PD. */
 void commit(VrdmaCore &c, uint32_t index, uint32_t pdn, Pd &pd,
             std::unique_ptr<Mr> mr, virtio_rdma_rsp_mr &rsp)
@@ -208,8 +223,12 @@ Status cmd_map_mr_sg(VrdmaCore &c, const virtio_rdma_cmd_map_mr_sg &req,
      * count are the ones the REG_MR work request sets later (ib_alloc_mr()
      * takes none).
      */
+    if (Status s = check_page_cap(c, req.npages); !s.ok()) {
+        return s;
+    }
     GuestPages pages;
-    if (Status s = map_page_table(c.ops, req.pages, req.npages, true, pages);
+    if (Status s = map_page_table(c.ops, req.pages, req.npages, true,
+                                  c.mrs.mapped_counter(), pages);
         !s.ok()) {
         return s;
     }
@@ -248,9 +267,13 @@ Status cmd_reg_user_mr(VrdmaCore &c, const virtio_rdma_cmd_reg_user_mr &req,
     if (!index) {
         return fail(VRDMA_ERR_TABLE_FULL, c.mrs.objects().capacity());
     }
+    if (Status s = check_page_cap(c, req.npages); !s.ok()) {
+        return s;
+    }
     auto mr = std::make_unique<Mr>();
     if (Status s = map_page_table(c.ops, req.pages, req.npages,
-                                  req.access_flags & kWriteAccess, mr->pages);
+                                  req.access_flags & kWriteAccess,
+                                  c.mrs.mapped_counter(), mr->pages);
         !s.ok()) {
         return s;
     }

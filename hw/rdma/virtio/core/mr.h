@@ -62,6 +62,11 @@ public:
     ObjectTable<Mr> &objects() { return objects_; }
     const ObjectTable<Mr> &objects() const { return objects_; }
 
+    /* Data pages all MRs hold mapped now (a running count). */
+    uint64_t mapped_pages() const { return mapped_pages_; }
+    /* The count an MR's GuestPages keep up to date. */
+    uint64_t *mapped_counter() { return &mapped_pages_; }
+
     /* A fresh lkey for a registration in slot @index. */
     uint32_t next_key(uint32_t index);
     /* REG_MR gave the MR in slot key >> 8 @key: later keys continue past it. */
@@ -73,6 +78,7 @@ public:
     void clear();
 
 private:
+    uint64_t mapped_pages_ = 0; /* first: outlives the MRs that count in it */
     ObjectTable<Mr> objects_;
     std::vector<uint8_t> key_byte_;
 };

@@ -20,6 +20,7 @@ bool GuestPages::map(uint64_t gpa)
         return false;
     }
     pages_.push_back(host);
+    ++*mapped_;
     return true;
 }
 
@@ -28,12 +29,16 @@ void GuestPages::release()
     for (void *host : pages_) {
         ops_->unmap(ops_->opaque, host, kPageSize, is_write_);
     }
+    if (mapped_) {
+        *mapped_ -= pages_.size();
+    }
     pages_.clear();
 }
 
 void GuestPages::take(GuestPages &o)
 {
     ops_ = o.ops_;
+    mapped_ = o.mapped_;
     is_write_ = o.is_write_;
     pages_ = std::move(o.pages_);
     o.pages_.clear();
@@ -69,7 +74,8 @@ Status read_table_page(const VrdmaHostOps &ops, uint64_t gpa, uint32_t n,
 } // namespace
 
 Status map_page_table(const VrdmaHostOps &ops, uint64_t table_gpa,
-                      uint32_t npages, bool is_write, GuestPages &out)
+                      uint32_t npages, bool is_write, uint64_t *mapped,
+                      GuestPages &out)
 {
     const uint32_t n_l2 =
         (npages + VIRTIO_RDMA_PT_ENTRIES - 1) / VIRTIO_RDMA_PT_ENTRIES;
@@ -96,7 +102,7 @@ Status map_page_table(const VrdmaHostOps &ops, uint64_t table_gpa,
         }
     }
 
-    GuestPages pages(&ops, is_write);
+    GuestPages pages(&ops, is_write, mapped);
     pages.reserve(npages);
     for (uint32_t i = 0; i < npages; i++) {
         if (!pages.map(data_gpas[i])) {

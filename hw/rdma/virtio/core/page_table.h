@@ -22,12 +22,16 @@
 
 namespace vrdma {
 
-/* Guest pages mapped through VrdmaHostOps; unmapped when destroyed. */
+/*
+ * Guest pages mapped through VrdmaHostOps; unmapped when destroyed.  Every
+ * page mapped adds one to *@mapped and every page unmapped takes it back,
+ * so the owner's total is a running count (O(1) to read).
+ */
 class GuestPages {
 public:
     GuestPages() = default;
-    GuestPages(const VrdmaHostOps *ops, bool is_write)
-        : ops_(ops), is_write_(is_write)
+    GuestPages(const VrdmaHostOps *ops, bool is_write, uint64_t *mapped)
+        : ops_(ops), mapped_(mapped), is_write_(is_write)
     {
     }
     ~GuestPages() { release(); }
@@ -51,12 +55,14 @@ public:
     void reserve(size_t n) { pages_.reserve(n); }
     /* Maps the 4 KiB page at @gpa and appends it. @returns false if not RAM. */
     bool map(uint64_t gpa);
+    /* Unmaps every page now; count() is 0 after. */
+    void release();
 
 private:
-    void release();
     void take(GuestPages &o);
 
     const VrdmaHostOps *ops_ = nullptr;
+    uint64_t *mapped_ = nullptr;
     bool is_write_ = false;
     std::vector<void *> pages_;
 };
@@ -64,12 +70,13 @@ private:
 /*
  * Reads and validates the page table at @table_gpa describing @npages
  * (1..VIRTIO_RDMA_MAX_MR_PAGES, checked by the caller) data pages, then maps
- * them all into @out.  On refusal nothing stays mapped and @out is
+ * them all into @out, counting them in *@mapped.  On refusal nothing stays mapped and @out is
  * untouched: BAD_ARG for a table or page address not 4 KiB aligned,
  * BAD_ADDR for a table page that cannot be read or a data page not in RAM.
  */
 Status map_page_table(const VrdmaHostOps &ops, uint64_t table_gpa,
-                      uint32_t npages, bool is_write, GuestPages &out);
+                      uint32_t npages, bool is_write, uint64_t *mapped,
+                      GuestPages &out);
 
 } // namespace vrdma
 

@@ -48,7 +48,8 @@ TEST_F(DpSmoke, LateCqOverrunPutsTheQpInErr)
     const virtio_rdma_cq_req lost = b->pop_cqe(cq_b);
     const VrdmaDpStats before = b->stats();
 
-    vrdma_core_cq_overrun(b->core, cq_b, qb, lost.status);
+    vrdma_core_cq_overrun(b->core, cq_b, vrdma_core_qp_token(b->core, qb),
+                          lost.status);
     EXPECT_EQ(b->qp_state(qb), VIRTIO_RDMA_QPS_ERR);
     ASSERT_EQ(b->cq_size(cq_b), 1u);
     const virtio_rdma_cq_req flushed = b->pop_cqe(cq_b);
@@ -66,11 +67,83 @@ TEST_F(DpSmoke, LateCqOverrunOfAnotherCqLeavesTheQp)
 {
     auto [qa, qb] = connect();
     (void)qa;
-    vrdma_core_cq_overrun(b->core, cq_b + 1, qb, VIRTIO_RDMA_WC_SUCCESS);
+    const uint32_t token = vrdma_core_qp_token(b->core, qb);
+    vrdma_core_cq_overrun(b->core, cq_b + 1, token, VIRTIO_RDMA_WC_SUCCESS);
     vrdma_core_cq_overrun(b->core, cq_b, 0xFFFF, VIRTIO_RDMA_WC_SUCCESS);
+    vrdma_core_cq_overrun(b->core, cq_b, 0, VIRTIO_RDMA_WC_SUCCESS);
     EXPECT_EQ(b->qp_state(qb), VIRTIO_RDMA_QPS_RTS);
-    EXPECT_EQ(b->stats().cq_overruns, 2u);
+    EXPECT_EQ(b->stats().cq_overruns, 3u);
+    EXPECT_EQ(b->stats().stale_overruns, 2u) << "no QP 0xFFFF, token 0";
     EXPECT_EQ(b->stats().completions, 0u) << "never below zero";
+}
+
+/*
+ * The token names a QP instance, not a number: it differs from the QP
+ * number, from the token of every other QP, and changes when the instance
+ * ends -- destroy, MODIFY_QP to RESET, device reset -- and 0 names none.
+ */
+TEST_F(DpSmoke, QpTokenNamesTheInstance)
+{
+    const uint32_t q1 = b->create_qp(pd_b, VIRTIO_RDMA_QPT_RC, cq_b, cq_b);
+    const uint32_t q2 = b->create_qp(pd_b, VIRTIO_RDMA_QPT_RC, cq_b, cq_b);
+    const uint32_t t1 = vrdma_core_qp_token(b->core, q1);
+    EXPECT_NE(t1, 0u);
+    EXPECT_EQ(t1 & 0xFFFF, q1);
+    EXPECT_NE(t1, vrdma_core_qp_token(b->core, q2));
+    EXPECT_EQ(vrdma_core_qp_token(b->core, q1), t1) << "stable while it lives";
+    EXPECT_EQ(vrdma_core_qp_token(b->core, 0), 0u);
+    EXPECT_EQ(vrdma_core_qp_token(b->core, 0xFFFF), 0u);
+
+    ASSERT_EQ(b->to_state(q1, VIRTIO_RDMA_QPS_ERR), VIRTIO_RDMA_OK);
+    EXPECT_EQ(vrdma_core_qp_token(b->core, q1), t1);
+    ASSERT_EQ(b->to_state(q1, VIRTIO_RDMA_QPS_RESET), VIRTIO_RDMA_OK);
+    const uint32_t t1r = vrdma_core_qp_token(b->core, q1);
+    EXPECT_NE(t1r, t1) << "RESET ends the instance";
+    EXPECT_EQ(t1r & 0xFFFF, q1);
+
+    ASSERT_EQ(b->destroy_qp(q1), VIRTIO_RDMA_OK);
+    EXPECT_EQ(vrdma_core_qp_token(b->core, q1), 0u);
+    vrdma_core_reset(b->core);
+    EXPECT_EQ(vrdma_core_qp_token(b->core, q2), 0u);
+}
+
+/*
+ * A late overrun staged for a QP that was destroyed before the host wrote
+ * it must not hit the QP that took its number since (before the token, the
+ * new QP went to ERR); the token of the live instance still does.
+ */
+TEST_F(DpSmoke, LateCqOverrunOfAnEndedQpLeavesItsSuccessor)
+{
+    auto [qa, qb] = connect();
+    (void)qa;
+    const uint32_t stale = vrdma_core_qp_token(b->core, qb);
+    ASSERT_EQ(b->destroy_qp(qb), VIRTIO_RDMA_OK);
+    /* Take QPs until one gets the number back (whichever slot is chosen). */
+    uint32_t again = 0;
+    for (int i = 0; i < 16 && again != qb; i++) {
+        again = b->create_qp(pd_b, VIRTIO_RDMA_QPT_RC, cq_b, cq_b);
+    }
+    ASSERT_EQ(again, qb);
+    EXPECT_NE(vrdma_core_qp_token(b->core, qb), stale);
+
+    vrdma_core_cq_overrun(b->core, cq_b, stale, VIRTIO_RDMA_WC_SUCCESS);
+    EXPECT_EQ(b->qp_state(qb), VIRTIO_RDMA_QPS_RESET);
+    EXPECT_EQ(b->stats().cq_overruns, 1u);
+    EXPECT_EQ(b->stats().stale_overruns, 1u);
+
+    /* A completion of the QP before its RESET is stale too. */
+    ASSERT_EQ(b->to_state(qb, VIRTIO_RDMA_QPS_ERR), VIRTIO_RDMA_OK);
+    const uint32_t token = vrdma_core_qp_token(b->core, qb);
+    ASSERT_EQ(b->to_state(qb, VIRTIO_RDMA_QPS_RESET), VIRTIO_RDMA_OK);
+    vrdma_core_cq_overrun(b->core, cq_b, token, VIRTIO_RDMA_WC_SUCCESS);
+    EXPECT_EQ(b->qp_state(qb), VIRTIO_RDMA_QPS_RESET);
+    EXPECT_EQ(b->stats().stale_overruns, 2u);
+
+    vrdma_core_cq_overrun(b->core, cq_b, vrdma_core_qp_token(b->core, qb),
+                          VIRTIO_RDMA_WC_SUCCESS);
+    EXPECT_EQ(b->qp_state(qb), VIRTIO_RDMA_QPS_ERR);
+    EXPECT_EQ(b->stats().cq_overruns, 3u);
+    EXPECT_EQ(b->stats().stale_overruns, 2u);
 }
 
 } // namespace

@@ -236,12 +236,28 @@ bool vrdma_frame_roce_dst(const void *frame, size_t len, uint8_t dst_gid[16]);
 bool vrdma_core_net_receive(VrdmaCore *core, const void *frame, size_t len);
 
 /*
- * A completion of QP @qpn that cq_push() accepted could not be written after
- * all: CQ @cqn had no buffer when the host got to it (a host that queues
- * completions and writes them later).  As an overrun at cq_push(): counted,
- * and the QP goes to ERR.  @status is the lost completion's (host order).
+ * @returns a token naming the QP instance now numbered @qpn: its number in
+ * the low 16 bits, above them a per-number generation that changes when
+ * that instance ends (DESTROY_QP, MODIFY_QP to RESET, vrdma_core_reset()),
+ * so a later QP with the same number has another token; 0 if there is no
+ * QP @qpn.  A pure getter: callable from inside a host-op callback (e.g.
+ * cq_push, to tag a completion it stages) under the same lock.
  */
-void vrdma_core_cq_overrun(VrdmaCore *core, uint32_t cqn, uint32_t qpn,
+uint32_t vrdma_core_qp_token(const VrdmaCore *core, uint32_t qpn);
+
+/*
+ * A completion that cq_push() accepted could not be written after all:
+ * CQ @cqn had no buffer when the host got to it (a host that queues
+ * completions and writes them later).  @qp_token is what
+ * vrdma_core_qp_token() returned for the completion's QP when cq_push()
+ * staged it.  Counted as an overrun (cq_overruns; the completion no longer
+ * counts as written); then, if @qp_token still names a live QP instance
+ * that uses CQ @cqn, that QP goes to ERR as for an overrun at cq_push().
+ * A token of an instance that has ended (destroyed, reset, its number
+ * reused) or 0 only adds to stale_overruns: no QP changes.  @status is the
+ * lost completion's (host order).
+ */
+void vrdma_core_cq_overrun(VrdmaCore *core, uint32_t cqn, uint32_t qp_token,
                            uint32_t status);
 
 /* The timer armed through timer_mod() expired. */
@@ -325,6 +341,8 @@ typedef struct VrdmaDpStats {
     uint64_t cq_overruns;              /* CQEs lost: no buffer on the CQ */
     uint64_t drops;                    /* sum of drop[] */
     uint64_t drop[VRDMA_DROP__COUNT];
+    /* late overruns (of cq_overruns) whose QP instance had ended */
+    uint64_t stale_overruns;
 } VrdmaDpStats;
 
 void vrdma_core_get_dp_stats(const VrdmaCore *core, VrdmaDpStats *stats);

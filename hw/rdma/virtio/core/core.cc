@@ -26,7 +26,7 @@ using vrdma::Status;
 VrdmaCore::VrdmaCore(const VrdmaLimits &lim_, const VrdmaHostOps &ops_)
     : lim(lim_), ops(ops_), caps(vrdma::device_caps(lim_)), pds(lim_.max_pd),
       cqs(lim_.max_cq), mrs(lim_.max_mr), qps(lim_.max_qp),
-      port(lim_.phys_mtu), dp(lim_)
+      qp_epoch(lim_.max_qp, 1), port(lim_.phys_mtu), dp(lim_)
 {
 }
 
@@ -38,6 +38,9 @@ VrdmaCore::~VrdmaCore()
 void VrdmaCore::reset()
 {
     /* QPs first: they hold references on CQs and PDs, MRs on PDs. */
+    qps.for_each([this](uint32_t qpn, const vrdma::Qp &) {
+        qp_instance_ended(qpn);
+    });
     qps.clear();
     vrdma::dp::engine_reset(*this); /* outstanding work goes with its QP */
     mrs.clear();
@@ -253,6 +256,14 @@ void vrdma_core_get_stats(const VrdmaCore *core, VrdmaStats *stats)
 uint64_t vrdma_core_mapped_pages(const VrdmaCore *core)
 {
     return core->mrs.mapped_pages();
+}
+
+uint32_t vrdma_core_qp_token(const VrdmaCore *core, uint32_t qpn)
+{
+    if (!core->qps.at(qpn)) {
+        return 0;
+    }
+    return uint32_t{core->qp_epoch[qpn]} << vrdma::kHandleIndexBits | qpn;
 }
 
 uint32_t vrdma_core_cq_armed(const VrdmaCore *core, uint32_t cqn)

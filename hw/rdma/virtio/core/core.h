@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "config.h"
 #include "cq.h"
@@ -31,6 +32,13 @@ struct VrdmaCore {
      */
     void reset();
 
+    /* The QP instance in slot @qpn has ended: its token goes stale. */
+    void qp_instance_ended(uint32_t qpn)
+    {
+        uint16_t &e = qp_epoch[qpn];
+        e = e == UINT16_MAX ? 1 : static_cast<uint16_t>(e + 1);
+    }
+
     void gid_changed(uint32_t index, const vrdma::GidEntry &e, bool added) const
     {
         if (ops.gid_changed) {
@@ -47,6 +55,13 @@ struct VrdmaCore {
     vrdma::ObjectTable<vrdma::Cq> cqs;
     vrdma::MrTable mrs;
     vrdma::ObjectTable<vrdma::Qp> qps;
+    /*
+     * Per QP slot, the instance now in it: bumped whenever a QP instance
+     * ends (destroy, MODIFY_QP to RESET, device reset), never restarted,
+     * so vrdma_core_qp_token() of an ended instance never names a later one
+     * (until 65535 more instances in that one slot).  1..0xffff.
+     */
+    std::vector<uint16_t> qp_epoch;
     vrdma::Port port;
     vrdma::dp::Engine dp;
 

@@ -263,6 +263,10 @@ Status cmd_modify_qp(VrdmaCore &c, const virtio_rdma_cmd_modify_qp &req,
         apply(*qp, req.attr_mask, a);
     }
     dp::qp_modified(c, *qp, old_state, req.attr_mask);
+    if (qp->state() == VIRTIO_RDMA_QPS_RESET &&
+        old_state != VIRTIO_RDMA_QPS_RESET) {
+        c.qp_instance_ended(req.qpn); /* its old work is gone with it */
+    }
     return kOk;
 }
 
@@ -295,6 +299,7 @@ Status cmd_destroy_qp(VrdmaCore &c, const virtio_rdma_cmd_destroy_qp &req,
     c.cqs.at(qp->send_cqn)->refs--;
     c.cqs.at(qp->recv_cqn)->refs--;
     c.qps.erase(req.qpn);
+    c.qp_instance_ended(req.qpn);
     return kOk;
 }
 

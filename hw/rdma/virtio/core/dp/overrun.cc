@@ -8,6 +8,12 @@
  * (cqe.cc): the completion is lost and counted, and the QP that completed
  * goes to ERR, flushing what it still holds.
  *
+ * By the time the host writes, that QP may be gone and its number taken
+ * by a new one, which did nothing wrong.  So the host names the QP by the
+ * token of the instance that completed (vrdma_core_qp_token(), read in
+ * cq_push): a token whose instance has ended is counted as stale and
+ * changes no QP.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "../core.h"
@@ -16,7 +22,7 @@
 using namespace vrdma;
 
 extern "C" void vrdma_core_cq_overrun(VrdmaCore *core, uint32_t cqn,
-                                      uint32_t qpn, uint32_t status)
+                                      uint32_t qp_token, uint32_t status)
 {
     VrdmaCore &c = *core;
     VrdmaDpStats &s = c.dp.stats;
@@ -26,8 +32,13 @@ extern "C" void vrdma_core_cq_overrun(VrdmaCore *core, uint32_t cqn,
     if (status != VIRTIO_RDMA_WC_SUCCESS) {
         s.error_completions -= s.error_completions > 0;
     }
+    const uint32_t qpn = qp_token & kHandleIndexMask;
     Qp *qp = c.qps.at(qpn);
-    if (qp && (qp->send_cqn == cqn || qp->recv_cqn == cqn)) {
+    if (!qp_token || vrdma_core_qp_token(core, qpn) != qp_token) {
+        s.stale_overruns++;
+        return;
+    }
+    if (qp->send_cqn == cqn || qp->recv_cqn == cqn) {
         dp::qp_to_error(c, *qp);
     }
 }

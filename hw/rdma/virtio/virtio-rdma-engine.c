@@ -1,29 +1,39 @@
 /*
- * virtio-rdma: the soft-RoCE engine in an iothread (iothread=<id>).
+ * virtio-rdma: where the soft-RoCE engine runs, and everything that crosses
+ * out of it.  This is the one file that knows the placement: the main loop
+ * (default) or an iothread (iothread=<id>).  The core's host-ops for the
+ * wire, completions, interrupts, GID events, the timer and kicks point here.
  *
- * The expensive work is the engine's: ICRC over every frame, payload copies
- * between guest memory and frames, the RX parse.  With an iothread it all
- * runs there -- vrdma_core_run(), the retransmit/RNR timer and every
- * received RoCE frame -- holding only r->core_lock, never the BQL.
+ * The rule, in both placements: nothing that can call back into the device
+ * runs while core_lock is held.  A virtqueue push or an interrupt, a frame
+ * handed to the netdev (QEMU delivers it synchronously where it can: slirp,
+ * a hub, another device's filter), a QMP event -- each is staged here under
+ * core_lock and delivered by dp_bh after the lock is let go.  dp_bh is a
+ * guarded bottom half in the main loop, so DMA it does towards the device's
+ * own BAR is refused by QEMU's re-entrancy guard instead of re-entering.
+ * Guest memory is read and written as RAM only (virtio-rdma-mem.c), so the
+ * core's own DMA can never reach MMIO.
  *
- * The rule that makes that safe: the thread holding core_lock never waits
- * for the BQL, because the main loop holds the BQL when it takes core_lock
- * (control commands, kicks, QMP, reset).  Under TCG an interrupt, a
- * virtio_error() and MMIO all take the BQL, so the engine's thread touches
- * no virtqueue, sends no interrupt and no frame, and reads guest RAM only.
- * What crosses is staged here, in order, under a small lock:
+ *   main loop:  kick / timer / net filter --core_lock--> engine
+ *               engine --staged--> dp_bh (BQL, guarded): CQEs, interrupts,
+ *               frames out, GID events
+ *   iothread:   net filter (BQL) --rx frames--> engine_bh (iothread,
+ *               core_lock) --staged--> dp_bh (BQL, guarded)
  *
- *   net filter (BQL)  --rx frames-->  engine (iothread, core_lock)
- *   engine  --completions, CQ interrupts, tx frames-->  dp_bh (BQL)
+ * In the iothread the engine holds only core_lock, never the BQL, and never
+ * waits for it: the main loop takes core_lock while it holds the BQL.  The
+ * filter cannot ask the core whether a frame is ours without core_lock, so
+ * there it applies the core's own classifier (vrdma_frame_roce_dst) to a
+ * mirror of the GID table kept from gid_changed.
  *
- * The filter cannot ask the core whether a frame is ours without taking
- * core_lock, so it classifies on its own: UDP 4791 to an address of the GID
- * table, which is mirrored here from the core's gid_changed reports.
- *
- * Bounds: received and transmitted frames are capped (a full queue drops the
- * frame, as a NIC ring would: RoCE retransmits); completions are not (each
- * WQE completes once, so the guest's posted work bounds them).  A completion
- * dp_bh cannot write (no CQ buffer) goes back to the core as a late overrun.
+ * Bounds (docs/system/devices/virtio-rdma.rst, "Limits"): frames
+ * VRDMA_STAGE_FRAMES_MAX each way (full: dropped, as a NIC ring drops;
+ * RoCE retransmits); completions queue-size per CQ (full: refused, which
+ * the core treats as a CQ overrun, IBA's consequence); at most one staged
+ * interrupt per CQ (a later one moves it behind the later completions);
+ * GID events VRDMA_GID_EVENT_BURST at once, then VRDMA_GID_EVENTS_PER_S,
+ * coalesced per GID index to the latest state; drop traces
+ * VRDMA_DROP_TRACES_PER_S.
  *
  * Lock order: BQL, core_lock, stage->lock.
  *
@@ -31,6 +41,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "qapi/qapi-events-rdma-virtio.h"
 #include "qemu/iov.h"
 #include "qemu/lockable.h"
 #include "qemu/main-loop.h"
@@ -39,13 +50,14 @@
 #include "block/aio.h"
 #include "block/aio-wait.h"
 #include "hw/virtio/virtio-rdma.h"
-#include "net/eth.h"
 #include "trace.h"
 
-#define VRDMA_STAGE_FRAMES_MAX 1024  /* per direction */
-#define VRDMA_ENGINE_RX_BATCH  64    /* frames per turn, then core_lock is let go */
-#define VRDMA_FLUSH_BATCH      4096  /* staged items per dp_bh turn */
-#define VRDMA_ROCE_PORT        4791
+#define VRDMA_STAGE_FRAMES_MAX  1024  /* per direction */
+#define VRDMA_ENGINE_RX_BATCH   64    /* frames per turn, then core_lock is let go */
+#define VRDMA_FLUSH_BATCH       4096  /* staged items per dp_bh turn */
+#define VRDMA_GID_EVENT_BURST   16
+#define VRDMA_GID_EVENTS_PER_S  10
+#define VRDMA_DROP_TRACES_PER_S 50
 
 typedef struct VrdmaFrame {
     QSIMPLEQ_ENTRY(VrdmaFrame) next;
@@ -54,30 +66,50 @@ typedef struct VrdmaFrame {
 } VrdmaFrame;
 
 typedef struct VrdmaStagedCqe {
-    QSIMPLEQ_ENTRY(VrdmaStagedCqe) next;
+    QTAILQ_ENTRY(VrdmaStagedCqe) next;
     uint32_t cqn;
+    uint32_t qp_token;                  /* which QP instance, for an overrun */
     bool interrupt;                     /* a CQ interrupt, not a CQE */
     struct virtio_rdma_cq_req cqe;
 } VrdmaStagedCqe;
 
 typedef QSIMPLEQ_HEAD(, VrdmaFrame) VrdmaFrameList;
-typedef QSIMPLEQ_HEAD(, VrdmaStagedCqe) VrdmaCqeList;
+typedef QTAILQ_HEAD(, VrdmaStagedCqe) VrdmaCqeList;
 
 struct VirtIORdmaStage {
-    AioContext *ctx;                    /* the iothread's */
-    QEMUBH *engine_bh;                  /* in ctx: rx frames, then run */
-    QEMUTimer *timer;                   /* in ctx */
+    AioContext *ctx;                    /* where the engine runs */
+    bool in_iothread;
+    QEMUBH *engine_bh;                  /* iothread only: rx frames, then run */
+    QEMUTimer *timer;                   /* the core's timer, in ctx */
     bool stopped;                       /* under core_lock: unrealize */
+    uint8_t *rx_buf;                    /* main loop: a linearised frame */
 
-    QemuMutex lock;
+    QemuMutex lock;                     /* the lists and counts below */
     VrdmaFrameList rx, tx;
     unsigned rx_count, tx_count;
     VrdmaCqeList cq;
+    uint32_t max_cq, cq_cap;
+    uint32_t *cq_staged;                /* per CQ: completions staged */
+    VrdmaStagedCqe **cq_irq;            /* per CQ: its staged interrupt */
+    VirtIORdmaStageStats st;
 
-    /* Main loop only (gid_changed comes from control commands). */
-    bool gid_valid[VRDMA_GID_TABLE_LEN];
+    /* Under core_lock: drop-trace rate limit. */
+    uint64_t drop_window_ns;
+    uint32_t drop_traced;
+    uint64_t drop_suppressed;
+
+    /* Main loop only (GIDs change from control commands and reset). */
+    bool gid_valid[VRDMA_GID_TABLE_LEN];        /* the table's latest state */
     uint8_t gid[VRDMA_GID_TABLE_LEN][16];
+    bool gid_told_valid[VRDMA_GID_TABLE_LEN];   /* what QMP was last told */
+    uint8_t gid_told[VRDMA_GID_TABLE_LEN][16];
+    uint32_t gid_dirty;                         /* bit per index */
+    uint32_t gid_tokens;
+    int64_t gid_refill_ns;
+    QEMUTimer *gid_timer;                       /* next token, main loop */
 };
+
+QEMU_BUILD_BUG_ON(VRDMA_GID_TABLE_LEN > 32);
 
 static void virtio_rdma_frames_free(VrdmaFrameList *l)
 {
@@ -89,18 +121,37 @@ static void virtio_rdma_frames_free(VrdmaFrameList *l)
     }
 }
 
-static void virtio_rdma_cqes_free(VrdmaCqeList *l)
+static bool virtio_rdma_stage_frame(VirtIORdmaStage *s, VrdmaFrameList *l,
+                                    unsigned *count, const struct iovec *iov,
+                                    int iovcnt, size_t offset, size_t len)
 {
-    VrdmaStagedCqe *c;
+    VrdmaFrame *f;
 
-    while ((c = QSIMPLEQ_FIRST(l))) {
-        QSIMPLEQ_REMOVE_HEAD(l, next);
-        g_free(c);
+    if (*count >= VRDMA_STAGE_FRAMES_MAX) {
+        return false;
     }
+    f = g_malloc(sizeof(*f) + len);
+    f->len = len;
+    iov_to_buf(iov, iovcnt, offset, f->data, len);
+    QSIMPLEQ_INSERT_TAIL(l, f, next);
+    (*count)++;
+    return true;
 }
 
-/* ---- the iothread side ------------------------------------------------------ */
+/* ---- the engine ------------------------------------------------------------ */
 
+/* In ctx, holding core_lock: reschedule only while the device lives. */
+static void virtio_rdma_engine_again(VirtIORdma *r)
+{
+    VirtIORdmaStage *s = r->stage;
+
+    if (s->stopped) {
+        return;
+    }
+    qemu_bh_schedule(s->in_iothread ? s->engine_bh : r->dp_bh);
+}
+
+/* The iothread: staged frames, then a run of the core. */
 static void virtio_rdma_engine_bh(void *opaque)
 {
     VirtIORdma *r = opaque;
@@ -129,12 +180,11 @@ static void virtio_rdma_engine_bh(void *opaque)
                 trace_virtio_rdma_engine_rx_not_ours(f->len);
             }
         }
-        more |= vrdma_core_run(r->core);
+        if (vrdma_core_run(r->core) || more) {
+            virtio_rdma_engine_again(r);
+        }
     }
     virtio_rdma_frames_free(&batch);
-    if (more) {
-        qemu_bh_schedule(s->engine_bh);
-    }
 }
 
 static void virtio_rdma_engine_timer_cb(void *opaque)
@@ -148,17 +198,17 @@ static void virtio_rdma_engine_timer_cb(void *opaque)
     }
 }
 
-/* ---- staging (any thread; the core's host-ops run under core_lock) ---------- */
+/* ---- host-ops (under core_lock, in whichever thread runs the core) --------- */
 
-void virtio_rdma_engine_kick(VirtIORdma *r)
+static void virtio_rdma_engine_kick(void *opaque)
 {
-    if (r->stage->engine_bh) {      /* NULL once stopped */
-        qemu_bh_schedule(r->stage->engine_bh);
-    }
+    virtio_rdma_engine_again(opaque);
 }
 
-void virtio_rdma_engine_timer_mod(VirtIORdma *r, uint64_t deadline_ns)
+static void virtio_rdma_engine_timer_mod(void *opaque, uint64_t deadline_ns)
 {
+    VirtIORdma *r = opaque;
+
     if (deadline_ns == UINT64_MAX) {
         timer_del(r->stage->timer);
     } else {
@@ -166,190 +216,389 @@ void virtio_rdma_engine_timer_mod(VirtIORdma *r, uint64_t deadline_ns)
     }
 }
 
-void virtio_rdma_engine_tx(VirtIORdma *r, const void *frame, size_t len)
+/* Real time, also under -accel qtest: peers on a wire do not wait for us. */
+static uint64_t virtio_rdma_engine_now_ns(void *opaque)
 {
+    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+}
+
+static void virtio_rdma_engine_tx(void *opaque, const void *frame, size_t len)
+{
+    VirtIORdma *r = opaque;
     VirtIORdmaStage *s = r->stage;
-    VrdmaFrame *f;
+    struct iovec iov = { .iov_base = (void *)frame, .iov_len = len };
+    bool staged;
 
     WITH_QEMU_LOCK_GUARD(&s->lock) {
-        if (s->tx_count >= VRDMA_STAGE_FRAMES_MAX) {
-            trace_virtio_rdma_engine_tx_full(len);
-            return;
+        staged = virtio_rdma_stage_frame(s, &s->tx, &s->tx_count, &iov, 1, 0,
+                                         len);
+        if (!staged) {
+            s->st.tx_full++;
         }
-        f = g_malloc(sizeof(*f) + len);
-        f->len = len;
-        memcpy(f->data, frame, len);
-        QSIMPLEQ_INSERT_TAIL(&s->tx, f, next);
-        s->tx_count++;
+    }
+    if (!staged) {
+        trace_virtio_rdma_engine_tx_full(len);
+        return;
     }
     qemu_bh_schedule(r->dp_bh);
-}
-
-/* A completion, or with @cqe NULL a CQ interrupt, in the core's order. */
-void virtio_rdma_engine_cqe(VirtIORdma *r, uint32_t cqn,
-                            const struct virtio_rdma_cq_req *cqe)
-{
-    VirtIORdmaStage *s = r->stage;
-    VrdmaStagedCqe *c = g_new0(VrdmaStagedCqe, 1);
-
-    c->cqn = cqn;
-    c->interrupt = !cqe;
-    if (cqe) {
-        c->cqe = *cqe;
-    }
-    WITH_QEMU_LOCK_GUARD(&s->lock) {
-        QSIMPLEQ_INSERT_TAIL(&s->cq, c, next);
-    }
-    qemu_bh_schedule(r->dp_bh);
-}
-
-/* ---- the BQL side -------------------------------------------------------------- */
-
-void virtio_rdma_engine_gid(VirtIORdma *r, uint32_t index,
-                            const uint8_t gid[16], bool added)
-{
-    VirtIORdmaStage *s = r->stage;
-
-    if (index < VRDMA_GID_TABLE_LEN) {
-        s->gid_valid[index] = added;
-        memcpy(s->gid[index], gid, 16);
-    }
 }
 
 /*
- * RoCEv2 for one of our GIDs: Ethernet, IPv4 (the GID is the v4-mapped
- * address) or IPv6, UDP to 4791.  The core checks everything else.
+ * A completion for CQ @cqn.  At most cq_cap wait per CQ: a CQ's ring holds
+ * no more, so one more is a CQ overrun, which the core handles as IBA says.
  */
-static bool virtio_rdma_engine_claims(VirtIORdmaStage *s, const uint8_t *p,
-                                      size_t len)
+static int virtio_rdma_engine_cq_push(void *opaque, uint32_t cqn,
+                                      const struct virtio_rdma_cq_req *cqe)
 {
-    uint8_t gid[16] = { [10] = 0xff, [11] = 0xff };
-    const uint8_t *udp;
-    unsigned i;
+    VirtIORdma *r = opaque;
+    VirtIORdmaStage *s = r->stage;
+    VrdmaStagedCqe *c;
 
-    if (len < 14 + 20 + 8) {
-        return false;
+    if (cqn >= s->max_cq) {
+        return -1;
     }
-    switch (lduw_be_p(p + 12)) {
-    case ETH_P_IP: {
-        size_t ihl = (p[14] & 0xf) * 4;
+    c = g_new(VrdmaStagedCqe, 1);
+    c->cqn = cqn;
+    c->interrupt = false;
+    c->cqe = *cqe;
+    c->qp_token = vrdma_core_qp_token(r->core, le32_to_cpu(cqe->qp_num));
+    WITH_QEMU_LOCK_GUARD(&s->lock) {
+        if (s->cq_staged[cqn] >= s->cq_cap) {
+            s->st.cq_full++;
+            g_free(c);
+            c = NULL;
+        } else {
+            s->cq_staged[cqn]++;
+            s->st.cqes++;
+            QTAILQ_INSERT_TAIL(&s->cq, c, next);
+        }
+    }
+    if (!c) {
+        trace_virtio_rdma_engine_cq_full(cqn, s->cq_cap);
+        return -1;
+    }
+    qemu_bh_schedule(r->dp_bh);
+    return 0;
+}
 
-        if ((p[14] >> 4) != 4 || ihl < 20 || len < 14 + ihl + 8 ||
-            p[14 + 9] != IPPROTO_UDP) {
-            return false;
+/* An interrupt for CQ @cqn, after every completion staged before it. */
+static void virtio_rdma_engine_cq_notify(void *opaque, uint32_t cqn)
+{
+    VirtIORdma *r = opaque;
+    VirtIORdmaStage *s = r->stage;
+    VrdmaStagedCqe *c;
+
+    if (cqn >= s->max_cq) {
+        return;
+    }
+    WITH_QEMU_LOCK_GUARD(&s->lock) {
+        c = s->cq_irq[cqn];
+        if (c) {
+            QTAILQ_REMOVE(&s->cq, c, next);
+        } else {
+            c = g_new0(VrdmaStagedCqe, 1);
+            c->cqn = cqn;
+            c->interrupt = true;
+            s->cq_irq[cqn] = c;
         }
-        memcpy(gid + 12, p + 14 + 16, 4);
-        udp = p + 14 + ihl;
-        break;
+        QTAILQ_INSERT_TAIL(&s->cq, c, next);
     }
-    case ETH_P_IPV6:
-        if (len < 14 + 40 + 8 || (p[14] >> 4) != 6 ||
-            p[14 + 6] != IPPROTO_UDP) {
-            return false;
+    qemu_bh_schedule(r->dp_bh);
+}
+
+/* At most VRDMA_DROP_TRACES_PER_S traces a second; the counters see all. */
+static void virtio_rdma_engine_wire_drop(void *opaque, const char *why,
+                                         uint32_t qpn)
+{
+    VirtIORdma *r = opaque;
+    VirtIORdmaStage *s = r->stage;
+    uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
+    if (now - s->drop_window_ns >= NANOSECONDS_PER_SECOND) {
+        if (s->drop_suppressed) {
+            trace_virtio_rdma_wire_drop_suppressed(s->drop_suppressed);
         }
-        memcpy(gid, p + 14 + 24, 16);
-        udp = p + 14 + 40;
-        break;
-    default:
-        return false;
+        s->drop_window_ns = now;
+        s->drop_traced = 0;
+        s->drop_suppressed = 0;
     }
-    if (lduw_be_p(udp + 2) != VRDMA_ROCE_PORT) {
-        return false;
+    if (s->drop_traced >= VRDMA_DROP_TRACES_PER_S) {
+        s->drop_suppressed++;
+        return;
     }
-    for (i = 0; i < VRDMA_GID_TABLE_LEN; i++) {
-        if (s->gid_valid[i] && !memcmp(s->gid[i], gid, 16)) {
-            return true;
-        }
-    }
-    return false;
+    s->drop_traced++;
+    trace_virtio_rdma_wire_drop(why, qpn);
 }
 
 /*
- * From the net filter.  @returns true if the frame is ours: queued for the
- * engine, or dropped because the queue is full.
+ * A GID was added or deleted (control commands, reset, unrealize: always
+ * the main loop).  The iothread placement's classifier mirror follows at
+ * once; the QMP event waits for dp_bh and the rate limit.
+ */
+static void virtio_rdma_engine_gid_changed(void *opaque, uint32_t port,
+                                           uint32_t index,
+                                           const uint8_t gid[16],
+                                           uint32_t gid_type, bool added)
+{
+    VirtIORdma *r = opaque;
+    VirtIORdmaStage *s = r->stage;
+
+    assert(bql_locked());
+    trace_virtio_rdma_gid_changed(r->netdev_name, port, index, added);
+    if (index >= VRDMA_GID_TABLE_LEN) {
+        return;
+    }
+    s->gid_valid[index] = added;
+    memcpy(s->gid[index], gid, 16);
+    s->gid_dirty |= 1u << index;
+    s->st.gid_changes++;
+    qemu_bh_schedule(r->dp_bh);
+}
+
+static void virtio_rdma_engine_guest_error(void *opaque, uint8_t cmd,
+                                           VrdmaErr err, uint64_t a,
+                                           uint64_t b)
+{
+    trace_virtio_rdma_err_cmd(vrdma_cmd_name(cmd), vrdma_err_name(err), a, b);
+}
+
+void virtio_rdma_engine_host_ops(VirtIORdma *r, VrdmaHostOps *ops)
+{
+    ops->opaque = r;
+    ops->gid_changed = virtio_rdma_engine_gid_changed;
+    ops->guest_error = virtio_rdma_engine_guest_error;
+    ops->net_send = virtio_rdma_engine_tx;
+    ops->cq_push = virtio_rdma_engine_cq_push;
+    ops->cq_notify = virtio_rdma_engine_cq_notify;
+    ops->now_ns = virtio_rdma_engine_now_ns;
+    ops->timer_mod = virtio_rdma_engine_timer_mod;
+    ops->kick = virtio_rdma_engine_kick;
+    ops->wire_drop = virtio_rdma_engine_wire_drop;
+}
+
+/* ---- the main loop ------------------------------------------------------------ */
+
+/*
+ * From the net filter (BQL), @offset bytes into the backend's frame (past a
+ * virtio-net header).  @returns true if the frame is ours: taken by the
+ * engine, or dropped because its queue is full.
  */
 bool virtio_rdma_engine_rx(VirtIORdma *r, const struct iovec *iov, int iovcnt,
-                           size_t size)
+                           size_t offset, size_t size)
 {
     VirtIORdmaStage *s = r->stage;
-    uint8_t head[14 + 60 + 8];
-    size_t hlen = iov_to_buf(iov, iovcnt, 0, head, MIN(size, sizeof(head)));
-    VrdmaFrame *f;
+    uint8_t head[14 + 4 + 60 + 8], dst[16];
+    size_t hlen;
+    bool ours = false, staged = false;
+    unsigned i;
 
-    if (!virtio_rdma_engine_claims(s, head, hlen)) {
+    assert(bql_locked());
+    if (!s->in_iothread) {
+        iov_to_buf(iov, iovcnt, offset, s->rx_buf, size);
+        WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+            ours = vrdma_core_net_receive(r->core, s->rx_buf, size);
+        }
+        return ours;
+    }
+    hlen = iov_to_buf(iov, iovcnt, offset, head, MIN(size, sizeof(head)));
+    if (!vrdma_frame_roce_dst(head, hlen, dst)) {
+        return false;
+    }
+    for (i = 0; i < VRDMA_GID_TABLE_LEN && !ours; i++) {
+        ours = s->gid_valid[i] && !memcmp(s->gid[i], dst, 16);
+    }
+    if (!ours) {
         return false;
     }
     WITH_QEMU_LOCK_GUARD(&s->lock) {
-        if (s->rx_count >= VRDMA_STAGE_FRAMES_MAX) {
-            trace_virtio_rdma_engine_rx_full(size);
-            return true;
+        staged = virtio_rdma_stage_frame(s, &s->rx, &s->rx_count, iov, iovcnt,
+                                         offset, size);
+        if (!staged) {
+            s->st.rx_full++;
         }
-        f = g_malloc(sizeof(*f) + size);
-        f->len = size;
-        iov_to_buf(iov, iovcnt, 0, f->data, size);
-        QSIMPLEQ_INSERT_TAIL(&s->rx, f, next);
-        s->rx_count++;
     }
-    virtio_rdma_engine_kick(r);
+    if (!staged) {
+        trace_virtio_rdma_engine_rx_full(size);
+        return true;
+    }
+    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+        virtio_rdma_engine_again(r);
+    }
     return true;
 }
 
+static void virtio_rdma_gid_event(VirtIORdma *r, const uint8_t gid[16],
+                                  bool added)
+{
+    uint64_t subnet_prefix, interface_id;
+
+    /*
+     * pvrdma's event, unchanged, so libvirt's handler works: the GID's two
+     * halves in network byte order, copied raw.
+     */
+    memcpy(&subnet_prefix, gid, 8);
+    memcpy(&interface_id, gid + 8, 8);
+    trace_virtio_rdma_gid_event(r->netdev_name, added);
+    r->stage->st.gid_events++;
+    qapi_event_send_rdma_gid_status_changed(r->netdev_name, added,
+                                            subnet_prefix, interface_id);
+}
+
 /*
- * dp_bh: what the engine produced, in order.  A completion without a CQ
- * buffer is a late overrun for the core (whose QP then flushes: more
- * completions, taken in the next round).
+ * Tell QMP what changed in the GID table since it was last told, coalesced
+ * per index to the latest state (an add and a delete in between cost
+ * nothing), within the token bucket unless @all (unrealize).
+ */
+static void virtio_rdma_engine_gid_events(VirtIORdma *r, bool all)
+{
+    VirtIORdmaStage *s = r->stage;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    const int64_t period = NANOSECONDS_PER_SECOND / VRDMA_GID_EVENTS_PER_S;
+    int64_t n = (now - s->gid_refill_ns) / period;
+    unsigned i;
+
+    if (s->gid_tokens + n >= VRDMA_GID_EVENT_BURST) {
+        s->gid_tokens = VRDMA_GID_EVENT_BURST;
+        s->gid_refill_ns = now;
+    } else {
+        s->gid_tokens += n;
+        s->gid_refill_ns += n * period;
+    }
+    for (i = 0; i < VRDMA_GID_TABLE_LEN && s->gid_dirty; i++) {
+        bool was = s->gid_told_valid[i], is = s->gid_valid[i];
+        bool same = !memcmp(s->gid_told[i], s->gid[i], 16);
+        unsigned need = (was && (!is || !same)) + (is && (!was || !same));
+
+        if (!(s->gid_dirty & (1u << i))) {
+            continue;
+        }
+        if (!all && need > s->gid_tokens) {
+            timer_mod(s->gid_timer, s->gid_refill_ns + period * need);
+            return;
+        }
+        if (was && (!is || !same)) {
+            virtio_rdma_gid_event(r, s->gid_told[i], false);
+        }
+        if (is && (!was || !same)) {
+            virtio_rdma_gid_event(r, s->gid[i], true);
+        }
+        s->gid_tokens -= all ? MIN(need, s->gid_tokens) : need;
+        s->gid_told_valid[i] = is;
+        memcpy(s->gid_told[i], s->gid[i], 16);
+        s->gid_dirty &= ~(1u << i);
+    }
+}
+
+static void virtio_rdma_engine_gid_timer_cb(void *opaque)
+{
+    VirtIORdma *r = opaque;
+
+    qemu_bh_schedule(r->dp_bh);
+}
+
+/* One staged item; a completion the CQ has no buffer for is a late overrun. */
+static void virtio_rdma_engine_deliver(VirtIORdma *r, VrdmaStagedCqe *c)
+{
+    if (c->interrupt) {
+        virtio_rdma_cq_interrupt(r, c->cqn);
+    } else if (virtio_rdma_cq_write(r, c->cqn, &c->cqe) != 0) {
+        WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+            vrdma_core_cq_overrun(r->core, c->cqn, c->qp_token,
+                                  le32_to_cpu(c->cqe.status));
+        }
+    }
+}
+
+/*
+ * dp_bh (BQL, guarded, core_lock NOT held): the engine's turn in the main
+ * loop placement, then what it staged, in order, within a budget.
  */
 void virtio_rdma_engine_flush(VirtIORdma *r)
 {
     VirtIORdmaStage *s = r->stage;
     VrdmaFrameList tx = QSIMPLEQ_HEAD_INITIALIZER(tx);
-    VrdmaCqeList cq = QSIMPLEQ_HEAD_INITIALIZER(cq);
+    VrdmaCqeList cq = QTAILQ_HEAD_INITIALIZER(cq);
     unsigned budget = VRDMA_FLUSH_BATCH;
     VrdmaStagedCqe *c;
     VrdmaFrame *f;
+    bool more;
 
+    assert(bql_locked());
+    if (!s->in_iothread) {
+        WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+            if (vrdma_core_run(r->core)) {
+                virtio_rdma_engine_again(r);
+            }
+        }
+    }
     WITH_QEMU_LOCK_GUARD(&s->lock) {
         QSIMPLEQ_CONCAT(&tx, &s->tx);
         s->tx_count = 0;
-        QSIMPLEQ_CONCAT(&cq, &s->cq);
+        while (budget && (c = QTAILQ_FIRST(&s->cq))) {
+            QTAILQ_REMOVE(&s->cq, c, next);
+            QTAILQ_INSERT_TAIL(&cq, c, next);
+            if (c->interrupt) {
+                s->cq_irq[c->cqn] = NULL;
+            } else {
+                s->cq_staged[c->cqn]--;
+            }
+            budget--;
+        }
+        more = !QTAILQ_EMPTY(&s->cq);
     }
     QSIMPLEQ_FOREACH(f, &tx, next) {
         virtio_rdma_net_send(r, f->data, f->len);
     }
     virtio_rdma_frames_free(&tx);
-    while (budget && (c = QSIMPLEQ_FIRST(&cq))) {
-        QSIMPLEQ_REMOVE_HEAD(&cq, next);
-        budget--;
-        if (c->interrupt) {
-            virtio_rdma_cq_interrupt(r, c->cqn);
-        } else if (virtio_rdma_cq_write(r, c->cqn, &c->cqe) != 0) {
-            WITH_QEMU_LOCK_GUARD(&r->core_lock) {
-                vrdma_core_cq_overrun(r->core, c->cqn,
-                                      le32_to_cpu(c->cqe.qp_num),
-                                      le32_to_cpu(c->cqe.status));
-            }
-        }
+    while ((c = QTAILQ_FIRST(&cq))) {
+        QTAILQ_REMOVE(&cq, c, next);
+        virtio_rdma_engine_deliver(r, c);
         g_free(c);
     }
-    if (!QSIMPLEQ_EMPTY(&cq)) {
-        /* Past the budget: back to the front of the queue, in order. */
-        WITH_QEMU_LOCK_GUARD(&s->lock) {
-            QSIMPLEQ_PREPEND(&s->cq, &cq);
-        }
+    if (s->gid_dirty) {
+        virtio_rdma_engine_gid_events(r, false);
+    }
+    if (more) {
         qemu_bh_schedule(r->dp_bh);
     }
 }
 
-/* Device reset: nothing staged may reach guest memory or the wire after it. */
-void virtio_rdma_engine_reset(VirtIORdma *r)
+void virtio_rdma_engine_stats(VirtIORdma *r, VirtIORdmaStageStats *st)
 {
     VirtIORdmaStage *s = r->stage;
 
     WITH_QEMU_LOCK_GUARD(&s->lock) {
+        *st = s->st;
+        st->staged_cqes = 0;
+        for (uint32_t i = 0; i < s->max_cq; i++) {
+            st->staged_cqes += s->cq_staged[i];
+        }
+        st->staged_frames = s->rx_count + s->tx_count;
+    }
+    st->max_staged_cqes = (uint64_t)s->max_cq * s->cq_cap;
+    st->max_staged_frames = VRDMA_STAGE_FRAMES_MAX;
+}
+
+/*
+ * Device reset: nothing staged may reach guest memory or the wire after it.
+ * GID events stay: the management side must still hear of the deletions.
+ */
+void virtio_rdma_engine_reset(VirtIORdma *r)
+{
+    VirtIORdmaStage *s = r->stage;
+    VrdmaStagedCqe *c;
+
+    timer_del(s->timer);
+    WITH_QEMU_LOCK_GUARD(&s->lock) {
         virtio_rdma_frames_free(&s->rx);
         virtio_rdma_frames_free(&s->tx);
         s->rx_count = s->tx_count = 0;
-        virtio_rdma_cqes_free(&s->cq);
+        while ((c = QTAILQ_FIRST(&s->cq))) {
+            QTAILQ_REMOVE(&s->cq, c, next);
+            g_free(c);
+        }
+        memset(s->cq_staged, 0, s->max_cq * sizeof(*s->cq_staged));
+        memset(s->cq_irq, 0, s->max_cq * sizeof(*s->cq_irq));
     }
 }
 
@@ -357,21 +606,36 @@ static void virtio_rdma_engine_noop(void *opaque)
 {
 }
 
+/* Realize, before the core exists (its host-ops point here). */
 void virtio_rdma_engine_init(VirtIORdma *r)
 {
     VirtIORdmaStage *s = g_new0(VirtIORdmaStage, 1);
 
-    s->ctx = iothread_get_aio_context(r->conf.iothread);
+    s->in_iothread = r->conf.iothread != NULL;
+    s->ctx = s->in_iothread ? iothread_get_aio_context(r->conf.iothread) :
+             qemu_get_aio_context();
     qemu_mutex_init(&s->lock);
     QSIMPLEQ_INIT(&s->rx);
     QSIMPLEQ_INIT(&s->tx);
-    QSIMPLEQ_INIT(&s->cq);
-    /*
-     * No re-entrancy guard: the device's is for its own thread's MMIO, and
-     * set from here it would refuse a vCPU's kick while the engine runs.
-     * The engine does no MMIO (guest RAM only).
-     */
-    s->engine_bh = aio_bh_new(s->ctx, virtio_rdma_engine_bh, r);
+    QTAILQ_INIT(&s->cq);
+    s->max_cq = r->conf.max_cq;
+    s->cq_cap = r->conf.queue_size;
+    s->cq_staged = g_new0(uint32_t, s->max_cq);
+    s->cq_irq = g_new0(VrdmaStagedCqe *, s->max_cq);
+    s->gid_tokens = VRDMA_GID_EVENT_BURST;
+    s->gid_refill_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    s->gid_timer = timer_new_ns(QEMU_CLOCK_REALTIME,
+                                virtio_rdma_engine_gid_timer_cb, r);
+    if (s->in_iothread) {
+        /*
+         * No re-entrancy guard: the device's is for its own thread's MMIO,
+         * and set from here it would refuse a vCPU's kick while the engine
+         * runs.  The engine does no MMIO (guest RAM only).
+         */
+        s->engine_bh = aio_bh_new(s->ctx, virtio_rdma_engine_bh, r);
+    } else {
+        s->rx_buf = g_malloc(VIRTIO_RDMA_RX_MAX);
+    }
     s->timer = aio_timer_new(s->ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
                              virtio_rdma_engine_timer_cb, r);
     r->stage = s;
@@ -379,7 +643,8 @@ void virtio_rdma_engine_init(VirtIORdma *r)
 
 /*
  * Unrealize, before the core is freed: after this nothing of ours runs in
- * the iothread.  Waiting for it under the BQL is safe by the rule above.
+ * the engine's context.  Waiting for the iothread under the BQL is safe by
+ * the rule above.
  */
 void virtio_rdma_engine_stop(VirtIORdma *r)
 {
@@ -389,11 +654,14 @@ void virtio_rdma_engine_stop(VirtIORdma *r)
         s->stopped = true;
     }
     timer_del(s->timer);
-    qemu_bh_delete(s->engine_bh);
-    s->engine_bh = NULL;
-    aio_wait_bh_oneshot(s->ctx, virtio_rdma_engine_noop, NULL);
+    if (s->engine_bh) {
+        qemu_bh_delete(s->engine_bh);
+        s->engine_bh = NULL;
+        aio_wait_bh_oneshot(s->ctx, virtio_rdma_engine_noop, NULL);
+    }
 }
 
+/* After the core's last host-op: its final GID deletions are told now. */
 void virtio_rdma_engine_cleanup(VirtIORdma *r)
 {
     VirtIORdmaStage *s = r->stage;
@@ -401,12 +669,19 @@ void virtio_rdma_engine_cleanup(VirtIORdma *r)
     if (!s) {
         return;
     }
-    if (s->engine_bh) {
+    if (!s->stopped) {
         virtio_rdma_engine_stop(r);
     }
-    timer_free(s->timer);
+    if (s->gid_dirty) {
+        virtio_rdma_engine_gid_events(r, true);
+    }
     virtio_rdma_engine_reset(r);
+    timer_free(s->timer);
+    timer_free(s->gid_timer);
     qemu_mutex_destroy(&s->lock);
+    g_free(s->cq_staged);
+    g_free(s->cq_irq);
+    g_free(s->rx_buf);
     g_free(s);
     r->stage = NULL;
 }

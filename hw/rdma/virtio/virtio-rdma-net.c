@@ -9,7 +9,13 @@
  *    its MAC and reach the backend like the guest's other traffic.
  *
  * This works over every netdev QEMU has (dgram, socket, stream, tap, user)
- * except vhost ones, whose traffic never passes through QEMU.
+ * except vhost ones, whose traffic never passes through QEMU.  A backend
+ * that carries a virtio-net header (tap with vnet_hdr) gets one on our
+ * frames too: all zero, as a RoCE frame asks for no offload.
+ *
+ * The filter is the netdev's: netdev_del takes it away with the netdev
+ * (then the port is down and our frames go nowhere), and object-del of it
+ * is refused while the device uses it.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -18,7 +24,9 @@
 #include "qapi/error.h"
 #include "qemu/iov.h"
 #include "qemu/lockable.h"
+#include "qemu/main-loop.h"
 #include "qemu/module.h"
+#include "qom/object_interfaces.h"
 #include "net/filter.h"
 #include "net/net.h"
 #include "net/vhost_net.h"
@@ -34,8 +42,11 @@ struct VirtIORdmaFilter {
     VirtIORdma *rdma;           /* NULL: pass everything */
 };
 
-/* Largest frame a backend hands over (NET_BUFSIZE and more). */
-#define VIRTIO_RDMA_RX_MAX (64 * KiB + 64)
+/* The virtio-net header the backend puts before each frame, if any. */
+static size_t virtio_rdma_net_hdr_len(VirtIORdma *r)
+{
+    return r->nic->has_vnet_hdr ? r->nic->host_hdr_len : 0;
+}
 
 /*
  * A frame for virtio-net while its guest driver is not running (not set up
@@ -65,38 +76,46 @@ static ssize_t virtio_rdma_filter_receive_iov(NetFilterState *nf,
 {
     VirtIORdma *r = VIRTIO_RDMA_FILTER(nf)->rdma;
     size_t size = iov_size(iov, iovcnt);
-    const void *frame;
+    size_t hdr;
 
-    if (!r || !r->core || VIRTIO_DEVICE(r)->broken ||
-        size > VIRTIO_RDMA_RX_MAX) {
+    if (!r || !r->core || VIRTIO_DEVICE(r)->broken) {
         return 0;
     }
-    if (r->stage) {
-        /* The engine is in an iothread: it gets a copy, later. */
-        if (virtio_rdma_engine_rx(r, iov, iovcnt, size)) {
-            return size;
-        }
-        return virtio_rdma_nic_absent(r) ? size : 0;
+    hdr = virtio_rdma_net_hdr_len(r);
+    if (size < hdr || size - hdr > VIRTIO_RDMA_RX_MAX) {
+        return 0;
     }
-    if (iovcnt == 1) {
-        frame = iov[0].iov_base;
-    } else {
-        iov_to_buf(iov, iovcnt, 0, r->rx_buf, size);
-        frame = r->rx_buf;
-    }
-    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
-        if (vrdma_core_net_receive(r->core, frame, size)) {
-            return size;
-        }
+    if (virtio_rdma_engine_rx(r, iov, iovcnt, hdr, size - hdr)) {
+        return size;
     }
     return virtio_rdma_nic_absent(r) ? size : 0;
+}
+
+/* netdev_del, or the device's own detach: the device forgets the filter. */
+static void virtio_rdma_filter_cleanup(NetFilterState *nf)
+{
+    VirtIORdmaFilter *f = VIRTIO_RDMA_FILTER(nf);
+
+    if (f->rdma) {
+        trace_virtio_rdma_net_gone();
+        f->rdma->wire = NULL;
+        f->rdma = NULL;
+    }
+}
+
+static bool virtio_rdma_filter_can_be_deleted(UserCreatable *uc)
+{
+    return !VIRTIO_RDMA_FILTER(uc)->rdma;
 }
 
 static void virtio_rdma_filter_class_init(ObjectClass *oc, void *data)
 {
     NetFilterClass *nfc = NETFILTER_CLASS(oc);
+    UserCreatableClass *ucc = USER_CREATABLE_CLASS(oc);
 
     nfc->receive_iov = virtio_rdma_filter_receive_iov;
+    nfc->cleanup = virtio_rdma_filter_cleanup;
+    ucc->can_be_deleted = virtio_rdma_filter_can_be_deleted;
 }
 
 static const TypeInfo virtio_rdma_filter_info = {
@@ -145,25 +164,33 @@ bool virtio_rdma_net_attach(VirtIORdma *r, Error **errp)
     }
     VIRTIO_RDMA_FILTER(obj)->rdma = r;
     r->wire = obj;
-    r->rx_buf = g_malloc(VIRTIO_RDMA_RX_MAX);
     trace_virtio_rdma_net_attach(peer->name);
     return true;
 }
 
 void virtio_rdma_net_detach(VirtIORdma *r)
 {
-    if (r->wire) {
-        VIRTIO_RDMA_FILTER(r->wire)->rdma = NULL;
-        object_unparent(r->wire);
+    Object *wire = r->wire;
+
+    if (wire) {
+        VIRTIO_RDMA_FILTER(wire)->rdma = NULL;
         r->wire = NULL;
+        object_unparent(wire);
     }
-    g_clear_pointer(&r->rx_buf, g_free);
 }
 
+/* dp_bh (BQL, core_lock not held): the backend may answer at once. */
 void virtio_rdma_net_send(VirtIORdma *r, const void *frame, size_t len)
 {
-    if (len > INT_MAX) {
+    static const uint8_t zero_hdr[sizeof(struct virtio_net_hdr_v1_hash)];
+    struct iovec iov[2] = {
+        { .iov_base = (void *)zero_hdr, .iov_len = virtio_rdma_net_hdr_len(r) },
+        { .iov_base = (void *)frame, .iov_len = len },
+    };
+
+    assert(bql_locked());
+    if (len > INT_MAX || iov[0].iov_len > sizeof(zero_hdr)) {
         return;
     }
-    qemu_send_packet(qemu_get_queue(r->nic->nic), frame, len);
+    qemu_sendv_packet(qemu_get_queue(r->nic->nic), iov, 2);
 }

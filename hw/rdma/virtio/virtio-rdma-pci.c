@@ -25,7 +25,14 @@ struct VirtIORdmaPCI {
     VirtIORdma vdev;
 };
 
+/*
+ * ioeventfd, on by default as for virtio-net and virtio-blk: a kick is then
+ * an eventfd, not a heavyweight exit.  The device does a kick's work in a
+ * guarded bottom half either way (virtio-rdma.c).
+ */
 static const Property virtio_rdma_pci_properties[] = {
+    DEFINE_PROP_BIT("ioeventfd", VirtIOPCIProxy, flags,
+                    VIRTIO_PCI_FLAG_USE_IOEVENTFD_BIT, true),
     DEFINE_PROP_UINT32("vectors", VirtIOPCIProxy, nvectors,
                        DEV_NVECTORS_UNSPECIFIED),
 };

@@ -52,6 +52,25 @@ static VirtioRdmaDataPath *virtio_rdma_dp_info(VirtIORdma *r)
     return dp;
 }
 
+static VirtioRdmaBounds *virtio_rdma_bounds(VirtIORdma *r)
+{
+    VirtioRdmaBounds *b = g_new0(VirtioRdmaBounds, 1);
+    VirtIORdmaStageStats st;
+
+    virtio_rdma_engine_stats(r, &st);
+    b->max_mapped_pages = r->conf.max_mapped_pages;
+    b->kick_pages = r->kick_pages_max;
+    b->staged_completions = st.staged_cqes;
+    b->max_staged_completions = st.max_staged_cqes;
+    b->completions_refused = st.cq_full;
+    b->staged_frames = st.staged_frames;
+    b->max_staged_frames = st.max_staged_frames;
+    b->frames_dropped_full = st.rx_full + st.tx_full;
+    b->gid_changes = st.gid_changes;
+    b->gid_events = st.gid_events;
+    return b;
+}
+
 static int virtio_rdma_collect(Object *obj, void *opaque)
 {
     VirtioRdmaInfoList ***tail = opaque;
@@ -91,6 +110,7 @@ static int virtio_rdma_collect(Object *obj, void *opaque)
     info->commands = st.cmds;
     info->command_errors = st.cmd_errors;
     info->data_path = virtio_rdma_dp_info(r);
+    info->bounds = virtio_rdma_bounds(r);
     if (r->conf.iothread) {
         info->iothread = iothread_get_id(r->conf.iothread);
     }
@@ -155,5 +175,17 @@ void hmp_info_rdma(Monitor *mon, const QDict *qdict)
             monitor_printf(mon, "    dropped %s: %" PRIu64 "\n",
                            d->value->reason, d->value->count);
         }
+        VirtioRdmaBounds *b = i->bounds;
+
+        monitor_printf(mon, "  bounds: mapped pages %" PRIu64 "/%" PRIu64
+                       " (%" PRIu64 " per turn), staged completions %"
+                       PRIu64 "/%" PRIu64 " (refused %" PRIu64 "), staged "
+                       "frames %" PRIu64 "/%" PRIu64 " each way (dropped %"
+                       PRIu64 "), gid changes %" PRIu64 " events %" PRIu64
+                       "\n", i->mapped_pages, b->max_mapped_pages,
+                       b->kick_pages, b->staged_completions,
+                       b->max_staged_completions, b->completions_refused,
+                       b->staged_frames, b->max_staged_frames,
+                       b->frames_dropped_full, b->gid_changes, b->gid_events);
     }
 }

@@ -1,12 +1,16 @@
 /*
- * virtio-rdma device: QOM type, properties, virtqueues, control queue and
- * the host-ops the C++ core uses to reach guest memory and QMP.
+ * virtio-rdma device: QOM type, properties, virtqueues and the control
+ * queue.  The core's host-ops live in virtio-rdma-mem.c (guest memory) and
+ * virtio-rdma-engine.c (everything else); docs/devel/virtio-rdma-threads.rst
+ * says what runs where.
  *
- * Everything here runs under the BQL; every core call also holds
- * r->core_lock, because with iothread=<id> the engine runs in that iothread
- * (virtio-rdma-engine.c) and its host-ops only stage what needs the BQL.
- * Guest requests are copied out of the ring once (iov_to_buf) and handed to
- * the core, which validates them.
+ * Everything here runs under the BQL, in the main loop; every core call
+ * also holds r->core_lock.  A kick only schedules a guarded bottom half:
+ * the work is done there, under QEMU's re-entrancy guard whether the kick
+ * came as an MMIO write or through an ioeventfd, and never with core_lock
+ * held across anything that can call back into the device.  Guest requests
+ * are copied out of the ring once (iov_to_buf) and handed to the core,
+ * which validates them.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -19,6 +23,7 @@
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
 #include "qemu/bitmap.h"
+#include "qemu/guest-random.h"
 #include "qemu/timer.h"
 #include "exec/memory.h"
 #include "system/dma.h"
@@ -31,6 +36,11 @@
 #include "trace.h"
 
 #define VIRTIO_RDMA_DEFAULT_MTU 1500
+/* 4 GiB of MRs; each mapped page costs the core 8 bytes of host memory. */
+#define VIRTIO_RDMA_MAPPED_PAGES_DEFAULT (1 * MiB)
+/* Guest pages one ctrl_bh turn may map: one maximal MR. */
+#define VIRTIO_RDMA_KICK_PAGES_MAX \
+    ((uint64_t)VIRTIO_RDMA_PT_ENTRIES * VIRTIO_RDMA_PT_ENTRIES)
 
 /* ---- host-ops for the core ----------------------------------------------- */
 
@@ -78,10 +88,7 @@ static void vrdma_host_unmap(void *opaque, void *host, uint64_t len,
                         is_write ? len : 0);
 }
 
-/*
- * In the engine's iothread guest memory is read and written as RAM only:
- * MMIO would take the BQL, which that thread must never wait for.
- */
+/* Guest memory is read and written as RAM only, never MMIO. */
 static int vrdma_host_ram_rw(VirtIORdma *r, uint64_t gpa, void *buf,
                              uint64_t len, bool is_write)
 {
@@ -101,63 +108,13 @@ static int vrdma_host_ram_rw(VirtIORdma *r, uint64_t gpa, void *buf,
 
 static int vrdma_host_read(void *opaque, uint64_t gpa, void *buf, uint64_t len)
 {
-    VirtIORdma *r = opaque;
-
-    if (r->stage) {
-        return vrdma_host_ram_rw(r, gpa, buf, len, false);
-    }
-    return dma_memory_read(VIRTIO_DEVICE(r)->dma_as, gpa, buf, len,
-                           MEMTXATTRS_UNSPECIFIED) == MEMTX_OK ? 0 : -1;
+    return vrdma_host_ram_rw(opaque, gpa, buf, len, false);
 }
 
 static int vrdma_host_write(void *opaque, uint64_t gpa, const void *buf,
                             uint64_t len)
 {
-    VirtIORdma *r = opaque;
-
-    if (r->stage) {
-        return vrdma_host_ram_rw(r, gpa, (void *)buf, len, true);
-    }
-    return dma_memory_write(VIRTIO_DEVICE(r)->dma_as, gpa, buf, len,
-                            MEMTXATTRS_UNSPECIFIED) == MEMTX_OK ? 0 : -1;
-}
-
-/*
- * pvrdma's event, unchanged, so libvirt's handler works: subnet-prefix and
- * interface-id are the GID's two halves in network byte order, copied raw.
- */
-static void vrdma_host_gid_changed(void *opaque, uint32_t port, uint32_t index,
-                                   const uint8_t gid[16], uint32_t gid_type,
-                                   bool added)
-{
-    VirtIORdma *r = opaque;
-    uint64_t subnet_prefix, interface_id;
-
-    memcpy(&subnet_prefix, gid, 8);
-    memcpy(&interface_id, gid + 8, 8);
-    trace_virtio_rdma_gid_changed(r->netdev_name, port, index, added);
-    if (r->stage) {
-        virtio_rdma_engine_gid(r, index, gid, added);
-    }
-    qapi_event_send_rdma_gid_status_changed(r->netdev_name, added,
-                                            subnet_prefix, interface_id);
-}
-
-static void vrdma_host_guest_error(void *opaque, uint8_t cmd, VrdmaErr err,
-                                   uint64_t a, uint64_t b)
-{
-    trace_virtio_rdma_err_cmd(vrdma_cmd_name(cmd), vrdma_err_name(err), a, b);
-}
-
-static void vrdma_host_net_send(void *opaque, const void *frame, size_t len)
-{
-    VirtIORdma *r = opaque;
-
-    if (r->stage) {
-        virtio_rdma_engine_tx(r, frame, len);
-    } else {
-        virtio_rdma_net_send(r, frame, len);
-    }
+    return vrdma_host_ram_rw(opaque, gpa, (void *)buf, len, true);
 }
 
 static VirtQueue *virtio_rdma_cq_vq(VirtIORdma *r, uint32_t cqn)
@@ -209,70 +166,14 @@ void virtio_rdma_cq_interrupt(VirtIORdma *r, uint32_t cqn)
     }
 }
 
-/* With an iothread, completions are staged and written by dp_bh. */
-static int vrdma_host_cq_push(void *opaque, uint32_t cqn,
-                              const struct virtio_rdma_cq_req *cqe)
-{
-    VirtIORdma *r = opaque;
-
-    if (r->stage) {
-        virtio_rdma_engine_cqe(r, cqn, cqe);
-        return 0;
-    }
-    return virtio_rdma_cq_write(r, cqn, cqe);
-}
-
-static void vrdma_host_cq_notify(void *opaque, uint32_t cqn)
-{
-    VirtIORdma *r = opaque;
-
-    if (r->stage) {
-        virtio_rdma_engine_cqe(r, cqn, NULL);
-    } else {
-        virtio_rdma_cq_interrupt(r, cqn);
-    }
-}
-
-/* Real time, also under -accel qtest: peers on a wire do not wait for us. */
-static uint64_t vrdma_host_now_ns(void *opaque)
-{
-    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-}
-
-static void vrdma_host_timer_mod(void *opaque, uint64_t deadline_ns)
-{
-    VirtIORdma *r = opaque;
-
-    if (r->stage) {
-        virtio_rdma_engine_timer_mod(r, deadline_ns);
-    } else if (deadline_ns == UINT64_MAX) {
-        timer_del(r->timer);
-    } else {
-        timer_mod(r->timer, MIN(deadline_ns, INT64_MAX));
-    }
-}
-
-static void vrdma_host_kick(void *opaque)
-{
-    VirtIORdma *r = opaque;
-
-    if (r->stage) {
-        virtio_rdma_engine_kick(r);
-    } else {
-        qemu_bh_schedule(r->dp_bh);
-    }
-}
-
-static void vrdma_host_wire_drop(void *opaque, const char *why, uint32_t qpn)
-{
-    trace_virtio_rdma_wire_drop(why, qpn);
-}
-
 /* ---- control queue ---------------------------------------------------------- */
 
-/* @returns false when the ring is broken (virtio_error() was raised). */
+/*
+ * @returns false when the ring is broken (virtio_error() was raised).  Adds
+ * the guest pages the command mapped to *@pages.
+ */
 static bool virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
-                                 VirtQueueElement *elem)
+                                 VirtQueueElement *elem, uint64_t *pages)
 {
     /* One byte more than any request: an over-long one is still refused. */
     uint8_t req[1 + VRDMA_CTRL_REQ_MAX + 1];
@@ -292,8 +193,12 @@ static bool virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
     }
     req_len = iov_to_buf(elem->out_sg, elem->out_num, 0, req, sizeof(req));
     WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+        uint64_t before = vrdma_core_mapped_pages(r->core);
+
         status = vrdma_core_ctrl(r->core, req[0], req + 1, req_len - 1, rsp,
                                  MIN(in_len - 1, sizeof(rsp)), &rsp_len);
+        *pages += vrdma_core_mapped_pages(r->core) -
+                  MIN(before, vrdma_core_mapped_pages(r->core));
     }
     trace_virtio_rdma_ctrl_cmd(vrdma_cmd_name(req[0]), status, rsp_len);
 
@@ -306,22 +211,28 @@ static bool virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
 }
 
 /*
- * The driver busy-polls the control queue, so every command completes before
- * the kick returns.  Work per call is bounded by the ring size; the rest is
- * picked up by a bottom half.
+ * ctrl_bh: the control queue.  The driver busy-polls it.  One turn does at
+ * most a ring's worth of commands, and stops early once the commands have
+ * mapped kick_pages_max guest pages (a maximal MR is 512 x 512 pages); the
+ * rest waits for the next turn, so the main loop runs in between.
  */
-static void virtio_rdma_handle_ctrl(VirtIODevice *vdev, VirtQueue *vq)
+static void virtio_rdma_ctrl_bh(void *opaque)
 {
-    VirtIORdma *r = VIRTIO_RDMA(vdev);
+    VirtIORdma *r = opaque;
+    VirtIODevice *vdev = VIRTIO_DEVICE(r);
+    VirtQueue *vq = r->ctrl_vq;
     unsigned budget = virtio_queue_get_num(vdev, virtio_get_queue_index(vq));
+    uint64_t pages = 0;
     unsigned done = 0;
     VirtQueueElement *elem;
 
+    assert(bql_locked());
     if (vdev->broken) {
         return;
     }
-    while (done < budget && (elem = virtqueue_pop(vq, sizeof(*elem)))) {
-        bool ok = virtio_rdma_ctrl_one(r, vq, elem);
+    while (done < budget && pages < r->kick_pages_max &&
+           (elem = virtqueue_pop(vq, sizeof(*elem)))) {
+        bool ok = virtio_rdma_ctrl_one(r, vq, elem, &pages);
 
         g_free(elem);
         done++;
@@ -332,17 +243,16 @@ static void virtio_rdma_handle_ctrl(VirtIODevice *vdev, VirtQueue *vq)
     if (done) {
         virtio_notify(vdev, vq);
     }
-    if (done == budget && !virtio_queue_empty(vq)) {
-        trace_virtio_rdma_ctrl_budget(done);
+    if (!vdev->broken && !virtio_queue_empty(vq)) {
+        trace_virtio_rdma_ctrl_budget(done, pages);
         qemu_bh_schedule(r->ctrl_bh);
     }
 }
 
-static void virtio_rdma_ctrl_bh(void *opaque)
+/* A kick, by MMIO write or ioeventfd: the work is done in the guarded BH. */
+static void virtio_rdma_handle_ctrl(VirtIODevice *vdev, VirtQueue *vq)
 {
-    VirtIORdma *r = opaque;
-
-    virtio_rdma_handle_ctrl(VIRTIO_DEVICE(r), r->ctrl_vq);
+    qemu_bh_schedule(VIRTIO_RDMA(vdev)->ctrl_bh);
 }
 
 /* ---- send / receive queues -------------------------------------------------- */
@@ -354,12 +264,13 @@ static void virtio_rdma_ctrl_bh(void *opaque)
 /*
  * One descriptor chain per work request, device-readable only.  Its bytes
  * are copied once and handed to the core, which owns the request from then
- * on; the descriptor is returned to the driver at once.
+ * on; the descriptor is returned to the driver at once.  At most a ring's
+ * worth per turn; @returns true if the queue has more.
  */
-static void virtio_rdma_handle_wq(VirtIODevice *vdev, VirtQueue *vq)
+static bool virtio_rdma_wq_turn(VirtIORdma *r, unsigned idx)
 {
-    VirtIORdma *r = VIRTIO_RDMA(vdev);
-    unsigned idx = virtio_get_queue_index(vq);
+    VirtIODevice *vdev = VIRTIO_DEVICE(r);
+    VirtQueue *vq = virtio_get_queue(vdev, idx);
     unsigned rel = idx - 1 - r->conf.max_cq;
     uint32_t qpn = rel / 2;
     bool is_rq = rel & 1;
@@ -367,9 +278,6 @@ static void virtio_rdma_handle_wq(VirtIODevice *vdev, VirtQueue *vq)
     unsigned done = 0;
     VirtQueueElement *elem;
 
-    if (vdev->broken) {
-        return;
-    }
     while (done < budget && (elem = virtqueue_pop(vq, sizeof(*elem)))) {
         uint8_t wqe[VIRTIO_RDMA_WQE_MAX];
         size_t len;
@@ -381,7 +289,7 @@ static void virtio_rdma_handle_wq(VirtIODevice *vdev, VirtQueue *vq)
                          "device-writable descriptors", idx);
             virtqueue_detach_element(vq, elem, 0);
             g_free(elem);
-            return;
+            return false;
         }
         len = iov_to_buf(elem->out_sg, elem->out_num, 0, wqe, sizeof(wqe));
         virtqueue_push(vq, elem, 0);
@@ -397,20 +305,20 @@ static void virtio_rdma_handle_wq(VirtIODevice *vdev, VirtQueue *vq)
     if (done) {
         virtio_notify(vdev, vq);
     }
-    if (done == budget && !virtio_queue_empty(vq)) {
-        set_bit(idx - 1, r->dp_pending);
-        qemu_bh_schedule(r->dp_bh);
-    }
-    if (r->stage) {
-        virtio_rdma_engine_kick(r);
-    } else {
-        qemu_bh_schedule(r->dp_bh);
-    }
+    return done == budget && !vdev->broken && !virtio_queue_empty(vq);
+}
+
+static void virtio_rdma_handle_wq(VirtIODevice *vdev, VirtQueue *vq)
+{
+    VirtIORdma *r = VIRTIO_RDMA(vdev);
+
+    set_bit(virtio_get_queue_index(vq) - 1, r->dp_pending);
+    qemu_bh_schedule(r->dp_bh);
 }
 
 /*
- * Queues a kick left unfinished, then the engine (without an iothread) or
- * what the engine staged (with one), each with its budget.
+ * dp_bh: the kicked queues, each with its budget, then the engine's turn
+ * and what it staged (virtio-rdma-engine.c).
  */
 static void virtio_rdma_dp_bh(void *opaque)
 {
@@ -418,6 +326,7 @@ static void virtio_rdma_dp_bh(void *opaque)
     VirtIODevice *vdev = VIRTIO_DEVICE(r);
     unsigned long i;
 
+    assert(bql_locked());
     if (vdev->broken) {
         return;
     }
@@ -425,26 +334,15 @@ static void virtio_rdma_dp_bh(void *opaque)
          i < r->num_data_vqs;
          i = find_next_bit(r->dp_pending, r->num_data_vqs, i + 1)) {
         clear_bit(i, r->dp_pending);
-        virtio_rdma_handle_wq(vdev, r->data_vqs[i]);
-    }
-    if (r->stage) {
-        virtio_rdma_engine_flush(r);
-        return;
-    }
-    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
-        if (vrdma_core_run(r->core)) {
+        if (virtio_rdma_wq_turn(r, i + 1)) {
+            set_bit(i, r->dp_pending);
             qemu_bh_schedule(r->dp_bh);
         }
+        if (vdev->broken) {
+            return;
+        }
     }
-}
-
-static void virtio_rdma_timer_cb(void *opaque)
-{
-    VirtIORdma *r = opaque;
-
-    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
-        vrdma_core_timer(r->core);
-    }
+    virtio_rdma_engine_flush(r);
 }
 
 /* ---- virtio device ---------------------------------------------------------- */
@@ -473,19 +371,16 @@ static void virtio_rdma_reset(VirtIODevice *vdev)
     VirtIORdma *r = VIRTIO_RDMA(vdev);
     VrdmaStats st;
 
+    assert(bql_locked());
     qemu_bh_cancel(r->ctrl_bh);
-    qemu_bh_cancel(r->dp_bh);
     bitmap_zero(r->dp_pending, r->num_data_vqs);
     WITH_QEMU_LOCK_GUARD(&r->core_lock) {
         vrdma_core_get_stats(r->core, &st);
         trace_virtio_rdma_reset(st.pds, st.cqs, st.qps, st.mrs);
         vrdma_core_reset(r->core);
     }
-    timer_del(r->timer);
-    if (r->stage) {
-        virtio_rdma_engine_timer_mod(r, UINT64_MAX);
-        virtio_rdma_engine_reset(r);
-    }
+    /* Staged output is dropped; the GID deletions reset reported are kept. */
+    virtio_rdma_engine_reset(r);
 }
 
 void virtio_rdma_set_nic(VirtIORdma *r, VirtIONet *nic)
@@ -524,7 +419,9 @@ static bool virtio_rdma_check_conf(const VirtIORdmaConf *c, Error **errp)
                                  (uint64_t)VIRTIO_RDMA_MAX_MR_PAGES *
                                  VIRTIO_RDMA_PAGE_SIZE, errp) ||
         !virtio_rdma_check_limit("queue-size", c->queue_size, 2,
-                                 VIRTQUEUE_MAX_SIZE, errp)) {
+                                 VIRTQUEUE_MAX_SIZE, errp) ||
+        !virtio_rdma_check_limit("max-mapped-pages", c->max_mapped_pages, 1,
+                                 UINT32_MAX, errp)) {
         return false;
     }
     if (!is_power_of_2(c->queue_size)) {
@@ -568,15 +465,6 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
         .unmap = vrdma_host_unmap,
         .read = vrdma_host_read,
         .write = vrdma_host_write,
-        .gid_changed = vrdma_host_gid_changed,
-        .guest_error = vrdma_host_guest_error,
-        .net_send = vrdma_host_net_send,
-        .cq_push = vrdma_host_cq_push,
-        .cq_notify = vrdma_host_cq_notify,
-        .now_ns = vrdma_host_now_ns,
-        .timer_mod = vrdma_host_timer_mod,
-        .kick = vrdma_host_kick,
-        .wire_drop = vrdma_host_wire_drop,
     };
     unsigned i;
 
@@ -591,11 +479,12 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
     }
     object_ref(OBJECT(r->nic));
     qemu_mutex_init(&r->core_lock);
-    /* Before anything else is set up: the timer and BH must exist first. */
-    r->timer = timer_new_ns(QEMU_CLOCK_REALTIME, virtio_rdma_timer_cb, r);
-    if (c->iothread) {
-        virtio_rdma_engine_init(r);
-    }
+    /* Before the core: its host-ops stage for these. */
+    r->ctrl_bh = virtio_bh_new_guarded(dev, virtio_rdma_ctrl_bh, r);
+    r->dp_bh = virtio_bh_new_guarded(dev, virtio_rdma_dp_bh, r);
+    r->kick_pages_max = VIRTIO_RDMA_KICK_PAGES_MAX;
+    virtio_rdma_engine_init(r);
+    virtio_rdma_engine_host_ops(r, &ops);
 
     memcpy(r->mac, r->nic->nic_conf.macaddr.a, sizeof(r->mac));
     peer = r->nic->nic_conf.peers.ncs[0];
@@ -615,8 +504,11 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
                           virtio_rdma_guid_from_mac(r->mac),
         .phys_mtu = r->nic->net_conf.mtu ? r->nic->net_conf.mtu :
                     VIRTIO_RDMA_DEFAULT_MTU,
+        .max_mapped_pages = c->max_mapped_pages,
     };
     memcpy(lim.mac, r->mac, sizeof(lim.mac));
+    /* Keys and QP numbers a peer cannot guess (-seed makes it repeatable). */
+    /* RNG_SEED_PENDING */
     r->core = vrdma_core_new(&lim, &ops);
     if (!r->core) {
         error_setg(errp, "virtio-rdma: the core refused the limits");
@@ -641,19 +533,17 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
                                           virtio_rdma_handle_wq);
     }
     r->dp_pending = bitmap_new(r->num_data_vqs);
-    r->ctrl_bh = virtio_bh_new_guarded(dev, virtio_rdma_ctrl_bh, r);
-    r->dp_bh = virtio_bh_new_guarded(dev, virtio_rdma_dp_bh, r);
     trace_virtio_rdma_realize(c->max_qp, c->max_cq, 1 + r->num_data_vqs,
                               r->netdev_name);
     return;
 
 fail:
-    virtio_rdma_engine_cleanup(r);
     vrdma_core_free(r->core);
     r->core = NULL;
+    virtio_rdma_engine_cleanup(r);
+    g_clear_pointer(&r->ctrl_bh, qemu_bh_delete);
+    g_clear_pointer(&r->dp_bh, qemu_bh_delete);
     qemu_mutex_destroy(&r->core_lock);
-    timer_free(r->timer);
-    r->timer = NULL;
     g_clear_pointer(&r->netdev_name, g_free);
     object_unref(OBJECT(r->nic));
 }
@@ -666,16 +556,13 @@ static void virtio_rdma_device_unrealize(DeviceState *dev)
 
     /* The wire first: no frame may reach a core being freed. */
     virtio_rdma_net_detach(r);
-    if (r->stage) {
-        virtio_rdma_engine_stop(r); /* then nothing runs in the iothread */
-    }
+    virtio_rdma_engine_stop(r); /* then nothing of the engine runs */
     vrdma_core_free(r->core);
     r->core = NULL;
     virtio_rdma_engine_cleanup(r); /* after the core's last host-op */
     qemu_bh_delete(r->ctrl_bh);
     qemu_bh_delete(r->dp_bh);
     qemu_mutex_destroy(&r->core_lock);
-    timer_free(r->timer);
     g_free(r->dp_pending);
     for (i = 0; i < r->num_data_vqs; i++) {
         virtio_delete_queue(r->data_vqs[i]);
@@ -706,6 +593,8 @@ static const Property virtio_rdma_properties[] = {
     DEFINE_PROP_SIZE("max-mr-size", VirtIORdma, conf.max_mr_size,
                      (uint64_t)VIRTIO_RDMA_MAX_MR_PAGES * VIRTIO_RDMA_PAGE_SIZE),
     DEFINE_PROP_UINT32("queue-size", VirtIORdma, conf.queue_size, 256),
+    DEFINE_PROP_UINT64("max-mapped-pages", VirtIORdma, conf.max_mapped_pages,
+                       VIRTIO_RDMA_MAPPED_PAGES_DEFAULT),
     DEFINE_PROP_UINT64("node-guid", VirtIORdma, conf.node_guid, 0),
     DEFINE_PROP_STRING("netdev", VirtIORdma, conf.netdev),
     DEFINE_PROP_LINK("iothread", VirtIORdma, conf.iothread, TYPE_IOTHREAD,

@@ -13,10 +13,13 @@
 #include "system/iothread.h"
 
 #define TYPE_VIRTIO_RDMA "virtio-rdma-device"
+/* Largest frame a backend hands over (NET_BUFSIZE and more). */
+#define VIRTIO_RDMA_RX_MAX (64 * 1024 + 64)
 OBJECT_DECLARE_SIMPLE_TYPE(VirtIORdma, VIRTIO_RDMA)
 
 typedef struct VirtIONet VirtIONet;
 typedef struct VirtIORdmaStage VirtIORdmaStage;
+typedef struct VirtIORdmaMem VirtIORdmaMem;
 
 typedef struct VirtIORdmaConf {
     uint32_t max_qp;
@@ -27,6 +30,7 @@ typedef struct VirtIORdmaConf {
     uint32_t max_sge;
     uint64_t max_mr_size;
     uint32_t queue_size;
+    uint64_t max_mapped_pages; /* guest pages all MRs may map together */
     uint64_t node_guid;     /* 0: derived from the paired NIC's MAC */
     char *netdev;           /* NULL: the paired NIC's netdev id */
     IOThread *iothread;     /* NULL: the engine runs under the BQL */
@@ -41,46 +45,74 @@ struct VirtIORdma {
     uint8_t mac[6];
 
     VrdmaCore *core;
+    VirtIORdmaMem *mem;     /* guest memory for the core: virtio-rdma-mem.c */
     QemuMutex core_lock;    /* every core call; taken after the BQL */
-    VirtIORdmaStage *stage; /* iothread only: virtio-rdma-engine.c */
+    VirtIORdmaStage *stage; /* the engine's placement and what it staged:
+                               virtio-rdma-engine.c */
     VirtQueue *ctrl_vq;
     VirtQueue **data_vqs;   /* CQs, then SQ/RQ pairs, in ABI order */
     unsigned num_data_vqs;
-    QEMUBH *ctrl_bh;        /* continues the control queue past the budget */
-    QEMUBH *dp_bh;          /* BQL side: queues left over by a kick, the
-                               engine's staged output (or, without an
-                               iothread, the engine itself) */
-    unsigned long *dp_pending; /* data vqs (index - 1) whose kick ran out of budget */
-    QEMUTimer *timer;       /* the engine's retransmit / RNR timer */
+    /*
+     * Both bottom halves are guarded (QEMU's re-entrancy guard) and run in
+     * the main loop with the BQL; every kick is handled in one of them.
+     */
+    QEMUBH *ctrl_bh;        /* the control queue */
+    QEMUBH *dp_bh;          /* kicked send/receive queues, the engine (main
+                               loop placement), everything staged */
+    unsigned long *dp_pending; /* data vqs (index - 1) kicked, not yet done */
+    uint64_t kick_pages_max;   /* most guest pages one ctrl_bh turn maps */
 
-    Object *wire;           /* net filter on the paired NIC's netdev */
-    uint8_t *rx_buf;        /* linearised received frame */
+    Object *wire;           /* net filter on the paired NIC's netdev; NULL
+                               once the netdev is gone */
 };
 
 /* Called by virtio-rdma-pci before realize: the paired virtio-net device. */
 void virtio_rdma_set_nic(VirtIORdma *r, VirtIONet *nic);
+
+/*
+ * virtio-rdma-mem.c: guest memory for the core, RAM only (never MMIO, so
+ * no access can call back into a device), in both engine placements.
+ * The four host-ops run under core_lock; init/cleanup under the BQL.
+ */
+void virtio_rdma_mem_init(VirtIORdma *r);
+void virtio_rdma_mem_cleanup(VirtIORdma *r);
+void *virtio_rdma_mem_map(void *opaque, uint64_t gpa, uint64_t len,
+                          bool is_write);
+void virtio_rdma_mem_unmap(void *opaque, void *host, uint64_t len,
+                           bool is_write);
+int virtio_rdma_mem_read(void *opaque, uint64_t gpa, void *buf, uint64_t len);
+int virtio_rdma_mem_write(void *opaque, uint64_t gpa, const void *buf,
+                          uint64_t len);
 
 /* virtio-rdma-net.c: the paired NIC's wire. */
 bool virtio_rdma_net_attach(VirtIORdma *r, Error **errp);
 void virtio_rdma_net_detach(VirtIORdma *r);
 void virtio_rdma_net_send(VirtIORdma *r, const void *frame, size_t len);
 
-/* virtio-rdma-engine.c: the engine in an iothread (conf.iothread set). */
+/*
+ * virtio-rdma-engine.c: where the engine runs (main loop or iothread) and
+ * everything it stages for dp_bh.  The only file that tests the placement.
+ */
+typedef struct VirtIORdmaStageStats {
+    uint64_t staged_cqes, max_staged_cqes;  /* completions waiting for dp_bh */
+    uint64_t staged_frames, max_staged_frames; /* frames waiting, each way */
+    uint64_t cqes;                  /* completions staged since realize */
+    uint64_t cq_full;               /* refused: the CQ's share was full */
+    uint64_t rx_full, tx_full;      /* frames dropped: queue full */
+    uint64_t gid_changes;           /* GID table changes */
+    uint64_t gid_events;            /* RDMA_GID_STATUS_CHANGED sent */
+} VirtIORdmaStageStats;
+
 void virtio_rdma_engine_init(VirtIORdma *r);
+/* The host-ops for the wire, completions, events, time and kicks. */
+void virtio_rdma_engine_host_ops(VirtIORdma *r, VrdmaHostOps *ops);
 void virtio_rdma_engine_stop(VirtIORdma *r);
 void virtio_rdma_engine_cleanup(VirtIORdma *r);
 void virtio_rdma_engine_reset(VirtIORdma *r);
-void virtio_rdma_engine_kick(VirtIORdma *r);
-void virtio_rdma_engine_timer_mod(VirtIORdma *r, uint64_t deadline_ns);
 bool virtio_rdma_engine_rx(VirtIORdma *r, const struct iovec *iov, int iovcnt,
-                           size_t size);
-void virtio_rdma_engine_tx(VirtIORdma *r, const void *frame, size_t len);
-/* @cqe NULL: a CQ interrupt. */
-void virtio_rdma_engine_cqe(VirtIORdma *r, uint32_t cqn,
-                            const struct virtio_rdma_cq_req *cqe);
-void virtio_rdma_engine_gid(VirtIORdma *r, uint32_t index,
-                            const uint8_t gid[16], bool added);
+                           size_t offset, size_t size);
 void virtio_rdma_engine_flush(VirtIORdma *r);
+void virtio_rdma_engine_stats(VirtIORdma *r, VirtIORdmaStageStats *st);
 /* virtio-rdma.c: write one completion into CQ @cqn's ring (BQL). */
 int virtio_rdma_cq_write(VirtIORdma *r, uint32_t cqn,
                          const struct virtio_rdma_cq_req *cqe);

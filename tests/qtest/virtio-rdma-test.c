@@ -480,9 +480,13 @@ static void test_qp_rc(void *obj, void *data, QGuestAllocator *alloc)
     req.send_cqn = scq;
     MUST(qvrdma_create_qp(r, &req, &qpn));
     g_assert_cmpuint(r->last_used_len, ==, 1 + 4);
-    g_assert_cmpuint(qpn, ==, 2);
+    /* A free number of 2..max_qp-1, chosen at random by the device. */
+    g_assert_cmpuint(qpn, >=, 2);
+    g_assert_cmpuint(qpn, <, DEF_MAX_QP);
     qpn2 = make_qp(r, pdn, VIRTIO_RDMA_QPT_RC, cqn);
-    g_assert_cmpuint(qpn2, ==, 3);
+    g_assert_cmpuint(qpn2, >=, 2);
+    g_assert_cmpuint(qpn2, <, DEF_MAX_QP);
+    g_assert_cmpuint(qpn2, !=, qpn);
     g_assert_cmpuint(qp_state(r, qpn), ==, VIRTIO_RDMA_QPS_RESET);
 
     /* RESET -> INIT */
@@ -553,9 +557,11 @@ static void test_qp_rc(void *obj, void *data, QGuestAllocator *alloc)
     MUST(qvrdma_destroy_qp(r, qpn));
     g_assert_cmpuint(r->last_used_len, ==, 1);
     MUST(qvrdma_destroy_qp(r, qpn2));
-    /* The lowest free number again. */
-    g_assert_cmpuint(make_qp(r, pdn, VIRTIO_RDMA_QPT_RC, cqn), ==, 2);
-    MUST(qvrdma_destroy_qp(r, 2));
+    /* A number is free again once destroyed. */
+    qpn = make_qp(r, pdn, VIRTIO_RDMA_QPT_RC, cqn);
+    g_assert_cmpuint(qpn, >=, 2);
+    g_assert_cmpuint(qpn, <, DEF_MAX_QP);
+    MUST(qvrdma_destroy_qp(r, qpn));
     MUST(qvrdma_destroy_cq(r, scq));
     MUST(qvrdma_destroy_cq(r, cqn));
     MUST(qvrdma_destroy_pd(r, pdn));
@@ -571,7 +577,8 @@ static void test_qp_ud_gsi(void *obj, void *data, QGuestAllocator *alloc)
     uint32_t ud, gsi, mask;
 
     ud = make_qp(r, pdn, VIRTIO_RDMA_QPT_UD, cqn);
-    g_assert_cmpuint(ud, ==, 2);
+    g_assert_cmpuint(ud, >=, 2);
+    g_assert_cmpuint(ud, <, DEF_MAX_QP);
     gsi = make_qp(r, pdn, VIRTIO_RDMA_QPT_GSI, cqn);
     g_assert_cmpuint(gsi, ==, 1);
     /* There is one GSI QP. */
@@ -1505,13 +1512,16 @@ static void test_reset(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(pdn & 0xffff, ==, 0);
     cqn = make_cq(r, 8);
     g_assert_cmpuint(cqn, ==, 0);
-    g_assert_cmpuint(make_qp(r, pdn, VIRTIO_RDMA_QPT_RC, cqn), ==, 2);
+    /* QP numbers are random free ones (every slot is free again). */
+    qpn = make_qp(r, pdn, VIRTIO_RDMA_QPT_RC, cqn);
+    g_assert_cmpuint(qpn, >=, 2);
+    g_assert_cmpuint(qpn, <, DEF_MAX_QP);
     MUST(qvrdma_get_dma_mr(r, pdn, VIRTIO_RDMA_ACCESS_LOCAL_WRITE, &mr));
     g_assert_cmphex(mr.mrn & 0xffff, ==, 0);
     g_assert_cmphex(mr.lkey >> 8, ==, 0);
     /* GID 0 is free again: it can be added (and the RC QP can use it). */
     MUST(qvrdma_add_gid(r, gid_ll, VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, 0, 1));
-    MUST(qvrdma_rc_to_rts(r, 2, 3, 0, gid_peer));
+    MUST(qvrdma_rc_to_rts(r, qpn, 3, 0, gid_peer));
     assert_objects(qts, 1, 1, 1, 1, 0);
 
     /* A reset with objects in every state, twice in a row. */

@@ -36,6 +36,7 @@ inline VrdmaLimits default_limits()
         .phys_mtu = 1500,
         .mac = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56},
         .max_mapped_pages = 0, /* no cap */
+        .rng_seed = 0,         /* deterministic numbers and keys */
     };
 }
 

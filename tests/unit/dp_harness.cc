@@ -44,6 +44,8 @@ VrdmaLimits dp_limits()
         .phys_mtu = 9000, /* active MTU 4096 */
         .mac = {},
         .max_mapped_pages = 0, /* no cap */
+        /* random QP numbers and keys, as under QEMU (same every run) */
+        .rng_seed = 0x5EED,
     };
 }
 

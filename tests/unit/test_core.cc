@@ -24,7 +24,7 @@ TEST(CoreNew, AcceptsDefaultsAndExtremes)
     lim = VrdmaLimits{.max_qp = 2, .max_cq = 1, .max_mr = 1, .max_pd = 1,
                       .max_ah = 1, .max_mr_size = 4096, .queue_size = 2,
                       .max_sge = 1, .sys_image_guid = 0, .phys_mtu = 0,
-                      .mac = {}, .max_mapped_pages = 0};
+                      .mac = {}, .max_mapped_pages = 0, .rng_seed = 0};
     c = vrdma_core_new(&lim, &g.ops());
     ASSERT_NE(c, nullptr);
     vrdma_core_free(c);
@@ -34,7 +34,8 @@ TEST(CoreNew, AcceptsDefaultsAndExtremes)
                       .max_mr_size = 512ull * 512 * 4096, .queue_size = 1024,
                       .max_sge = 32, .sys_image_guid = ~0ull,
                       .phys_mtu = 65535, .mac = {},
-                      .max_mapped_pages = UINT64_MAX};
+                      .max_mapped_pages = UINT64_MAX,
+                      .rng_seed = UINT64_MAX};
     c = vrdma_core_new(&lim, &g.ops());
     ASSERT_NE(c, nullptr);
     vrdma_core_free(c);

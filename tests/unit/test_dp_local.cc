@@ -130,12 +130,13 @@ TEST_P(DpBadWqe, CompletesInOrderThenErr)
         qa = a->create_qp(pd_a, VIRTIO_RDMA_QPT_UD, cq_a, cq_a);
         a->ud_up(qa, 0x1234);
     } else {
-        qa = connect(p.qp_type).first;
-        b->post_recv(2, 10, {{dst.addr, 4096, dst.lkey}}); /* qb is 2 */
+        uint32_t qb;
+        std::tie(qa, qb) = connect(p.qp_type);
+        b->post_recv(qb, 10, {{dst.addr, 4096, dst.lkey}});
     }
     SendWr good = send(1);
     if (p.qp_type == VIRTIO_RDMA_QPT_UD) {
-        good.ud(3, 0x1234, b->gid, b->mac);
+        good.ud(3, 0x1234, b->gid, b->mac); /* no such QP: b drops it */
     }
     a->post_send(qa, good);
     a->post_send_raw(qa, with(good.id(2).bytes(), p.damage));

@@ -212,6 +212,54 @@ TEST(MrKeys, KeyOfNoSlotIsIgnoredAndClearRestarts)
     EXPECT_EQ(t.next_key(1), 0x101u);
 }
 
+/*
+ * With a seed, a slot's first key byte is random (the index part stays the
+ * slot), later registrations in the slot still step it by one, and a reset
+ * draws new bytes: a stale key after dereg or reset is refused.
+ */
+TEST_F(Mr, SeededFirstKeyIsRandomAndStillSteps)
+{
+    auto first_keys = [&](uint64_t seed) {
+        VrdmaLimits lim = default_limits();
+        lim.rng_seed = seed;
+        start(lim);
+        pdn_ = create_pd();
+        std::vector<uint32_t> keys;
+        for (uint32_t i = 0; i < lim_.max_mr; i++) {
+            const virtio_rdma_rsp_mr m = get_dma_mr(pdn_, kRemoteRead);
+            EXPECT_EQ(m.lkey >> 8, i);
+            EXPECT_EQ(m.rkey, m.lkey);
+            EXPECT_NE(m.lkey, 0u);
+            keys.push_back(m.lkey);
+        }
+        return keys;
+    };
+    const std::vector<uint32_t> k1 = first_keys(1), k2 = first_keys(2);
+    std::vector<uint32_t> deterministic;
+    for (uint32_t i = 0; i < lim_.max_mr; i++) {
+        deterministic.push_back(i << 8 | 1);
+    }
+    EXPECT_NE(k1, deterministic);
+    EXPECT_NE(k1, k2);
+    EXPECT_EQ(first_keys(0), deterministic) << "seed 0: as before";
+
+    /* The key rule: the next registration in slot 3 is one byte on. */
+    const std::vector<uint32_t> k = first_keys(7);
+    ASSERT_EQ(ctrl(VIRTIO_RDMA_CMD_DEREG_MR,
+                   virtio_rdma_cmd_dereg_mr{.mrn = 1u << 16 | 3}),
+              VIRTIO_RDMA_OK);
+    const virtio_rdma_rsp_mr again = get_dma_mr(pdn_, kRemoteRead);
+    EXPECT_EQ(again.lkey, 3u << 8 | ((k[3] + 1) & 0xFF));
+    EXPECT_EQ(core_->mrs.lookup_rkey(k[3]), nullptr) << "stale key refused";
+
+    /* A reset draws new bytes from the stream. */
+    vrdma_core_reset(core_);
+    pdn_ = create_pd();
+    const virtio_rdma_rsp_mr after = get_dma_mr(pdn_, kRemoteRead);
+    EXPECT_EQ(after.lkey >> 8, 0u);
+    EXPECT_NE(after.lkey, k[0]);
+}
+
 TEST_F(Mr, InternalLookupChecksTheWholeKey)
 {
     const virtio_rdma_rsp_mr local = get_dma_mr(pdn_, kLocalWrite);

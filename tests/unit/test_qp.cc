@@ -3,6 +3,10 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
 #include "core.h"
 #include "qp_fixture.h"
 
@@ -20,6 +24,47 @@ TEST_F(Qp, NumbersGsiIsOneOthersFromTwo)
     EXPECT_EQ(destroy_qp(3), VIRTIO_RDMA_OK);
     EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_RC), 3u); /* lowest free */
     EXPECT_TRUE(guest_.errors.empty());
+}
+
+/*
+ * With a seed, a new QP takes a random free number of 2..max_qp-1 (the
+ * sequence depends on the seed), never a live one, and still fills the
+ * table; GSI stays QP 1.
+ */
+TEST_F(Qp, SeededNumbersAreRandomFreeSlots)
+{
+    auto numbers = [&](uint64_t seed) {
+        VrdmaLimits lim = default_limits();
+        lim.max_qp = 64;
+        lim.rng_seed = seed;
+        start(lim);
+        pdn_ = create_pd();
+        cqn_ = create_cq();
+        std::vector<uint32_t> v;
+        for (uint32_t i = 2; i < lim.max_qp; i++) {
+            v.push_back(new_qp(VIRTIO_RDMA_QPT_RC));
+        }
+        expect_refused(VIRTIO_RDMA_CMD_CREATE_QP,
+                       qp_req(pdn_, VIRTIO_RDMA_QPT_UD, cqn_),
+                       VRDMA_ERR_TABLE_FULL);
+        EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_GSI), 1u);
+        return v;
+    };
+    const std::vector<uint32_t> a = numbers(1), b = numbers(2);
+    std::vector<uint32_t> sorted = a;
+    std::sort(sorted.begin(), sorted.end());
+    for (uint32_t i = 0; i < sorted.size(); i++) {
+        ASSERT_EQ(sorted[i], i + 2) << "each of 2..63 exactly once";
+    }
+    std::vector<uint32_t> lowest(a.size());
+    std::iota(lowest.begin(), lowest.end(), 2u);
+    EXPECT_NE(a, lowest) << "not the lowest free";
+    EXPECT_NE(a, b) << "the seed decides";
+    EXPECT_EQ(numbers(1), a) << "same seed, same numbers";
+
+    /* One slot freed in a full table: the new QP can only take it. */
+    EXPECT_EQ(destroy_qp(a[10]), VIRTIO_RDMA_OK);
+    EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_UC), a[10]);
 }
 
 TEST_F(Qp, OnlyOneGsiQp)

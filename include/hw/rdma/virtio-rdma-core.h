@@ -54,6 +54,14 @@ typedef struct VrdmaLimits {
      * new pages on top of the ones the MR holds (both are mapped at once).
      */
     uint64_t max_mapped_pages;
+    /*
+     * Seed of the core's pseudo-random generator, which picks each MR
+     * slot's first key byte and which free QP number a new QP gets, so a
+     * peer can guess neither.  The host seeds it from its entropy source;
+     * 0 means deterministic (lowest free QP number, key bytes from 1), for
+     * tests.
+     */
+    uint64_t rng_seed;
 } VrdmaLimits;
 
 /* Why a guest request was refused; names via vrdma_err_name(). */
@@ -142,7 +150,8 @@ VrdmaCore *vrdma_core_new(const VrdmaLimits *lim, const VrdmaHostOps *ops);
 void vrdma_core_free(VrdmaCore *core);
 /*
  * Frees every object (each GID still set is reported deleted through
- * gid_changed); objects, handles and keys start over as in a new core.  The
+ * gid_changed); objects and handles start over as in a new core, MR key
+ * bytes from new random values (the generator is not re-seeded).  The
  * command counters of vrdma_core_get_stats() and the data-path counters of
  * vrdma_core_get_dp_stats() are kept (monitoring).  Outstanding work
  * requests are dropped without completions (the rings are reset too), and

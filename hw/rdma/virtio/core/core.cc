@@ -24,10 +24,12 @@ using vrdma::NoPayload;
 using vrdma::Status;
 
 VrdmaCore::VrdmaCore(const VrdmaLimits &lim_, const VrdmaHostOps &ops_)
-    : lim(lim_), ops(ops_), caps(vrdma::device_caps(lim_)), pds(lim_.max_pd),
-      cqs(lim_.max_cq), mrs(lim_.max_mr), qps(lim_.max_qp),
-      qp_epoch(lim_.max_qp, 1), port(lim_.phys_mtu), dp(lim_)
+    : lim(lim_), ops(ops_), caps(vrdma::device_caps(lim_)),
+      rng(lim_.rng_seed), pds(lim_.max_pd), cqs(lim_.max_cq),
+      mrs(lim_.max_mr), qps(lim_.max_qp), qp_epoch(lim_.max_qp, 1),
+      port(lim_.phys_mtu), dp(lim_)
 {
+    mrs.seed_keys(rng);
 }
 
 VrdmaCore::~VrdmaCore()
@@ -44,6 +46,7 @@ void VrdmaCore::reset()
     qps.clear();
     vrdma::dp::engine_reset(*this); /* outstanding work goes with its QP */
     mrs.clear();
+    mrs.seed_keys(rng); /* the stream goes on: new keys, not the old ones */
     cqs.clear();
     pds.clear();
     for (uint32_t i = 0; i < port.gids.size(); i++) {

@@ -19,6 +19,7 @@
 #include "pd.h"
 #include "port.h"
 #include "qp.h"
+#include "rng.h"
 
 struct VrdmaCore {
     VrdmaCore(const VrdmaLimits &lim_, const VrdmaHostOps &ops_);
@@ -50,6 +51,7 @@ struct VrdmaCore {
     const VrdmaLimits lim;
     const VrdmaHostOps ops; /* MRs keep a pointer to it: never moves */
     const vrdma::DeviceCaps caps;
+    vrdma::Rng rng; /* seeded from lim.rng_seed; see rng.h */
 
     vrdma::ObjectTable<vrdma::Pd> pds;
     vrdma::ObjectTable<vrdma::Cq> cqs;

@@ -13,6 +13,16 @@
 
 namespace vrdma {
 
+void MrTable::seed_keys(Rng &rng)
+{
+    if (!rng.on()) {
+        return;
+    }
+    for (uint8_t &k : key_byte_) {
+        k = static_cast<uint8_t>(rng.next());
+    }
+}
+
 uint32_t MrTable::next_key(uint32_t index)
 {
     uint8_t k = static_cast<uint8_t>(key_byte_[index] + 1);

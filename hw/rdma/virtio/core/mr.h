@@ -4,6 +4,10 @@
  * Keys: lkey = MR index << 8 | key byte, where the key byte comes from a
  * per-slot counter that changes on every registration in that slot (and
  * never makes a key 0); rkey = lkey if remote access was requested, else 0.
+ * Each slot's counter starts at a random byte (rng.h; at seed 0 it starts
+ * at 0), drawn again at reset: a slot's first key cannot be guessed from
+ * its index, and the keys a slot carried before a reset do not come back
+ * in the same order after it.
  * The data path finds an MR by key >> 8 and then checks the whole key.
  *
  * A REG_MR work request may give a fast-registration MR a key byte of the
@@ -25,6 +29,7 @@
 #include "errors.h"
 #include "object_table.h"
 #include "page_table.h"
+#include "rng.h"
 #include "wire.h"
 
 namespace vrdma {
@@ -67,6 +72,8 @@ public:
     /* The count an MR's GuestPages keep up to date. */
     uint64_t *mapped_counter() { return &mapped_pages_; }
 
+    /* Every slot's key counter to a random byte (no-op at seed 0). */
+    void seed_keys(Rng &rng);
     /* A fresh lkey for a registration in slot @index. */
     uint32_t next_key(uint32_t index);
     /* REG_MR gave the MR in slot key >> 8 @key: later keys continue past it. */

@@ -1,8 +1,9 @@
 /*
  * virtio-rdma core: a fixed-size table of objects.
  *
- * Objects are owned by their slot (std::unique_ptr).  Allocation always
- * takes the lowest free index, so object numbers are deterministic.  PDs and
+ * Objects are owned by their slot (std::unique_ptr).  The caller picks the
+ * free slot: the lowest (PDs, CQs, MRs), or for QPs one at random
+ * (nth_free(), qp.cc) so a peer cannot guess QP numbers.  PDs and
  * MRs are named by handles: generation << 16 | index, where the slot's
  * generation (1..0xffff, never 0) is bumped every time its object is freed,
  * so a stale handle no longer names anything.  CQs and QPs are named by
@@ -49,6 +50,27 @@ public:
     {
         for (uint32_t i = first; i < end && i < capacity(); i++) {
             if (!slots_[i].obj) {
+                return i;
+            }
+        }
+        return std::nullopt;
+    }
+
+    /* Free slots in [first, capacity). */
+    uint32_t free_count(uint32_t first) const
+    {
+        uint32_t n = 0;
+        for (uint32_t i = first; i < capacity(); i++) {
+            n += !slots_[i].obj;
+        }
+        return n;
+    }
+
+    /* The @n-th (from 0) free slot in [first, capacity), if any. */
+    std::optional<uint32_t> nth_free(uint32_t first, uint32_t n) const
+    {
+        for (uint32_t i = first; i < capacity(); i++) {
+            if (!slots_[i].obj && n-- == 0) {
                 return i;
             }
         }

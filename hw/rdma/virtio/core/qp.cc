@@ -6,6 +6,7 @@
 #include "qp.h"
 
 #include <memory>
+#include <optional>
 
 #include "core.h"
 #include "qp_state.h"
@@ -31,6 +32,23 @@ bool qp_type_supported(uint8_t type)
     default:
         return false; /* SMI: there is no subnet manager on RoCE */
     }
+}
+
+/*
+ * A free slot of 2..max_qp-1 for a new QP: one at random, so a peer cannot
+ * guess the QP numbers in use (the slot is the QP number on the wire); the
+ * lowest at seed 0.
+ */
+std::optional<uint32_t> pick_qp_slot(VrdmaCore &c)
+{
+    if (!c.rng.on()) {
+        return c.qps.lowest_free(kFirstQpn);
+    }
+    const uint32_t n = c.qps.free_count(kFirstQpn);
+    if (!n) {
+        return std::nullopt;
+    }
+    return c.qps.nth_free(kFirstQpn, c.rng.below(n));
 }
 
 /* The primary path's address vector (RoCE: always with a GRH). */
@@ -208,7 +226,7 @@ Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
         }
         qpn = kGsiQpn;
     } else {
-        const auto free = c.qps.lowest_free(kFirstQpn);
+        const auto free = pick_qp_slot(c);
         if (!free) {
             return fail(VRDMA_ERR_TABLE_FULL, c.qps.capacity());
         }

@@ -1396,3 +1396,144 @@ TEST_F(DpRc, UcBadRkeyDropsSilently)
 
 } // namespace
 } // namespace vrdma_test
+
+namespace vrdma_test {
+namespace {
+
+/* ---- MRs whose guest memory went away (invalidate_host_range) ---- */
+
+class DpInvalidate : public DpRc {
+protected:
+    /* Guest memory under byte @off of @mr on @n goes away. */
+    static void gone(Node &n, const MrInfo &mr, uint64_t off, uint64_t len = 1)
+    {
+        vrdma_core_invalidate_host_range(n.core, n.mem(mr.addr + off), len);
+    }
+};
+
+/* Every page of the MR is unmapped at once, and the MR fails local use. */
+TEST_F(DpInvalidate, LocalUseIsLocProtErr)
+{
+    up();
+    recv(1, 4096);
+    const uint64_t live = a->guest.live_maps();
+    VrdmaStats st;
+    vrdma_core_get_stats(a->core, &st);
+    const uint64_t mapped = st.mapped_pages;
+    gone(*a, src, kBuf - 1); /* the last byte of the last page */
+    EXPECT_EQ(a->guest.live_maps(), live - kBuf / 4096) << "all its pages";
+    EXPECT_EQ(vrdma_core_mapped_pages(a->core), mapped - kBuf / 4096);
+
+    a->post_send(qa, send(2, 100));
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*a, cq_a, 2, VIRTIO_RDMA_WC_LOC_PROT_ERR, VIRTIO_RDMA_WC_SEND);
+    EXPECT_EQ(a->qp_state(qa), VIRTIO_RDMA_QPS_ERR);
+    EXPECT_EQ(b->cq_size(cq_b), 0u) << "nothing was sent";
+}
+
+struct RemoteOp {
+    const char *name;
+    uint32_t wc_opcode;
+    std::function<SendWr(const DpRc &, const MrInfo &src, const MrInfo &dst)>
+        wr;
+};
+
+class DpInvalidateRemote : public DpInvalidate,
+                           public ::testing::WithParamInterface<RemoteOp> {
+};
+
+/* A peer's READ, WRITE or atomic on it: NAK remote access error. */
+TEST_P(DpInvalidateRemote, IsRemAccessErr)
+{
+    up();
+    b->fill(dst.addr, kBuf, 9);
+    gone(*b, dst, 4096 + 17, 3); /* a few bytes inside its second page */
+    a->post_send(qa, GetParam().wr(*this, src, dst));
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*a, cq_a, 1, VIRTIO_RDMA_WC_REM_ACCESS_ERR,
+               GetParam().wc_opcode);
+    EXPECT_EQ(a->qp_state(qa), VIRTIO_RDMA_QPS_ERR);
+    EXPECT_TRUE(b->check(dst.addr, kBuf, 9)) << "its memory untouched";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Ops, DpInvalidateRemote,
+    ::testing::Values(
+        RemoteOp{"write", VIRTIO_RDMA_WC_RDMA_WRITE,
+                 [](const DpRc &, const MrInfo &s, const MrInfo &d) {
+                     return SendWr().op(VIRTIO_RDMA_WR_RDMA_WRITE).id(1)
+                         .flags(VIRTIO_RDMA_SEND_SIGNALED)
+                         .sge(s.addr, 100, s.lkey).rdma(d.addr, d.rkey);
+                 }},
+        RemoteOp{"read", VIRTIO_RDMA_WC_RDMA_READ,
+                 [](const DpRc &, const MrInfo &s, const MrInfo &d) {
+                     return SendWr().op(VIRTIO_RDMA_WR_RDMA_READ).id(1)
+                         .flags(VIRTIO_RDMA_SEND_SIGNALED)
+                         .sge(s.addr, 100, s.lkey).rdma(d.addr, d.rkey);
+                 }},
+        RemoteOp{"atomic", VIRTIO_RDMA_WC_FETCH_ADD,
+                 [](const DpRc &, const MrInfo &s, const MrInfo &d) {
+                     return SendWr().op(VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD)
+                         .id(1).flags(VIRTIO_RDMA_SEND_SIGNALED)
+                         .sge(s.addr, 8, s.lkey).atomic(d.addr, d.rkey, 1, 0);
+                 }}),
+    [](const auto &info) { return info.param.name; });
+
+/*
+ * DEREG_MR of an invalidated MR works and unmaps nothing twice; a range
+ * that no MR page overlaps and a DMA MR are left alone.
+ */
+TEST_F(DpInvalidate, DeregStillWorksOthersUnaffected)
+{
+    up();
+    const MrInfo dma = b->dma_mr(pd_b, kAllAccess);
+    const uint64_t spare = b->alloc(4096); /* in no MR */
+    vrdma_core_invalidate_host_range(b->core, b->mem(spare), 4096);
+    vrdma_core_invalidate_host_range(b->core, b->mem(dst.addr), 0);
+    a->fill(src.addr, 100, 3);
+    a->post_send(qa, write(1, 100));
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*a, cq_a, 1, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_RDMA_WRITE);
+
+    const uint64_t unmaps = b->guest.unmaps;
+    gone(*b, dst, 0, kBuf);
+    EXPECT_EQ(b->guest.unmaps, unmaps + kBuf / 4096);
+    gone(*b, dst, 0, kBuf); /* again: nothing left to unmap */
+    EXPECT_EQ(b->guest.unmaps, unmaps + kBuf / 4096);
+    EXPECT_EQ(b->dereg_mr(dst.mrn), VIRTIO_RDMA_OK);
+    EXPECT_EQ(b->guest.unmaps, unmaps + kBuf / 4096);
+    EXPECT_EQ(b->guest.bad_unmaps, 0u);
+
+    /* The DMA MR (guest-physical, no pages) still takes a WRITE. */
+    a->post_send(qa, SendWr().op(VIRTIO_RDMA_WR_RDMA_WRITE).id(2)
+                         .flags(kSignaled).sge(src.addr, 100, src.lkey)
+                         .rdma(spare, dma.rkey));
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*a, cq_a, 2, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_RDMA_WRITE);
+    EXPECT_TRUE(b->check(spare, 100, 3));
+}
+
+/* REG_MR of an invalidated fast-registration MR fails until a new map. */
+TEST_F(DpInvalidate, FastRegisterFailsUntilMappedAgain)
+{
+    up();
+    const uint64_t mem = a->alloc(8192), mem2 = a->alloc(8192);
+    const MrInfo fr = a->fast_mr(pd_a, mem, 8192);
+    const MrInfo ok = a->fast_mr(pd_a, mem2, 8192); /* the control */
+    vrdma_core_invalidate_host_range(a->core, a->mem(mem + 4096), 4096);
+    auto next = [](uint32_t k) { return (k & ~0xFFu) | ((k + 1) & 0xFF); };
+    a->post_send(qa, SendWr().op(VIRTIO_RDMA_WR_REG_MR).id(0)
+                         .flags(kSignaled).reg(ok.mrn, next(ok.lkey),
+                                               kAllAccess));
+    a->post_send(qa, SendWr().op(VIRTIO_RDMA_WR_REG_MR).id(1)
+                         .flags(kSignaled).reg(fr.mrn, next(fr.lkey),
+                                               kAllAccess));
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*a, cq_a, 0, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_REG_MR);
+    expect_cqe(*a, cq_a, 1, VIRTIO_RDMA_WC_LOC_QP_OP_ERR,
+               VIRTIO_RDMA_WC_REG_MR);
+    EXPECT_EQ(a->dereg_mr(fr.mrn), VIRTIO_RDMA_OK);
+}
+
+} // namespace
+} // namespace vrdma_test

@@ -192,6 +192,22 @@ void vrdma_core_get_stats(const VrdmaCore *core, VrdmaStats *stats);
  */
 uint64_t vrdma_core_mapped_pages(const VrdmaCore *core);
 
+/*
+ * Guest memory at host addresses [@host, @host + @len) is going away (e.g.
+ * a RAM block unplugged): every MR with a mapped data page overlapping it
+ * is invalidated at once -- all its pages are unmapped now, through the
+ * unmap host op -- and from then on any use of it fails as for a key that
+ * names no valid MR: a local SGE (LOC_PROT_ERR), a peer's RDMA READ, WRITE
+ * or atomic (NAK remote access error: REM_ACCESS_ERR at the requester), a
+ * REG_MR work request (LOC_QP_OP_ERR).  DEREG_MR still frees it; a
+ * fast-registration MR becomes usable again after a successful MAP_MR_SG
+ * (new pages) and REG_MR.  DMA MRs hold no mapped pages (they reach guest
+ * memory through the read/write ops) and are never affected.  Work is
+ * O(mapped pages); call it before the memory is unmapped.
+ */
+void vrdma_core_invalidate_host_range(VrdmaCore *core, const void *host,
+                                      uint64_t len);
+
 /* CQ number -> armed flags (VIRTIO_RDMA_NOTIFY_*), 0 if not armed/not live. */
 uint32_t vrdma_core_cq_armed(const VrdmaCore *core, uint32_t cqn);
 

@@ -76,6 +76,34 @@ void MrTable::clear()
     std::fill(key_byte_.begin(), key_byte_.end(), 0);
 }
 
+uint32_t MrTable::revoke_host_range(uintptr_t host, uint64_t len)
+{
+    if (len == 0) {
+        return 0;
+    }
+    /* Inclusive last byte, so a range that ends at the top cannot wrap. */
+    const uintptr_t last =
+        len - 1 > UINTPTR_MAX - host ? UINTPTR_MAX
+                                     : host + static_cast<uintptr_t>(len - 1);
+    uint32_t revoked = 0;
+    for (uint32_t i = 0; i < objects_.capacity(); i++) {
+        Mr *mr = objects_.at(i);
+        if (!mr) {
+            continue;
+        }
+        for (size_t k = 0; k < mr->pages.count(); k++) {
+            const auto p = reinterpret_cast<uintptr_t>(mr->pages.page(k));
+            if (p <= last && host <= p + (kPageSize - 1)) {
+                mr->pages.release();
+                mr->revoked = true;
+                revoked++;
+                break;
+            }
+        }
+    }
+    return revoked;
+}
+
 namespace {
 
 constexpr uint32_t kWriteAccess = VIRTIO_RDMA_ACCESS_LOCAL_WRITE |
@@ -244,6 +272,7 @@ Status cmd_map_mr_sg(VrdmaCore &c, const virtio_rdma_cmd_map_mr_sg &req,
     }
     /* The new mapping is complete: only now does the old one go. */
     mr->pages = std::move(pages);
+    mr->revoked = false; /* all of it is guest RAM now */
     mr->iova = req.start;
     mr->length = req.length;
     rsp.npages = req.npages;
@@ -293,6 +322,13 @@ Status cmd_reg_user_mr(VrdmaCore &c, const virtio_rdma_cmd_reg_user_mr &req,
     mr->length = req.length;
     commit(c, *index, req.pdn, *pd, std::move(mr), rsp);
     return kOk;
+}
+
+extern "C" void vrdma_core_invalidate_host_range(VrdmaCore *core,
+                                                 const void *host,
+                                                 uint64_t len)
+{
+    core->mrs.revoke_host_range(reinterpret_cast<uintptr_t>(host), len);
 }
 
 Status cmd_dereg_mr(VrdmaCore &c, const virtio_rdma_cmd_dereg_mr &req,

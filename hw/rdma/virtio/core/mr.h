@@ -52,6 +52,13 @@ struct Mr {
      * since (IBA 10.6.1: "valid" vs "free").  Always true for the others.
      */
     bool valid = true;
+    /*
+     * Guest memory under one of its pages went away
+     * (vrdma_core_invalidate_host_range()): its pages are unmapped and
+     * every use fails until DEREG_MR (or, fast-registration MRs, a new
+     * MAP_MR_SG, which maps a complete new set of pages).
+     */
+    bool revoked = false;
     uint64_t iova = 0;       /* address of the first byte, as the guest names it */
     uint64_t length = 0;
     GuestPages pages;        /* data pages, pre-translated */
@@ -83,6 +90,11 @@ public:
     Mr *lookup_rkey(uint32_t key) const;
     /* Frees every MR (unmapping its pages); keys restart. */
     void clear();
+    /*
+     * Revokes every MR with a mapped page that overlaps [host, host + len),
+     * unmapping all its pages now.  @returns how many MRs it revoked.
+     */
+    uint32_t revoke_host_range(uintptr_t host, uint64_t len);
 
 private:
     uint64_t mapped_pages_ = 0; /* first: outlives the MRs that count in it */

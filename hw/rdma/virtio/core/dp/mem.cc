@@ -5,7 +5,8 @@
  * both name an MR by key >> 8 and must match the whole key.  Checks, each
  * with 64-bit overflow-safe arithmetic:
  *   the key names a live MR (fast-registration MRs: registered and not
- *   invalidated), the MR is in the QP's PD, it grants the access (local
+ *   invalidated; none whose guest memory went away: Mr::revoked), the MR
+ *   is in the QP's PD, it grants the access (local
  *   write for a buffer the device writes; remote read/write/atomic for a
  *   peer), and [addr, addr + len) lies inside it.
  * A local failure is LOC_PROT_ERR (rxe's copy_data: -EFAULT), a message
@@ -31,7 +32,7 @@ namespace {
 
 bool usable(const Mr &mr)
 {
-    return mr.kind != MrKind::kFastReg || mr.valid;
+    return !mr.revoked && (mr.kind != MrKind::kFastReg || mr.valid);
 }
 
 /* [va, va + len) inside @mr, without wrapping. */
@@ -266,7 +267,7 @@ uint8_t reg_mr(VrdmaCore &c, const Qp &qp, const SendWqe &w)
     constexpr uint32_t kNeedLocalWrite = VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
                                          VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC;
     Mr *mr = c.mrs.objects().find(w.reg_mrn);
-    if (!mr || mr->kind != MrKind::kFastReg || mr->valid ||
+    if (!mr || mr->kind != MrKind::kFastReg || mr->valid || mr->revoked ||
         mr->pd_index != qp.pd_index || (w.reg_key >> 8) != (mr->lkey >> 8) ||
         (w.reg_access & ~VIRTIO_RDMA_ACCESS_SUPPORTED) ||
         ((w.reg_access & kNeedLocalWrite) &&

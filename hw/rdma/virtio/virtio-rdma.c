@@ -42,80 +42,7 @@
 #define VIRTIO_RDMA_KICK_PAGES_MAX \
     ((uint64_t)VIRTIO_RDMA_PT_ENTRIES * VIRTIO_RDMA_PT_ENTRIES)
 
-/* ---- host-ops for the core ----------------------------------------------- */
-
-/*
- * Long-lived mapping of guest RAM (MR pages).  address_space_map() would
- * hand out a bounce buffer for MMIO; the core needs real RAM, so translate
- * first and refuse anything else.
- */
-static void *vrdma_host_map(void *opaque, uint64_t gpa, uint64_t len,
-                            bool is_write)
-{
-    VirtIORdma *r = opaque;
-    AddressSpace *as = VIRTIO_DEVICE(r)->dma_as;
-    hwaddr xlat, plen = len;
-    void *host;
-
-    WITH_RCU_READ_LOCK_GUARD() {
-        MemoryRegion *mr = address_space_translate(as, gpa, &xlat, &plen,
-                                                   is_write,
-                                                   MEMTXATTRS_UNSPECIFIED);
-        if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
-            (is_write && mr->readonly) || plen < len) {
-            trace_virtio_rdma_err_map(gpa, len, is_write);
-            return NULL;
-        }
-    }
-    plen = len;
-    host = address_space_map(as, gpa, &plen, is_write, MEMTXATTRS_UNSPECIFIED);
-    if (host && plen < len) {
-        address_space_unmap(as, host, plen, is_write, 0);
-        host = NULL;
-    }
-    if (!host) {
-        trace_virtio_rdma_err_map(gpa, len, is_write);
-    }
-    return host;
-}
-
-static void vrdma_host_unmap(void *opaque, void *host, uint64_t len,
-                             bool is_write)
-{
-    VirtIORdma *r = opaque;
-
-    address_space_unmap(VIRTIO_DEVICE(r)->dma_as, host, len, is_write,
-                        is_write ? len : 0);
-}
-
-/* Guest memory is read and written as RAM only, never MMIO. */
-static int vrdma_host_ram_rw(VirtIORdma *r, uint64_t gpa, void *buf,
-                             uint64_t len, bool is_write)
-{
-    void *host = len ? vrdma_host_map(r, gpa, len, is_write) : NULL;
-
-    if (!host) {
-        return len ? -1 : 0;
-    }
-    if (is_write) {
-        memcpy(host, buf, len);
-    } else {
-        memcpy(buf, host, len);
-    }
-    vrdma_host_unmap(r, host, len, is_write);
-    return 0;
-}
-
-static int vrdma_host_read(void *opaque, uint64_t gpa, void *buf, uint64_t len)
-{
-    return vrdma_host_ram_rw(opaque, gpa, buf, len, false);
-}
-
-static int vrdma_host_write(void *opaque, uint64_t gpa, const void *buf,
-                            uint64_t len)
-{
-    return vrdma_host_ram_rw(opaque, gpa, (void *)buf, len, true);
-}
+/* ---- completions (dp_bh) ---------------------------------------------------- */
 
 static VirtQueue *virtio_rdma_cq_vq(VirtIORdma *r, uint32_t cqn)
 {
@@ -461,10 +388,10 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
     VrdmaLimits lim;
     VrdmaHostOps ops = {
         .opaque = r,
-        .map = vrdma_host_map,
-        .unmap = vrdma_host_unmap,
-        .read = vrdma_host_read,
-        .write = vrdma_host_write,
+        .map = virtio_rdma_mem_map,
+        .unmap = virtio_rdma_mem_unmap,
+        .read = virtio_rdma_mem_read,
+        .write = virtio_rdma_mem_write,
     };
     unsigned i;
 
@@ -508,12 +435,13 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
     };
     memcpy(lim.mac, r->mac, sizeof(lim.mac));
     /* Keys and QP numbers a peer cannot guess (-seed makes it repeatable). */
-    /* RNG_SEED_PENDING */
+    qemu_guest_getrandom_nofail(&lim.rng_seed, sizeof(lim.rng_seed));
     r->core = vrdma_core_new(&lim, &ops);
     if (!r->core) {
         error_setg(errp, "virtio-rdma: the core refused the limits");
         goto fail;
     }
+    virtio_rdma_mem_init(r);
     if (!virtio_rdma_net_attach(r, errp)) {
         goto fail;
     }
@@ -540,6 +468,7 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
 fail:
     vrdma_core_free(r->core);
     r->core = NULL;
+    virtio_rdma_mem_cleanup(r);
     virtio_rdma_engine_cleanup(r);
     g_clear_pointer(&r->ctrl_bh, qemu_bh_delete);
     g_clear_pointer(&r->dp_bh, qemu_bh_delete);
@@ -559,6 +488,7 @@ static void virtio_rdma_device_unrealize(DeviceState *dev)
     virtio_rdma_engine_stop(r); /* then nothing of the engine runs */
     vrdma_core_free(r->core);
     r->core = NULL;
+    virtio_rdma_mem_cleanup(r);    /* after the core's last unmap */
     virtio_rdma_engine_cleanup(r); /* after the core's last host-op */
     qemu_bh_delete(r->ctrl_bh);
     qemu_bh_delete(r->dp_bh);

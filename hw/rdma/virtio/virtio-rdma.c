@@ -44,6 +44,39 @@
 
 /* ---- completions (dp_bh) ---------------------------------------------------- */
 
+/*
+ * Every buffer of @elem is guest RAM.  virtqueue_pop() maps anything else
+ * through a bounce buffer, which the device would write back to MMIO (or
+ * has filled from it): such a ring is broken.
+ */
+static bool virtio_rdma_elem_in_ram(const VirtQueueElement *elem)
+{
+    ram_addr_t offset;
+    unsigned i;
+
+    for (i = 0; i < elem->out_num + elem->in_num; i++) {
+        const struct iovec *v = i < elem->out_num ? &elem->out_sg[i] :
+                                &elem->in_sg[i - elem->out_num];
+
+        if (v->iov_len && !memory_region_from_host(v->iov_base, &offset)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A broken ring: virtio_error(), the element is given back unused. */
+static void virtio_rdma_not_ram(VirtIORdma *r, VirtQueue *vq,
+                                VirtQueueElement *elem)
+{
+    unsigned idx = virtio_get_queue_index(vq);
+
+    trace_virtio_rdma_err_ring_not_ram(idx);
+    virtio_error(VIRTIO_DEVICE(r), "virtio-rdma: a buffer on vq %u is not "
+                 "guest RAM", idx);
+    virtqueue_detach_element(vq, elem, 0);
+}
+
 static VirtQueue *virtio_rdma_cq_vq(VirtIORdma *r, uint32_t cqn)
 {
     return cqn < r->conf.max_cq ? r->data_vqs[cqn] : NULL;
@@ -61,12 +94,18 @@ int virtio_rdma_cq_write(VirtIORdma *r, uint32_t cqn,
     VirtQueue *vq = virtio_rdma_cq_vq(r, cqn);
     VirtQueueElement *elem;
 
+    assert(bql_locked());
     if (!vq || vdev->broken) {
         return -1;
     }
     elem = virtqueue_pop(vq, sizeof(*elem));
     if (!elem) {
         trace_virtio_rdma_cq_overrun(cqn);
+        return -1;
+    }
+    if (!virtio_rdma_elem_in_ram(elem)) {
+        virtio_rdma_not_ram(r, vq, elem);
+        g_free(elem);
         return -1;
     }
     if (iov_size(elem->in_sg, elem->in_num) < sizeof(*cqe)) {
@@ -88,6 +127,7 @@ void virtio_rdma_cq_interrupt(VirtIORdma *r, uint32_t cqn)
 {
     VirtQueue *vq = virtio_rdma_cq_vq(r, cqn);
 
+    assert(bql_locked());
     if (vq) {
         virtio_notify(VIRTIO_DEVICE(r), vq);
     }
@@ -116,6 +156,10 @@ static bool virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
                      "virtio-rdma: control request without %s byte",
                      out_len < 1 ? "command" : "status");
         virtqueue_detach_element(vq, elem, 0);
+        return false;
+    }
+    if (!virtio_rdma_elem_in_ram(elem)) {
+        virtio_rdma_not_ram(r, vq, elem);
         return false;
     }
     req_len = iov_to_buf(elem->out_sg, elem->out_num, 0, req, sizeof(req));
@@ -215,6 +259,11 @@ static bool virtio_rdma_wq_turn(VirtIORdma *r, unsigned idx)
             virtio_error(vdev, "virtio-rdma: work request on vq %u has "
                          "device-writable descriptors", idx);
             virtqueue_detach_element(vq, elem, 0);
+            g_free(elem);
+            return false;
+        }
+        if (!virtio_rdma_elem_in_ram(elem)) {
+            virtio_rdma_not_ram(r, vq, elem);
             g_free(elem);
             return false;
         }

@@ -393,16 +393,22 @@ bool virtio_rdma_engine_rx(VirtIORdma *r, const struct iovec *iov, int iovcnt,
     unsigned i;
 
     assert(bql_locked());
-    if (!s->in_iothread) {
-        iov_to_buf(iov, iovcnt, offset, s->rx_buf, size);
-        WITH_QEMU_LOCK_GUARD(&r->core_lock) {
-            ours = vrdma_core_net_receive(r->core, s->rx_buf, size);
-        }
-        return ours;
-    }
     hlen = iov_to_buf(iov, iovcnt, offset, head, MIN(size, sizeof(head)));
     if (!vrdma_frame_roce_dst(head, hlen, dst)) {
         return false;
+    }
+    if (!s->in_iothread) {
+        const uint8_t *frame = s->rx_buf;
+
+        if (iovcnt == 1) {
+            frame = (const uint8_t *)iov[0].iov_base + offset;
+        } else {
+            iov_to_buf(iov, iovcnt, offset, s->rx_buf, size);
+        }
+        WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+            ours = vrdma_core_net_receive(r->core, frame, size);
+        }
+        return ours;
     }
     for (i = 0; i < VRDMA_GID_TABLE_LEN && !ours; i++) {
         ours = s->gid_valid[i] && !memcmp(s->gid[i], dst, 16);

@@ -24,6 +24,7 @@ links=(
     tests/qtest/virtio-rdma-demo.c
     tests/qtest/virtio-rdma-dp-test.c
     tests/qtest/virtio-rdma-mem-test.c
+    tests/qtest/virtio-rdma-safety-test.c
     tests/qtest/virtio-rdma-bench.c
     tests/qtest/virtio-rdma-lab-peer.c
 )

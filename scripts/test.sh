@@ -55,7 +55,7 @@ run_unit() {
 run_qtest() {
     local name=$1 bdir=$2
     echo "== $name"
-    BUILD_TARGETS="tests/qtest/qos-test tests/qtest/virtio-rdma-demo tests/qtest/virtio-rdma-dp-test tests/qtest/virtio-rdma-mem-test" \
+    BUILD_TARGETS="tests/qtest/qos-test tests/qtest/virtio-rdma-demo tests/qtest/virtio-rdma-dp-test tests/qtest/virtio-rdma-mem-test tests/qtest/virtio-rdma-safety-test" \
         bash "$top/scripts/build.sh" $([ "$name" = qtest-san ] && echo --san) >"$log/$name-build.log" 2>&1 ||
         { tail -n 40 "$log/$name-build.log"; failed=$((failed + 1)); failures+=("$name build"); return; }
     local qos_path rc
@@ -72,6 +72,9 @@ run_qtest() {
     timeout 900 "$bdir/tests/qtest/virtio-rdma-dp-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
     # The same data-path tests with the engine in an iothread, off the BQL.
     QVRDMA_IOTHREAD=1 timeout 900 "$bdir/tests/qtest/virtio-rdma-dp-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
+    # Issue 10's regressions (no hang, bounded memory), in both placements.
+    timeout 1800 "$bdir/tests/qtest/virtio-rdma-safety-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
+    QVRDMA_IOTHREAD=1 timeout 1800 "$bdir/tests/qtest/virtio-rdma-safety-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
     # Guest memory: RAM only, and only while it is guest memory there (both placements).
     timeout 300 "$bdir/tests/qtest/virtio-rdma-mem-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
     QVRDMA_IOTHREAD=1 timeout 300 "$bdir/tests/qtest/virtio-rdma-mem-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1

@@ -1011,7 +1011,7 @@ static void test_staging_flood(const void *opaque)
 
 /* ---- class 4: unbounded work per kick ------------------------------------------------- */
 
-#define WORK_CHAINS         16
+#define WORK_CHAINS         256     /* the default queue-size */
 #define WORK_STALL_MAX_US   (1000 * 1000)
 #define WORK_RSS_MAX_MIB    64
 #define MAX_MR_PAGES        (512u * 512u)
@@ -1054,7 +1054,7 @@ static struct virtio_rdma_cmd_reg_user_mr big_mr_req(uint32_t pdn,
 }
 
 /*
- * Class 4: one kick of 16 chains of maximal REG_USER_MRs on the control
+ * Class 4: one kick of 256 chains of maximal REG_USER_MRs on the control
  * queue.  Measures the longest time QEMU's main loop did
  * not answer (the kick itself, then back-to-back qtest reads until every
  * chain is used) and the RSS growth.  Asserts: with the default
@@ -1062,7 +1062,7 @@ static struct virtio_rdma_cmd_reg_user_mr big_mr_req(uint32_t pdn,
  * and the rest get ENOMEM; the longest stall is under WORK_STALL_MAX_US
  * (one maximal MR per kick / bottom-half turn); RSS grows by less than
  * WORK_RSS_MAX_MIB.
- * Before the fix: all 16 registered in one kick -- see the note for the
+ * Before the fix: all 256 registered in one kick -- see the note for the
  * stall and RSS measured on 2609c95.
  */
 static void test_work_kick(const void *opaque)

@@ -192,5 +192,6 @@ void virtio_rdma_net_send(VirtIORdma *r, const void *frame, size_t len)
     if (len > INT_MAX || iov[0].iov_len > sizeof(zero_hdr)) {
         return;
     }
+    trace_virtio_rdma_net_tx(len, iov[0].iov_len);
     qemu_sendv_packet(qemu_get_queue(r->nic->nic), iov, 2);
 }

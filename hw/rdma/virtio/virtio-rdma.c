@@ -483,8 +483,12 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
         .max_mapped_pages = c->max_mapped_pages,
     };
     memcpy(lim.mac, r->mac, sizeof(lim.mac));
-    /* Keys and QP numbers a peer cannot guess (-seed makes it repeatable). */
+    /*
+     * Keys and QP numbers a peer cannot guess (-seed makes them repeatable);
+     * the core takes seed 0 to mean "deterministic", which it never is here.
+     */
     qemu_guest_getrandom_nofail(&lim.rng_seed, sizeof(lim.rng_seed));
+    lim.rng_seed += !lim.rng_seed;
     r->core = vrdma_core_new(&lim, &ops);
     if (!r->core) {
         error_setg(errp, "virtio-rdma: the core refused the limits");

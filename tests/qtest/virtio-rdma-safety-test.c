@@ -197,6 +197,48 @@ static QVrdmaDev *dev_attach(QOSState *qs, int slot, const char *mac)
     return d;
 }
 
+/*
+ * The virtio-net at function 0 of @slot with its driver running (receive
+ * and transmit queues set up, DRIVER_OK): a hub delivers only to NICs that
+ * can receive, so without this no frame would cross it.  Returns the NIC,
+ * freed with nic_down().
+ */
+static QVirtioPCIDevice *nic_up(QOSState *qs, int slot)
+{
+    QPCIAddress addr = { .devfn = QPCI_DEVFN(slot, 0) };
+    QVirtioPCIDevice *nic = virtio_pci_new(qs->pcibus, &addr);
+    QVirtQueue *vq;
+    int i;
+
+    g_assert_nonnull(nic);
+    qvirtio_pci_device_enable(nic);
+    qvirtio_start_device(&nic->vdev);
+    qvirtio_set_features(&nic->vdev, qvirtio_get_features(&nic->vdev) &
+                         (1ull << VIRTIO_F_VERSION_1));
+    for (i = 0; i < 2; i++) {
+        vq = qvirtqueue_setup(&nic->vdev, &qs->alloc, i);
+        if (i == 0) {
+            /* A few receive buffers, for whatever the hub floods here. */
+            int b;
+
+            for (b = 0; b < 8; b++) {
+                uint32_t head = qvirtqueue_add(qs->qts, vq,
+                                               guest_alloc(&qs->alloc, 2048),
+                                               2048, true, false);
+                qvirtqueue_kick(qs->qts, &nic->vdev, vq, head);
+            }
+        }
+    }
+    qvirtio_set_driver_ok(&nic->vdev);
+    return nic;
+}
+
+static void nic_down(QVirtioPCIDevice *nic)
+{
+    qvirtio_pci_destructor(&nic->obj);
+    g_free(nic);
+}
+
 /* Frees what dev_attach() made (the QEMU is shut down by the caller). */
 static void dev_detach(QVrdmaDev *d)
 {
@@ -896,6 +938,7 @@ static void test_net_hub(const void *opaque)
     const char *iodev = io ? ",iothread=io0" : "";
     QOSState *qs;
     QVrdmaDev *a, *b;
+    QVirtioPCIDevice *nic_a, *nic_b;
 
     qs = qtest_pc_boot("-M pc %s"
                        "-netdev hubport,id=n0,hubid=0 "
@@ -909,6 +952,8 @@ static void test_net_hub(const void *opaque)
                        "-device virtio-rdma-pci,id=rdma1,addr=05.1,"
                        RDMA_OPTS "%s",
                        io ? "-object iothread,id=io0 " : "", iodev, iodev);
+    nic_a = nic_up(qs, 4);
+    nic_b = nic_up(qs, 5);
     a = dev_attach(qs, 4, MAC_A);
     b = dev_attach(qs, 5, MAC_B);
     traffic_rc_ud(a, b);
@@ -916,6 +961,8 @@ static void test_net_hub(const void *opaque)
     check_works(b, "B");
     dev_detach(a);
     dev_detach(b);
+    nic_down(nic_a);
+    nic_down(nic_b);
     qtest_shutdown(qs);
 }
 

@@ -45,6 +45,7 @@
  */
 
 #include "qemu/osdep.h"
+#include <sched.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -966,6 +967,57 @@ static void test_net_hub(const void *opaque)
     qtest_shutdown(qs);
 }
 
+/*
+ * Class 7, vnet_hdr: two QEMUs on taps joined by a Linux bridge, A's tap
+ * with a virtio-net header (vnet_hdr=on, as libvirt opens taps), B's
+ * without, exchange RC and UD traffic.  Everything lives in a network
+ * namespace this case makes for itself (the case runs in its own
+ * subprocess), with IPv6 off so the kernel sends nothing of its own.
+ * Before the fix: A's frames reached the core with the header in front
+ * (not RoCE: handed to virtio-net) and its own frames went out without one
+ * (the tap read their first bytes as the header): RETRY_EXC_ERR.
+ */
+static void sh(const char *cmd)
+{
+    g_assert_cmpint(system(cmd), ==, 0);
+}
+
+static void test_net_tap_vnet_hdr(const void *opaque)
+{
+    QVrdmaDev *a, *b;
+    QVirtioPCIDevice *nic_a, *nic_b;
+
+    g_assert_cmpint(unshare(CLONE_NEWNET), ==, 0);
+    sh("sysctl -q -w net.ipv6.conf.all.disable_ipv6=1 "
+       "net.ipv6.conf.default.disable_ipv6=1 && ip link set lo up && "
+       "ip link add vrbr0 type bridge && ip link set vrbr0 up");
+    a = qvrdma_dev_boot("tap,id=n0,ifname=vrt0,script=no,downscript=no,"
+                        "vnet_hdr=on", MAC_A, RDMA_OPTS);
+    b = qvrdma_dev_boot("tap,id=n0,ifname=vrt1,script=no,downscript=no,"
+                        "vnet_hdr=off", MAC_B, RDMA_OPTS);
+    sh("ip link set vrt0 master vrbr0 up && ip link set vrt1 master vrbr0 up");
+    nic_a = nic_up(a->qs, QVRDMA_SLOT);
+    nic_b = nic_up(b->qs, QVRDMA_SLOT);
+    traffic_rc_ud(a, b);
+    check_works(a, "A");
+    check_works(b, "B");
+    nic_down(nic_a);
+    nic_down(nic_b);
+    qvrdma_dev_quit(a);
+    qvrdma_dev_quit(b);
+}
+
+static bool can_make_taps(void)
+{
+    return geteuid() == 0 && access("/dev/net/tun", R_OK | W_OK) == 0 &&
+           g_find_program_in_path("ip") && g_find_program_in_path("sysctl");
+}
+
+static void skip_no_taps(void)
+{
+    g_test_skip("needs root, /dev/net/tun, ip and sysctl");
+}
+
 /* ---- class 3: unbounded staging ------------------------------------------------------ */
 
 #define FLOOD_QPS       4
@@ -1249,6 +1301,31 @@ static void test_work_cap(const void *opaque)
 /* ---- netdev_del / object-del while attached ------------------------------------------- */
 
 /*
+ * Unplug the device's slot (PIIX4 ACPI PCI hotplug: device_del, then the
+ * guest's eject, one bit per slot at 0xae08) and wait for both functions'
+ * DEVICE_DELETED: the device's unrealize runs, and QEMU answers after it.
+ */
+static void eject_slot(QVrdmaDev *d)
+{
+    int deleted = 0;
+    QDict *ev, *rsp;
+
+    qtest_qmp_device_del_send(d->qts, "nic0");
+    qtest_outl(d->qts, 0xae00 + 0x8, 1 << QVRDMA_SLOT);
+    while (deleted < 2) {
+        ev = qtest_qmp_receive_dict(d->qts);
+        if (!g_strcmp0(qdict_get_try_str(ev, "event"), "DEVICE_DELETED") &&
+            qdict_haskey(qdict_get_qdict(ev, "data"), "device")) {
+            deleted++;
+        }
+        qobject_unref(ev);
+    }
+    rsp = qtest_qmp(d->qts, "{'execute': 'query-status'}");
+    g_assert_true(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+}
+
+/*
  * netdev_del of the paired netdev while the device is attached: loopback
  * traffic still works, and QEMU quits cleanly (no use of the freed filter:
  * the qtest-san tier runs this under ASan).
@@ -1267,25 +1344,31 @@ static void test_netdev_del(const void *opaque)
          qdict_get_str(qdict_get_qdict(rsp, "error"), "desc") : "done");
     qobject_unref(rsp);
     check_works(d, "device");
+    eject_slot(d);
     qvrdma_dev_quit(d);
 }
 
 /*
- * object-del of the device's net filter: refused, or the device stays
- * safe (works, quits cleanly).
- * Before the fix: deleted; the device kept a dangling pointer to it.
+ * object-del of the device's net filter is refused while the device uses
+ * it; the device works, and unplugs cleanly.
+ * Before the fix: deleted, and the device kept a dangling pointer to it,
+ * which its unrealize then unparented.
  */
 static void test_filter_del(const void *opaque)
 {
     QVrdmaDev *d = boot_loopback(RDMA_OPTS);
     QDict *rsp;
+    bool refused;
 
     rsp = qtest_qmp(d->qts, "{'execute': 'object-del', "
                     "'arguments': {'id': 'virtio-rdma-wire-n0'}}");
-    note("object-del virtio-rdma-wire-n0: %s", qdict_haskey(rsp, "error") ?
+    refused = qdict_haskey(rsp, "error");
+    note("object-del virtio-rdma-wire-n0: %s", refused ?
          qdict_get_str(qdict_get_qdict(rsp, "error"), "desc") : "deleted");
     qobject_unref(rsp);
+    g_assert_true(refused);
     check_works(d, "device");
+    eject_slot(d);
     qvrdma_dev_quit(d);
 }
 
@@ -1575,6 +1658,12 @@ int main(int argc, char **argv)
              CASE_TIMEOUT_US);
     add_case("virtio-rdma-safety/net/hub", test_net_hub, NULL,
              CASE_TIMEOUT_US);
+    if (can_make_taps()) {
+        add_case("virtio-rdma-safety/net/tap-vnet-hdr", test_net_tap_vnet_hdr,
+                 NULL, CASE_TIMEOUT_US);
+    } else {
+        qtest_add_func("virtio-rdma-safety/net/tap-vnet-hdr", skip_no_taps);
+    }
     add_case("virtio-rdma-safety/staging/flood", test_staging_flood, NULL,
              LONG_TIMEOUT_US);
     add_case("virtio-rdma-safety/work/kick", test_work_kick, NULL,

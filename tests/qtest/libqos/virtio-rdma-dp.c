@@ -631,7 +631,7 @@ uint32_t qvrdma_dp_qp_state(QVrdmaDev *d, QVrdmaQp *qp)
  * The one device's entry of query-virtio-rdma; @rsp holds it (unref
  * @rsp when done).
  */
-static QDict *qvrdma_dp_query(QVrdmaDev *d, QDict **rsp)
+QDict *qvrdma_dp_query(QVrdmaDev *d, QDict **rsp)
 {
     QList *list;
 

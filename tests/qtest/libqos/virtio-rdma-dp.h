@@ -217,6 +217,9 @@ uint32_t qvrdma_dp_qp_state(QVrdmaDev *d, QVrdmaQp *qp);
 
 /* ---- counters ---------------------------------------------------------------- */
 
+/* The device's entry of query-virtio-rdma; unref *@rsp when done. */
+QDict *qvrdma_dp_query(QVrdmaDev *d, QDict **rsp);
+
 /*
  * One data-path counter of the device ("tx-packets", "completions", ...:
  * the members of query-virtio-rdma's VirtioRdmaDataPath).  The QEMU must

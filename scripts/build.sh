@@ -2,15 +2,20 @@
 # Build QEMU (x86_64-softmmu, lean device set) with virtio-rdma overlaid.
 #   scripts/build.sh          -> build/qemu
 #   scripts/build.sh --san    -> build/qemu-san (AddressSanitizer + UBSan)
+#   scripts/build.sh --fuzz   -> build/qemu-fuzz: clang, --enable-fuzzing,
+#                                ASan + UBSan; builds qemu-fuzz-x86_64 (QEMU's
+#                                libFuzzer harness, generic-fuzz; scripts/fuzz.sh)
 # Incremental: configure runs once per build directory, then ninja.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/config.sh"
 
-san=0
+san=0 fuzz=0
 [ "${1:-}" = "--san" ] && san=1
+[ "${1:-}" = "--fuzz" ] && fuzz=1
 bdir=$BUILD_QEMU
 [ $san = 1 ] && bdir=$BUILD_QEMU_SAN
+[ $fuzz = 1 ] && bdir=${BUILD_QEMU_FUZZ:-$top/build/qemu-fuzz}
 
 bash "$top/scripts/fetch-qemu.sh"
 bash "$top/scripts/overlay.sh"
@@ -27,6 +32,12 @@ flags=(
     --cc="ccache gcc" --cxx="ccache g++"
 )
 [ $san = 1 ] && flags+=(--enable-asan --enable-ubsan --disable-werror)
+# libFuzzer needs clang; the C++ core is then built by clang++ on libstdc++.
+if [ $fuzz = 1 ]; then
+    flags=("${flags[@]/#--cc=*/--cc=ccache clang}")
+    flags=("${flags[@]/#--cxx=*/--cxx=ccache clang++}")
+    flags+=(--enable-fuzzing --enable-asan --enable-ubsan --disable-werror)
+fi
 
 # Reconfigure when the flags change (or on a fresh directory).
 want=$(printf '%s\n' "${flags[@]}")
@@ -50,4 +61,6 @@ done
 export CCACHE_BASEDIR=$top CCACHE_NOHASHDIR=1
 echo "build: ninja -C $bdir"
 ccache -z >/dev/null 2>&1 || true
-ninja -C "$bdir" -j "$JOBS" qemu-system-x86_64 ${BUILD_TARGETS:-}
+main=qemu-system-x86_64
+[ $fuzz = 1 ] && main=qemu-fuzz-x86_64
+ninja -C "$bdir" -j "$JOBS" $main ${BUILD_TARGETS:-}

@@ -99,15 +99,17 @@ run_lab() {
     [ "$f" = 0 ] || { tail -n 30 "$log/lab.log"; failures+=("lab (see $log/lab.log)"); }
 }
 
-# libFuzzer over the core (tests/fuzz; clang, ASan, UBSan): a fixed number
+# libFuzzer (clang, ASan, UBSan) over the core (tests/fuzz) and over the
+# whole device in QEMU (generic-fuzz, four configurations): a fixed number
 # of inputs from seed 1 after the committed regression inputs, so a run is
-# repeatable; one test per fuzz target.
+# repeatable; one test per fuzz target or configuration (scripts/fuzz.sh).
 run_fuzz() {
     echo "== fuzz"
-    local p f
-    FUZZ_RUNS=${FUZZ_RUNS:-10000} bash "$top/scripts/fuzz.sh" >"$log/fuzz.log" 2>&1
+    local p f rc=0
+    FUZZ_RUNS=${FUZZ_RUNS:-10000} bash "$top/scripts/fuzz.sh" >"$log/fuzz.log" 2>&1 || rc=1
     p=$(grep -c '^fuzz: .* passed$' "$log/fuzz.log" || true)
     f=$(grep -c '^fuzz: .* FAILED' "$log/fuzz.log" || true)
+    if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi   # a build failed
     if [ "$p" = 0 ] && [ "$f" = 0 ]; then f=1; fi
     echo "fuzz: $p passed, $f failed"
     passed=$((passed + p)); failed=$((failed + f))

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Starting inputs for QEMU's generic-fuzz target on the virtio-rdma pairs
+that scripts/fuzz.sh sets up, written to the directory given.
+
+Random bytes take hours to find the few register writes that bring a virtio
+device up (status, features, a queue's rings, queue_enable, a notify), and
+until then no kick reaches the device, so no engine or staging code runs.
+These inputs do that much, as a driver would, and leave the rest (the ring
+contents, which generic-fuzz fills with its DMA patterns when the device
+reads guest RAM; the commands; the frames) to the fuzzer.  They are generated,
+not committed: tests/fuzz/corpus holds only inputs that found a bug.
+
+The layout is generic_fuzz.c's: commands separated by "FUZZ", the first byte
+an opcode; MMIO addresses are [region index, offset], the index counting the
+matched MMIO regions in address order.  With QEMU_FUZZ_OBJECTS="virtio-rdma*
+virtio-net*" the PCI devices are enumerated (and their BARs mapped) in that
+order, six MMIO regions each: MSI-X table, PBA, then the modern BAR's common,
+ISR, device and notify windows.  So regions 0-5 and 6-11 are the two
+virtio-rdma-pci, 12-17 and 18-23 the two virtio-net-pci.
+"""
+import os
+import struct
+import sys
+
+SEP = b"FUZZ"
+OP_WRITE, OP_ADD_DMA_PATTERN, OP_CLOCK_STEP = 3, 7, 9
+BYTE, WORD, LONG, QUAD = 0, 1, 2, 3
+COMMON, NOTIFY = 2, 5          # region index within a device's six
+
+# virtio_pci_common_cfg offsets
+DRV_FEAT_SEL, DRV_FEAT, STATUS = 0x08, 0x0C, 0x14
+Q_SELECT, Q_SIZE, Q_ENABLE, Q_DESC, Q_AVAIL, Q_USED = 0x16, 0x18, 0x1C, 0x20, 0x28, 0x30
+ACK, DRIVER, FEATURES_OK, DRIVER_OK = 1, 2, 8, 4
+QSIZE = 8
+
+
+def write(region, off, size, value):
+    return bytes([OP_WRITE]) + struct.pack("<BBxxIQ", size, region, off, value)
+
+
+def pattern(data, index=0, stride=0):
+    return bytes([OP_ADD_DMA_PATTERN, index, stride]) + data
+
+
+def desc(addr, length, flags, nxt):
+    return struct.pack("<QIHH", addr, length, flags, nxt)
+
+
+def bring_up(dev, queues, ring_base):
+    """Reset, negotiate VERSION_1, give each queue rings at ring_base, DRIVER_OK."""
+    c = dev * 6 + COMMON
+    ops = [write(c, STATUS, BYTE, 0), write(c, STATUS, BYTE, ACK | DRIVER),
+           write(c, DRV_FEAT_SEL, LONG, 1), write(c, DRV_FEAT, LONG, 1),
+           write(c, STATUS, BYTE, ACK | DRIVER | FEATURES_OK)]
+    for i, q in enumerate(queues):
+        base = ring_base + i * 0x3000
+        ops += [write(c, Q_SELECT, WORD, q), write(c, Q_SIZE, WORD, QSIZE),
+                write(c, Q_DESC, QUAD, base), write(c, Q_AVAIL, QUAD, base + 0x1000),
+                write(c, Q_USED, QUAD, base + 0x2000), write(c, Q_ENABLE, WORD, 1)]
+    ops.append(write(c, STATUS, BYTE, ACK | DRIVER | FEATURES_OK | DRIVER_OK))
+    return ops
+
+
+def kick(dev, q):
+    # QEMU's notify_off_multiplier is 4 and queue n's notify_off is n.
+    return write(dev * 6 + NOTIFY, q * 4, WORD, q)
+
+
+# Request sizes the device accepts, by command (virtio-rdma-abi.h); 0 (no
+# request) is sent as 4 bytes, which the device refuses with EINVAL.
+REQ_SIZE = {1: 4, 2: 4, 3: 4, 4: 4, 5: 4, 6: 8, 7: 12, 8: 32, 9: 48, 10: 4,
+            11: 36, 12: 168, 13: 8, 14: 4, 15: 8, 16: 28, 17: 8}
+
+
+def chain_patterns(cmd):
+    """DMA patterns for one control request [cmd byte][request][status],
+    descriptors 1 -> 2 -> 3.  generic-fuzz fills each read of guest RAM with
+    the next pattern, round robin; virtqueue_pop reads avail idx, the head,
+    then each descriptor and maps its buffer.  With five patterns those
+    reads get, in turn: idx/request (P0), head/status descriptor (P1), cmd
+    descriptor/status buffer (P2), the command byte (P3), the request
+    descriptor (P4).  Every pattern but P3 starts with u16 1, which read as
+    idx or head is what the chain needs.  A start: the fuzzer mutates it."""
+    return [pattern(struct.pack("<H", 1) + bytes(REQ_SIZE[cmd] - 2)),  # idx 1; request
+            pattern(desc(0x420001, 512, 2, 0)),                        # head 1; desc 3 status, WRITE
+            pattern(desc(0x410001, 1, 1, 2)),                          # desc 1: cmd, NEXT 2
+            pattern(bytes([cmd, 0])),                                  # the command byte
+            pattern(desc(0x400001, REQ_SIZE[cmd], 1, 3))]              # desc 2: request, NEXT 3
+
+
+def roce_frame(src_mac):
+    """Broadcast IPv4/UDP to port 4791 (RoCEv2) with a UD SEND_ONLY BTH to
+    QP 1: what the other pair's filter classifies (its GID table decides)."""
+    bth = bytes([0x64, 0, 0xff, 0xff, 0, 0, 0, 1, 0, 0, 0, 0])
+    deth = bytes([0x80, 0x01, 0, 0, 0, 0, 0, 1])
+    payload = bth + deth + bytes(32) + bytes(4)                        # ICRC left 0
+    udp = struct.pack(">HHHH", 0xc000, 4791, 8 + len(payload), 0) + payload
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, 64, 17, 0,
+                     bytes([10, 0, 2, 15]), bytes([10, 0, 2, 16])) + udp
+    return bytes.fromhex("ffffffffffff") + src_mac + b"\x08\x00" + ip
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    seeds = {}
+    for dev in (0, 1):
+        # Control queue (0): each command number once.
+        for cmd in range(1, 18):
+            seeds[f"rdma{dev}-ctrl-{cmd:02d}"] = (
+                bring_up(dev, [0], 0x100000) + chain_patterns(cmd) + [kick(dev, 0)])
+        # Every queue of max-cq=4, max-qp=8 (1 + 4 + 16) up and kicked.
+        ops = bring_up(dev, range(21), 0x200000) + chain_patterns(1)
+        seeds[f"rdma{dev}-all-queues"] = ops + [kick(dev, q) for q in range(21)]
+    # Both NICs up (rx 0, tx 1), a RoCEv2-looking frame sent from each: it
+    # reaches the other pair's filter through the hub, and slirp.  Reads:
+    # avail idx (P0), head (P1), the descriptor (P2), the buffer (P3).
+    for nic, mac in ((2, "525400123456"), (3, "525400123457")):
+        frame = bytes(12) + roce_frame(bytes.fromhex(mac))             # virtio-net header
+        ops = bring_up(nic, [0, 1], 0x300000) + [
+            pattern(struct.pack("<H", 1)), pattern(struct.pack("<H", 0)),
+            pattern(desc(0x500000, len(frame), 0, 0)), pattern(frame)]
+        seeds[f"nic{nic - 2}-tx"] = ops + [kick(nic, 1)]
+    for name, ops in seeds.items():
+        with open(os.path.join(out, "seed-" + name), "wb") as f:
+            f.write(SEP.join(ops))
+
+
+if __name__ == "__main__":
+    main()

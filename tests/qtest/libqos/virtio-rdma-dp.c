@@ -52,16 +52,20 @@ QVrdmaDev *qvrdma_dev_boot_nic(const char *netdev_opts, const char *mac,
     bool extra = rdma_opts && *rdma_opts;
 
     bool io = qvrdma_dp_want_iothread();
+    /* QVRDMA_IOEVENTFD=off: kicks as trapped writes (default: eventfds). */
+    const char *ioeventfd = g_getenv("QVRDMA_IOEVENTFD");
 
     qvrdma_parse_mac(mac, d->mac);
     d->qs = qtest_pc_boot("-M pc -netdev %s %s"
                           "-device virtio-net-pci,id=nic0,netdev=n0,addr=04.0,"
                           "multifunction=on,mac=%s%s "
-                          "-device virtio-rdma-pci,id=rdma0,addr=04.1%s%s%s",
+                          "-device virtio-rdma-pci,id=rdma0,addr=04.1%s%s%s%s%s",
                           netdev_opts,
                           io ? "-object iothread,id=vrdma-io0 " : "",
                           mac, nic_opts,
                           io ? ",iothread=vrdma-io0" : "",
+                          ioeventfd ? ",ioeventfd=" : "",
+                          ioeventfd ? ioeventfd : "",
                           extra ? "," : "", extra ? rdma_opts : "");
     d->qts = d->qs->qts;
     d->vpci = virtio_pci_new(d->qs->pcibus, &addr);

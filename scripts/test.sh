@@ -5,8 +5,9 @@
 #   lab       Linux rxe in TCG guests + rdma-core/perftest tools vs our device
 #   qtest     the libqos driver tests, the data-path tests (loopback and two
 #             QEMUs over -netdev dgram; the engine in the main loop, then in
-#             an iothread) and the demo against QEMU, plain and under
-#             ASan/UBSan
+#             an iothread, then with ioeventfd off), issue 10's safety and
+#             guest-memory regressions and the demo against QEMU, plain and
+#             under ASan/UBSan
 # Builds what is missing first (incremental).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -75,6 +76,9 @@ run_qtest() {
     # Issue 10's regressions (no hang, bounded memory), in both placements.
     timeout 1800 "$bdir/tests/qtest/virtio-rdma-safety-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
     QVRDMA_IOTHREAD=1 timeout 1800 "$bdir/tests/qtest/virtio-rdma-safety-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
+    # Kicks as trapped writes instead of eventfds (ioeventfd is on by default).
+    QVRDMA_IOEVENTFD=off timeout 900 "$bdir/tests/qtest/virtio-rdma-dp-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
+    QVRDMA_IOEVENTFD=off timeout 1800 "$bdir/tests/qtest/virtio-rdma-safety-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
     # Guest memory: RAM only, and only while it is guest memory there (both placements).
     timeout 300 "$bdir/tests/qtest/virtio-rdma-mem-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
     QVRDMA_IOTHREAD=1 timeout 300 "$bdir/tests/qtest/virtio-rdma-mem-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1

@@ -425,12 +425,8 @@ static void bench_rc_write(void)
     g_assert_true(mtu_bytes == 1024 || mtu_bytes == 4096);
 
     qvrdma_free_udp_ports(&pa, &pb);
-    na = g_strdup_printf("dgram,id=n0,local.type=inet,local.host=127.0.0.1,"
-                         "local.port=%d,remote.type=inet,"
-                         "remote.host=127.0.0.1,remote.port=%d", pa, pb);
-    nb = g_strdup_printf("dgram,id=n0,local.type=inet,local.host=127.0.0.1,"
-                         "local.port=%d,remote.type=inet,"
-                         "remote.host=127.0.0.1,remote.port=%d", pb, pa);
+    na = qvrdma_dgram_netdev(pa, pb);
+    nb = qvrdma_dgram_netdev(pb, pa);
     side_init(&a, "A", qvrdma_dev_boot_nic(na, MAC_A, nic_opts, RDMA_OPTS),
               VA_A, 0x100, msg, 1);
     side_init(&b, "B", qvrdma_dev_boot_nic(nb, MAC_B, nic_opts, RDMA_OPTS),

@@ -405,12 +405,8 @@ static void wire_setup(Side *a, Side *b, uint8_t timeout, uint8_t retry_cnt)
     int pa, pb;
 
     qvrdma_free_udp_ports(&pa, &pb);
-    na = g_strdup_printf("dgram,id=n0,local.type=inet,local.host=127.0.0.1,"
-                         "local.port=%d,remote.type=inet,"
-                         "remote.host=127.0.0.1,remote.port=%d", pa, pb);
-    nb = g_strdup_printf("dgram,id=n0,local.type=inet,local.host=127.0.0.1,"
-                         "local.port=%d,remote.type=inet,"
-                         "remote.host=127.0.0.1,remote.port=%d", pb, pa);
+    na = qvrdma_dgram_netdev(pa, pb);
+    nb = qvrdma_dgram_netdev(pb, pa);
     da = qvrdma_dev_boot(na, MAC_A, RDMA_OPTS);
     db = qvrdma_dev_boot(nb, MAC_B, RDMA_OPTS);
 
@@ -1235,20 +1231,6 @@ static void test_loopback_wqe_writable(void)
 
 /* ---- UD over the wire ------------------------------------------------------------- */
 
-static uint16_t ip_checksum(const uint8_t *p, size_t len)
-{
-    uint32_t sum = 0;
-    size_t i;
-
-    for (i = 0; i + 1 < len; i += 2) {
-        sum += (p[i] << 8) | p[i + 1];
-    }
-    while (sum >> 16) {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    return ~sum & 0xffff;
-}
-
 /*
  * A UD SEND of @len bytes from a's UD QP to b's, a's GID @sgid_index to b's
  * @dgid; checks the receive completion and the 40-byte GRH area: 20 zero
@@ -1303,7 +1285,7 @@ static void ud_send(Side *a, Side *b, uint8_t sgid_index,
         g_assert_cmpuint((ip[2] << 8) | ip[3], ==, 20 + udp_len);
         g_assert_cmpuint(ip[8], ==, 64);                /* TTL = hop limit */
         g_assert_cmpuint(ip[9], ==, 17);                /* UDP */
-        g_assert_cmphex(ip_checksum(ip, 20), ==, 0);
+        g_assert_cmphex(qvrdma_ip_checksum(ip, 20), ==, 0);
         g_assert_true(!memcmp(ip + 12, sgid + 12, 4));
         g_assert_true(!memcmp(ip + 16, dgid + 12, 4));
     } else {

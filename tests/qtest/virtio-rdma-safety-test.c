@@ -157,12 +157,8 @@ static void boot_wire(QVrdmaDev **a, QVrdmaDev **b)
     int pa, pb;
 
     qvrdma_free_udp_ports(&pa, &pb);
-    na = g_strdup_printf("dgram,id=n0,local.type=inet,local.host=127.0.0.1,"
-                         "local.port=%d,remote.type=inet,"
-                         "remote.host=127.0.0.1,remote.port=%d", pa, pb);
-    nb = g_strdup_printf("dgram,id=n0,local.type=inet,local.host=127.0.0.1,"
-                         "local.port=%d,remote.type=inet,"
-                         "remote.host=127.0.0.1,remote.port=%d", pb, pa);
+    na = qvrdma_dgram_netdev(pa, pb);
+    nb = qvrdma_dgram_netdev(pb, pa);
     *a = qvrdma_dev_boot(na, MAC_A, RDMA_OPTS);
     *b = qvrdma_dev_boot(nb, MAC_B, RDMA_OPTS);
 }
@@ -1422,20 +1418,6 @@ static const char *const frame_names[F__COUNT] = {
 /* Whether the device must take it (the core's documented classifier). */
 static const bool frame_ours[F__COUNT] = { true, true, false, false };
 
-static uint16_t ip_csum(const uint8_t *p, size_t len)
-{
-    uint32_t sum = 0;
-    size_t i;
-
-    for (i = 0; i + 1 < len; i += 2) {
-        sum += (p[i] << 8) | p[i + 1];
-    }
-    while (sum >> 16) {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    return ~sum;
-}
-
 /*
  * An Ethernet frame to @dmac, IPv4 10.0.0.9 -> 10.0.0.1, UDP to 4791 with
  * a SEND-only BTH to QP 5 and a wrong ICRC: a frame the device takes is
@@ -1471,7 +1453,7 @@ static size_t frame_build(uint8_t *f, FrameKind k, const uint8_t dmac[6])
     ip[9] = IPPROTO_UDP;
     ip[12] = 10, ip[13] = 0, ip[14] = 0, ip[15] = 9;
     ip[16] = 10, ip[17] = 0, ip[18] = 0, ip[19] = 1;
-    stw_be_p(ip + 10, ip_csum(ip, 20));
+    stw_be_p(ip + 10, qvrdma_ip_checksum(ip, 20));
     udp = ip + 20;
     stw_be_p(udp, 0xc000);
     stw_be_p(udp + 2, 4791);
@@ -1533,10 +1515,7 @@ static void test_classify(const void *opaque)
         g_autofree char *nd = NULL;
 
         qvrdma_free_udp_ports(&port[i], &peer[i]);
-        nd = g_strdup_printf("dgram,id=n0,local.type=inet,"
-                             "local.host=127.0.0.1,local.port=%d,"
-                             "remote.type=inet,remote.host=127.0.0.1,"
-                             "remote.port=%d", port[i], peer[i]);
+        nd = qvrdma_dgram_netdev(port[i], peer[i]);
         g_setenv("QVRDMA_IOTHREAD", i ? "1" : "0", true);
         d[i] = qvrdma_dev_boot(nd, MAC_A, RDMA_OPTS);
         g_assert_cmpint(qvrdma_dp_engine_in_iothread(d[i]), ==, i);

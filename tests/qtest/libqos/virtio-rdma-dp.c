@@ -131,6 +131,28 @@ void qvrdma_dev_kill(QVrdmaDev *d)
     qtest_kill_qemu(d->qts);
 }
 
+char *qvrdma_dgram_netdev(int local, int remote)
+{
+    return g_strdup_printf("dgram,id=n0,local.type=inet,local.host=127.0.0.1,"
+                           "local.port=%d,remote.type=inet,"
+                           "remote.host=127.0.0.1,remote.port=%d",
+                           local, remote);
+}
+
+uint16_t qvrdma_ip_checksum(const uint8_t *p, size_t len)
+{
+    uint32_t sum = 0;
+    size_t i;
+
+    for (i = 0; i + 1 < len; i += 2) {
+        sum += (p[i] << 8) | p[i + 1];
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    return ~sum & 0xffff;
+}
+
 void qvrdma_dev_quit(QVrdmaDev *d)
 {
     if (d->ctrl_msix) {

@@ -98,6 +98,10 @@ QVrdmaDev *qvrdma_dev_boot_nic(const char *netdev_opts, const char *mac,
                                const char *nic_opts, const char *rdma_opts);
 /* Two free UDP ports on 127.0.0.1 (both held until both are known). */
 void qvrdma_free_udp_ports(int *p1, int *p2);
+/* -netdev options (id n0) of a dgram wire from 127.0.0.1:@local to :@remote. */
+char *qvrdma_dgram_netdev(int local, int remote);
+/* RFC 1071 checksum of @len bytes (an IPv4 header: 0 when it is right). */
+uint16_t qvrdma_ip_checksum(const uint8_t *p, size_t len);
 /* Quits QEMU (if still running) and frees @d; CQs/QPs must be freed first. */
 void qvrdma_dev_quit(QVrdmaDev *d);
 /* Kill QEMU (SIGTERM + wait) but keep @d for a later qvrdma_dev_quit(). */

@@ -5,9 +5,10 @@ that scripts/fuzz.sh sets up, written to the directory given.
 Random bytes take hours to find the few register writes that bring a virtio
 device up (status, features, a queue's rings, queue_enable, a notify), and
 until then no kick reaches the device, so no engine or staging code runs.
-These inputs do that much, as a driver would, and leave the rest (the ring
-contents, which generic-fuzz fills with its DMA patterns when the device
-reads guest RAM; the commands; the frames) to the fuzzer.  They are generated,
+These inputs do that much, as a driver would: each control command once;
+a PD, CQs, a DMA MR, a GID and a UD QP taken to RTS (QEMU's generic-fuzz
+crosses inputs by concatenation, so these prefix the others); every queue
+kicked; a RoCEv2-looking frame out of each NIC.  The rest is the fuzzer's.  They are generated,
 not committed: tests/fuzz/corpus holds only inputs that found a bug.
 
 The layout is generic_fuzz.c's: commands separated by "FUZZ", the first byte
@@ -23,7 +24,7 @@ import struct
 import sys
 
 SEP = b"FUZZ"
-OP_WRITE, OP_ADD_DMA_PATTERN, OP_CLOCK_STEP = 3, 7, 9
+OP_WRITE, OP_ADD_DMA_PATTERN, OP_CLEAR_DMA_PATTERNS, OP_CLOCK_STEP = 3, 7, 8, 9
 BYTE, WORD, LONG, QUAD = 0, 1, 2, 3
 COMMON, NOTIFY = 2, 5          # region index within a device's six
 
@@ -31,7 +32,7 @@ COMMON, NOTIFY = 2, 5          # region index within a device's six
 DRV_FEAT_SEL, DRV_FEAT, STATUS = 0x08, 0x0C, 0x14
 Q_SELECT, Q_SIZE, Q_ENABLE, Q_DESC, Q_AVAIL, Q_USED = 0x16, 0x18, 0x1C, 0x20, 0x28, 0x30
 ACK, DRIVER, FEATURES_OK, DRIVER_OK = 1, 2, 8, 4
-QSIZE = 8
+QSIZE = 64
 
 
 def write(region, off, size, value):
@@ -88,6 +89,62 @@ def chain_patterns(cmd):
             pattern(desc(0x400001, REQ_SIZE[cmd], 1, 3))]              # desc 2: request, NEXT 3
 
 
+def command(dev, k, cmd, req):
+    """The k-th (1-based) control request of an input, exact: one pattern per
+    read, in virtqueue_pop's order (avail idx, head, then each descriptor
+    and its buffer), so the read of avail idx that follows the chain wraps
+    round to the first pattern again and finds the queue empty; the read
+    after that (once virtio_notify has read avail flags) gets the third,
+    whose first u16 is k too (the command byte's address).
+    Descriptors 3(k-1).. carry [cmd byte][request][status + response]."""
+    d = 3 * ((k - 1) % (QSIZE // 3))
+    ops = [bytes([OP_CLEAR_DMA_PATTERNS]),
+           pattern(struct.pack("<H", k)),                              # avail idx
+           pattern(struct.pack("<H", d)),                              # head
+           pattern(desc(0x410000 + k, 1, 1, d + 1)),                   # cmd, NEXT
+           pattern(bytes([cmd]))]
+    if req:
+        ops += [pattern(desc(0x400000 + k * 0x1000, len(req), 1, d + 2)),
+                pattern(req)]
+    ops += [pattern(desc(0x420000 + k * 0x1000, 512, 2, 0)),          # status, WRITE
+            pattern(bytes(1))]
+    return ops + [kick(dev, 0)]
+
+
+PD = 1 << 16
+QP_STATE, QP_PKEY_INDEX, QP_PORT, QP_QKEY, QP_SQ_PSN = 1, 1 << 4, 1 << 5, 1 << 6, 1 << 16
+
+
+def setup(dev):
+    """A driver's first steps on one device, each its own kick: a PD, two
+    CQs, a DMA MR, a GID (IPv4-mapped 10.0.2.15), a UD and an RC QP, the
+    UD QP to RTS.  The
+    handles are the device's first after a reset (PD generation 1 << 16 |
+    index 0; CQs 0 and 1); the fuzzer takes it from there."""
+    gid = bytes(10) + b"\xff\xff" + bytes([10, 0, 2, 15 + dev])
+    cmds = [(4, b""),                                                  # CREATE_PD
+            (2, struct.pack("<I", 16)),                                # CREATE_CQ
+            (2, struct.pack("<I", 16)),
+            (6, struct.pack("<II", PD, 0xf)),                           # GET_DMA_MR
+            (16, gid + struct.pack("<IHHI", 1, 0, 0, 1)),              # ADD_GID
+            (11, struct.pack("<IBBxxIIIIIII", PD, 4, 0, 16, 1, 0, 16, 1, 1, 0)),  # UD QP
+            (11, struct.pack("<IBBxxIIIIIII", PD, 2, 0, 16, 1, 0, 16, 1, 1, 0))]  # RC QP
+    # QP numbers are drawn at random: take every possible one (2..max-qp-1)
+    # through INIT (UD attributes), RTR, RTS; the UD QP gets to RTS.
+    for qpn in range(2, 8):
+        for state, mask in ((1, QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_QKEY),
+                            (2, QP_STATE), (3, QP_STATE | QP_SQ_PSN)):
+            attrs = bytearray(160)
+            struct.pack_into("<I", attrs, 0, state)
+            struct.pack_into("<I", attrs, 16, 0x11111111)                # qkey
+            attrs[45] = 1                                              # port_num
+            cmds.append((12, struct.pack("<II", qpn, mask) + bytes(attrs)))
+    ops = bring_up(dev, [0], 0x100000)
+    for k, (cmd, req) in enumerate(cmds, 1):
+        ops += command(dev, k, cmd, req)
+    return ops
+
+
 def roce_frame(src_mac):
     """Broadcast IPv4/UDP to port 4791 (RoCEv2) with a UD SEND_ONLY BTH to
     QP 1: what the other pair's filter classifies (its GID table decides)."""
@@ -112,6 +169,8 @@ def main():
         # Every queue of max-cq=4, max-qp=8 (1 + 4 + 16) up and kicked.
         ops = bring_up(dev, range(21), 0x200000) + chain_patterns(1)
         seeds[f"rdma{dev}-all-queues"] = ops + [kick(dev, q) for q in range(21)]
+    for dev in (0, 1):
+        seeds[f"rdma{dev}-setup"] = setup(dev)
     # Both NICs up (rx 0, tx 1), a RoCEv2-looking frame sent from each: it
     # reaches the other pair's filter through the hub, and slirp.  Reads:
     # avail idx (P0), head (P1), the descriptor (P2), the buffer (P3).

@@ -1024,8 +1024,11 @@ static void test_net_tap_vnet_hdr(const void *opaque)
 
 static bool can_make_taps(void)
 {
+    g_autofree char *ip = g_find_program_in_path("ip");
+    g_autofree char *sysctl = g_find_program_in_path("sysctl");
+
     return geteuid() == 0 && access("/dev/net/tun", R_OK | W_OK) == 0 &&
-           g_find_program_in_path("ip") && g_find_program_in_path("sysctl");
+           ip && sysctl;
 }
 
 static void skip_no_taps(void)

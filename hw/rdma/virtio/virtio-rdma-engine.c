@@ -88,6 +88,7 @@ struct VirtIORdmaStage {
     VrdmaFrameList rx, tx;
     unsigned rx_count, tx_count;
     VrdmaCqeList cq;
+    VrdmaCqeList spare;                 /* delivered entries, for reuse */
     uint32_t max_cq, cq_cap;
     uint32_t *cq_staged;                /* per CQ: completions staged */
     VrdmaStagedCqe **cq_irq;            /* per CQ: its staged interrupt */
@@ -136,6 +137,33 @@ static bool virtio_rdma_stage_frame(VirtIORdmaStage *s, VrdmaFrameList *l,
     QSIMPLEQ_INSERT_TAIL(l, f, next);
     (*count)++;
     return true;
+}
+
+/*
+ * An entry for the staged list, under stage->lock: a delivered one when
+ * there is one, so a steady stream of completions allocates nothing.  At
+ * most cq_cap per CQ are staged, one interrupt per CQ, and one turn's batch
+ * is being delivered: that bounds how many entries ever exist.
+ */
+static VrdmaStagedCqe *virtio_rdma_staged_new(VirtIORdmaStage *s)
+{
+    VrdmaStagedCqe *c = QTAILQ_FIRST(&s->spare);
+
+    if (c) {
+        QTAILQ_REMOVE(&s->spare, c, next);
+        return c;
+    }
+    return g_new(VrdmaStagedCqe, 1);
+}
+
+static void virtio_rdma_staged_free_all(VrdmaCqeList *l)
+{
+    VrdmaStagedCqe *c;
+
+    while ((c = QTAILQ_FIRST(l))) {
+        QTAILQ_REMOVE(l, c, next);
+        g_free(c);
+    }
 }
 
 /* ---- the engine ------------------------------------------------------------ */
@@ -253,21 +281,22 @@ static int virtio_rdma_engine_cq_push(void *opaque, uint32_t cqn,
     VirtIORdma *r = opaque;
     VirtIORdmaStage *s = r->stage;
     VrdmaStagedCqe *c;
+    uint32_t token;
 
     if (cqn >= s->max_cq) {
         return -1;
     }
-    c = g_new(VrdmaStagedCqe, 1);
-    c->cqn = cqn;
-    c->interrupt = false;
-    c->cqe = *cqe;
-    c->qp_token = vrdma_core_qp_token(r->core, le32_to_cpu(cqe->qp_num));
+    token = vrdma_core_qp_token(r->core, le32_to_cpu(cqe->qp_num));
     WITH_QEMU_LOCK_GUARD(&s->lock) {
         if (s->cq_staged[cqn] >= s->cq_cap) {
             s->st.cq_full++;
-            g_free(c);
             c = NULL;
         } else {
+            c = virtio_rdma_staged_new(s);
+            c->cqn = cqn;
+            c->qp_token = token;
+            c->interrupt = false;
+            c->cqe = *cqe;
             s->cq_staged[cqn]++;
             s->st.cqes++;
             QTAILQ_INSERT_TAIL(&s->cq, c, next);
@@ -296,8 +325,9 @@ static void virtio_rdma_engine_cq_notify(void *opaque, uint32_t cqn)
         if (c) {
             QTAILQ_REMOVE(&s->cq, c, next);
         } else {
-            c = g_new0(VrdmaStagedCqe, 1);
+            c = virtio_rdma_staged_new(s);
             c->cqn = cqn;
+            c->qp_token = 0;
             c->interrupt = true;
             s->cq_irq[cqn] = c;
         }
@@ -556,10 +586,16 @@ void virtio_rdma_engine_flush(VirtIORdma *r)
         virtio_rdma_net_send(r, f->data, f->len);
     }
     virtio_rdma_frames_free(&tx);
-    while ((c = QTAILQ_FIRST(&cq))) {
-        QTAILQ_REMOVE(&cq, c, next);
+    QTAILQ_FOREACH(c, &cq, next) {
         virtio_rdma_engine_deliver(r, c);
-        g_free(c);
+    }
+    if (!QTAILQ_EMPTY(&cq)) {
+        WITH_QEMU_LOCK_GUARD(&s->lock) {
+            while ((c = QTAILQ_FIRST(&cq))) {
+                QTAILQ_REMOVE(&cq, c, next);
+                QTAILQ_INSERT_TAIL(&s->spare, c, next);
+            }
+        }
     }
     if (s->gid_dirty) {
         virtio_rdma_engine_gid_events(r, false);
@@ -592,17 +628,14 @@ void virtio_rdma_engine_stats(VirtIORdma *r, VirtIORdmaStageStats *st)
 void virtio_rdma_engine_reset(VirtIORdma *r)
 {
     VirtIORdmaStage *s = r->stage;
-    VrdmaStagedCqe *c;
 
     timer_del(s->timer);
     WITH_QEMU_LOCK_GUARD(&s->lock) {
         virtio_rdma_frames_free(&s->rx);
         virtio_rdma_frames_free(&s->tx);
         s->rx_count = s->tx_count = 0;
-        while ((c = QTAILQ_FIRST(&s->cq))) {
-            QTAILQ_REMOVE(&s->cq, c, next);
-            g_free(c);
-        }
+        virtio_rdma_staged_free_all(&s->cq);
+        virtio_rdma_staged_free_all(&s->spare);
         memset(s->cq_staged, 0, s->max_cq * sizeof(*s->cq_staged));
         memset(s->cq_irq, 0, s->max_cq * sizeof(*s->cq_irq));
     }
@@ -624,6 +657,7 @@ void virtio_rdma_engine_init(VirtIORdma *r)
     QSIMPLEQ_INIT(&s->rx);
     QSIMPLEQ_INIT(&s->tx);
     QTAILQ_INIT(&s->cq);
+    QTAILQ_INIT(&s->spare);
     s->max_cq = r->conf.max_cq;
     s->cq_cap = r->conf.queue_size;
     s->cq_staged = g_new0(uint32_t, s->max_cq);

@@ -164,7 +164,7 @@ for target in $device_targets; do
     r=0 start=$SECONDS
     timeout -s ABRT -k 30 "$watchdog" \
         "$qbuild/qemu-fuzz-x86_64" --fuzz-target=generic-fuzz "${limit[@]}" \
-            -max_len=8192 -timeout=30 -rss_limit_mb=3072 \
+            -max_len=16384 -timeout=30 -rss_limit_mb=3072 \
             -artifact_prefix="$logs/$target-" "$out" "$seeds" ${committed[@]+"${committed[@]}"} \
             >>"$logs/$target.log" 2>&1 || r=$?
     if [ $r = 0 ]; then

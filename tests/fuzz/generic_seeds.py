@@ -7,8 +7,11 @@ device up (status, features, a queue's rings, queue_enable, a notify), and
 until then no kick reaches the device, so no engine or staging code runs.
 These inputs do that much, as a driver would: each control command once;
 a PD, CQs, a DMA MR, a GID and a UD QP taken to RTS (QEMU's generic-fuzz
-crosses inputs by concatenation, so these prefix the others); every queue
-kicked; a RoCEv2-looking frame out of each NIC.  The rest is the fuzzer's.  They are generated,
+crosses inputs by concatenation, so these prefix the others); then a CQ
+buffer and a SEND on every QP's send queue (completions staged for the
+guarded bottom half; a CQ overrun); every queue kicked; a RoCEv2-looking
+frame out of each NIC.  The rest is the fuzzer's.  Checked with
+-trace 'virtio_rdma_*' (ctrl_cmd status 0, cq_overrun).  They are generated,
 not committed: tests/fuzz/corpus holds only inputs that found a bug.
 
 The layout is generic_fuzz.c's: commands separated by "FUZZ", the first byte
@@ -115,7 +118,7 @@ PD = 1 << 16
 QP_STATE, QP_PKEY_INDEX, QP_PORT, QP_QKEY, QP_SQ_PSN = 1, 1 << 4, 1 << 5, 1 << 6, 1 << 16
 
 
-def setup(dev):
+def setup(dev, queues=(0,)):
     """A driver's first steps on one device, each its own kick: a PD, two
     CQs, a DMA MR, a GID (IPv4-mapped 10.0.2.15), a UD and an RC QP, the
     UD QP to RTS.  The
@@ -139,9 +142,39 @@ def setup(dev):
             struct.pack_into("<I", attrs, 16, 0x11111111)                # qkey
             attrs[45] = 1                                              # port_num
             cmds.append((12, struct.pack("<II", qpn, mask) + bytes(attrs)))
-    ops = bring_up(dev, [0], 0x100000)
+    ops = bring_up(dev, queues, 0x100000)
     for k, (cmd, req) in enumerate(cmds, 1):
         ops += command(dev, k, cmd, req)
+    return ops
+
+
+def post(dev, q, buf_addr, buf, writable):
+    """One single-descriptor element on virtqueue q (its first): reads avail
+    idx (P0), head (P1), the descriptor (P2), the buffer (P3); P0 comes round
+    again for the re-read of idx, and P2 (address low u16 1) for the one
+    after virtio_notify."""
+    return [bytes([OP_CLEAR_DMA_PATTERNS]),
+            pattern(struct.pack("<H", 1)), pattern(struct.pack("<H", 0)),
+            pattern(desc(buf_addr | 1, len(buf), 2 if writable else 0, 0)),
+            pattern(buf), kick(dev, q)]
+
+
+def sends(dev):
+    """After setup() with those queues up: a CQ buffer on each CQ, then a signaled UD SEND (no
+    SGE) on the SQ of every possible QP number, to the other device's GSI
+    QP at its GID: the RTS QP builds a frame (staged, sent through the hub),
+    the others complete at once with an error (staged completions)."""
+    ops = []
+    for cq in (0, 1):
+        ops += post(dev, 1 + cq, 0x600000 + cq * 0x1000, bytes(64), True)
+    peer = 1 - dev
+    av = struct.pack("<III", 1, PD, 0) + bytes(10) + b"\xff\xff" + \
+        bytes([10, 0, 2, 15 + peer]) + bytes([0, 0, 64]) + \
+        bytes.fromhex("52540012345" + "67"[peer]) + bytes(7)
+    wr = struct.pack("<II", 1, 0x11111111) + av
+    wqe = struct.pack("<IIIIQII", 0, 2, 2, 0, 0x1234, 0, 0) + wr + bytes(56 - len(wr))
+    for qpn in range(2, 8):
+        ops += post(dev, 5 + 2 * qpn, 0x700000 + qpn * 0x1000, wqe, False)
     return ops
 
 
@@ -171,6 +204,10 @@ def main():
         seeds[f"rdma{dev}-all-queues"] = ops + [kick(dev, q) for q in range(21)]
     for dev in (0, 1):
         seeds[f"rdma{dev}-setup"] = setup(dev)
+        # The control queue, both CQs, and the SQ and RQ of QPs 2..7.
+        # Both NICs up first: frames leave only through a running NIC.
+        seeds[f"rdma{dev}-send"] = (bring_up(2, [0, 1], 0x300000) + bring_up(3, [0, 1], 0x380000) +
+                                    setup(dev, [0, 1, 2] + list(range(9, 21))) + sends(dev))
     # Both NICs up (rx 0, tx 1), a RoCEv2-looking frame sent from each: it
     # reaches the other pair's filter through the hub, and slirp.  Reads:
     # avail idx (P0), head (P1), the descriptor (P2), the buffer (P3).

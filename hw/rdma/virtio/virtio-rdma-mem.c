@@ -103,6 +103,13 @@ static MemoryRegion *vrdma_mem_ram(FlatView *fv, hwaddr gpa, hwaddr *plen,
                                       memory_region_name(mr), why);
         return NULL;
     }
+    /*
+     * QEMU's generic-fuzz fills what a device is about to read (a no-op
+     * unless built for fuzzing); its qtest link is the main loop's only.
+     */
+    if (!is_write && bql_locked()) {
+        fuzz_dma_read_cb(gpa, *plen, mr);
+    }
     *host = (uint8_t *)memory_region_get_ram_ptr(mr) + xlat;
     return mr;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every test tier and end with one summary line "N passed, N failed".
 #   unit      GoogleTest on the C++ core, plain and under ASan/UBSan
-#   fuzz      libFuzzer on everything a guest or a peer hands the core
+#   fuzz      libFuzzer on the core, and on the whole device through
+#             QEMU's generic-fuzz
 #   lab       Linux rxe in TCG guests + rdma-core/perftest tools vs our device
 #   qtest     the libqos driver tests, the data-path tests (loopback and two
 #             QEMUs over -netdev dgram; the engine in the main loop, then in

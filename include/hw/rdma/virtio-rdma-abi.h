@@ -15,8 +15,14 @@
 #ifndef HW_RDMA_VIRTIO_RDMA_ABI_H
 #define HW_RDMA_VIRTIO_RDMA_ABI_H
 
+#ifdef __KERNEL__
+/* The guest driver (guest/linux) includes this header too. */
+#include <linux/types.h>
+#include <linux/stddef.h>
+#else
 #include <stddef.h>
 #include <stdint.h>
+#endif
 
 #ifdef __cplusplus
 #define VRDMA_STATIC_ASSERT(c, m) static_assert(c, m)
@@ -30,6 +36,23 @@
 /* Spec bounds on max_cq / max_qp (and our other object limits). */
 #define VIRTIO_RDMA_LIMIT_MIN 1
 #define VIRTIO_RDMA_LIMIT_MAX 16384
+
+/*
+ * Device feature bits (bit numbers).  Both are offered by default; a driver
+ * that negotiates neither sees the RFC-era behaviour.
+ *
+ * WIRE_QPN: CREATE_QP answers virtio_rdma_rsp_create_qp_wire: the queue index
+ * (names the QP in commands and selects its virtqueues) and the wire QPN
+ * (what peers address: dest_qp_num, UD remote_qpn, CQE src_qp; and CQE
+ * qp_num).  Without it the two are the same number.
+ *
+ * EVENT_QUEUE: an armed CQ's notification is a virtio_rdma_event record on
+ * the event queue (virtqueue 1 + max_cq + 2*max_qp) instead of an interrupt
+ * of the CQ's own virtqueue, so a driver that polls the CQE away before the
+ * interrupt is handled cannot lose the event.
+ */
+#define VIRTIO_RDMA_F_WIRE_QPN    0
+#define VIRTIO_RDMA_F_EVENT_QUEUE 1
 
 /* ---- Config space (packed, 195 bytes) ---------------------------------- */
 
@@ -288,6 +311,11 @@ struct virtio_rdma_cmd_create_qp {
 
 struct virtio_rdma_rsp_create_qp {
     uint32_t qpn;
+};
+
+struct virtio_rdma_rsp_create_qp_wire {   /* with VIRTIO_RDMA_F_WIRE_QPN */
+    uint32_t qpn;                /* queue index */
+    uint32_t wire_qpn;           /* 24-bit QP number on the wire */
 };
 
 enum virtio_rdma_qp_state {
@@ -581,6 +609,19 @@ struct virtio_rdma_cq_req {
     uint8_t pad;
 };
 
+/* ---- Event queue (VIRTIO_RDMA_F_EVENT_QUEUE) ------------------------------ */
+
+enum virtio_rdma_event_type {
+    VIRTIO_RDMA_EVENT_CQ = 1,    /* handle: cqn; the CQ was armed and fired */
+};
+
+/* One device-writable buffer of at least this size per record. */
+struct virtio_rdma_event {
+    uint32_t type;
+    uint32_t handle;
+    uint32_t reserved[2];
+};
+
 /* ---- Layout pins ---------------------------------------------------------- */
 
 #define VRDMA_PIN(type, field, off) \
@@ -668,6 +709,8 @@ VRDMA_PIN(virtio_rdma_sq_req, wr.atomic.rkey, 56);
 VRDMA_SIZE(virtio_rdma_rq_req, 16);
 VRDMA_PIN(virtio_rdma_rq_req, wr_id, 8);
 
+VRDMA_SIZE(virtio_rdma_rsp_create_qp_wire, 8);
+VRDMA_SIZE(virtio_rdma_event, 16);
 VRDMA_SIZE(virtio_rdma_cq_req, 48);
 VRDMA_PIN(virtio_rdma_cq_req, status, 8);
 VRDMA_PIN(virtio_rdma_cq_req, qp_num, 28);

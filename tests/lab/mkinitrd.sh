@@ -8,10 +8,12 @@ KVER=${KVER:?}
 here=$(cd "$(dirname "$0")" && pwd)
 MODDIR=$LAB/kroot/lib/modules/$KVER
 W=$LAB/initrd.d
-# virtio + 9p root + overlay; the RDMA stack; tc (egress filter on the RoCE
-# link); af_packet for captures.  Built-in ones are skipped.
-MODS="virtio_pci virtio_net 9pnet_virtio 9p overlay crc32_generic
-      ib_core rdma_rxe ib_uverbs rdma_ucm ib_umad
+# virtio + 9p root + overlay; the RDMA stack (rdma_ucm pulls in rdma_cm, ib_cm,
+# iw_cm: rping; our virtio_rdma.ko needs ib_core, ib_uverbs and virtio); tc
+# (egress filter on the RoCE link); af_packet for captures.  Built-in ones
+# are skipped.
+MODS="virtio virtio_pci virtio_net 9pnet_virtio 9p overlay crc32_generic
+      ib_core rdma_rxe ib_uverbs rdma_cm rdma_ucm ib_umad
       sch_ingress cls_flower cls_matchall act_gact af_packet ipv6"
 rm -rf "$W"
 mkdir -p "$W"/{bin,proc,sys,dev,mnt/lower,mnt/rw,newroot,lib/modules/$KVER}
@@ -43,10 +45,18 @@ for m in want:
     visit(m.replace('-', '_'))
 print('\n'.join(order))
 PY
+# Uncompressed (6.12's modules are .ko.xz; busybox insmod takes plain ELF).
 while read -r p; do
     mkdir -p "$W/lib/modules/$KVER/$(dirname "$p")"
-    cp "$MODDIR/$p" "$W/lib/modules/$KVER/$p"
+    case $p in
+    *.ko.xz)  python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' \
+                  "$MODDIR/$p" > "$W/lib/modules/$KVER/${p%.xz}" ;;
+    *.ko.zst) zstd -dcq "$MODDIR/$p" > "$W/lib/modules/$KVER/${p%.zst}" ;;
+    *.ko)     cp "$MODDIR/$p" "$W/lib/modules/$KVER/$p" ;;
+    *) echo "mkinitrd: unknown module format $p" >&2; exit 1 ;;
+    esac
 done < "$W/lib/modules/$KVER/load.order"
+sed -i 's/\.ko\.\(xz\|zst\)$/.ko/' "$W/lib/modules/$KVER/load.order"
 cp "$MODDIR"/modules.builtin* "$MODDIR"/modules.order "$W/lib/modules/$KVER/" 2>/dev/null || true
 "$W/bin/busybox" depmod -b "$W" "$KVER"
 cp "$here/guest-init.sh" "$W/init"

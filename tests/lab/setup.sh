@@ -6,12 +6,17 @@
 #   tests/lab/setup.sh          idempotent: does only what is missing
 #   tests/lab/setup.sh --force  redo everything
 #
+# LAB_KERNEL picks the kernel: unset or 6.1 = what linux-image-amd64 points at
+# (bookworm; into build/lab), 6.12 = what bookworm-backports' linux-image-amd64
+# points at (into build/lab-6.12; LAB_KERNEL_RELEASE names another target
+# release).
+#
 # The host tools the guests run (rdma-core, perftest, iproute2, tshark) are
 # Debian packages installed by scripts/deps.sh; the guests see the host's root
 # read-only over 9p.  Every step is bounded; a missing prerequisite fails loudly.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-LAB=${LAB_BUILD:-$top/build/lab}
+. "$top/tests/lab/kernel.sh"
 force=0; [ "${1:-}" = --force ] && force=1
 
 die() { echo "lab-setup: FAILED: $*" >&2; exit 1; }
@@ -19,16 +24,23 @@ mkdir -p "$LAB/debs"
 
 # Host tools the guests use through the 9p root.
 for t in rdma ibv_rc_pingpong ibv_ud_pingpong ib_write_bw ib_read_bw ib_send_bw \
-         ib_atomic_bw ib_send_lat tc ip tshark python3 gzip; do
+         ib_atomic_bw ib_send_lat tc ip tshark python3 gzip zstd; do
     command -v "$t" >/dev/null || die "host tool '$t' missing (run scripts/deps.sh)"
 done
 [ -e /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so ] ||
     ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so >/dev/null 2>&1 ||
     die "rdma-core's rxe provider missing (ibverbs-providers; run scripts/deps.sh)"
 
-# The kernel package linux-image-amd64 points at (e.g. linux-image-6.1.0-56-amd64).
-KPKG=$(timeout 60 apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
-[ -n "$KPKG" ] || die "apt-cache knows no linux-image-amd64 (apt-get update?)"
+# The kernel package linux-image-amd64 points at (e.g. linux-image-6.1.0-56-amd64),
+# in the target release LAB_KERNEL asks for.
+rel=()
+[ -n "$LAB_KREL" ] && rel=(-t "$LAB_KREL")
+KPKG=$(timeout 60 apt-cache depends "${rel[@]}" linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+[ -n "$KPKG" ] || die "apt-cache knows no linux-image-amd64${LAB_KREL:+ in $LAB_KREL} (apt-get update? scripts/apt-sources.sh?)"
+case $KPKG in
+linux-image-"$LAB_KSERIES".*) ;;
+*) die "LAB_KERNEL=$LAB_KSERIES but linux-image-amd64${LAB_KREL:+ in $LAB_KREL} points at $KPKG" ;;
+esac
 KVER=${KPKG#linux-image-}
 if [ $force = 1 ] || [ "$(cat "$LAB/kver" 2>/dev/null)" != "$KVER" ] || [ ! -f "$LAB/initrd.img" ]; then
     rm -rf "$LAB/kroot" "$LAB/bb" "$LAB/initrd.d"
@@ -47,19 +59,35 @@ if [ $force = 1 ] || [ "$(cat "$LAB/kver" 2>/dev/null)" != "$KVER" ] || [ ! -f "
         grep -qE "^$o=(y|m)" "$cfg" || die "$KPKG lacks $o"
     done
     timeout 300 "$BB" depmod -b "$LAB/kroot" "$KVER" || die "depmod"
-    # Uncompressed ELF vmlinux from the bzImage's xz payload (PVH entry).
+    # Uncompressed ELF vmlinux from the bzImage's payload (PVH entry): xz in
+    # 6.1, zstd in 6.12.  The boot protocol's header says where it is:
+    # setup_sects at 0x1f1, payload_offset/length at 0x248/0x24c (from the
+    # protected-mode code, which follows the setup sectors).  The kernel
+    # appends the uncompressed size (4 bytes) to the payload; the zstd tool
+    # (python3 on bookworm has no zstd module) is given the frame without it.
     timeout 300 python3 - "$LAB/kroot/boot/vmlinuz-$KVER" "$LAB/vmlinux" <<'PY' || die "vmlinux extraction"
-import lzma, sys
+import lzma, struct, subprocess, sys
 data = open(sys.argv[1], 'rb').read()
-off = data.find(b'\xfd7zXZ\x00')
-if off < 0:
-    sys.exit("no xz payload in " + sys.argv[1])
-elf = lzma.LZMADecompressor(format=lzma.FORMAT_XZ).decompress(data[off:])
+if data[0x202:0x206] != b'HdrS':
+    sys.exit("not a bzImage: " + sys.argv[1])
+sects = data[0x1f1] or 4
+off, length = struct.unpack_from('<II', data, 0x248)
+payload = data[(sects + 1) * 512 + off:][:length]
+if payload[:6] == b'\xfd7zXZ\x00':
+    elf = lzma.LZMADecompressor(format=lzma.FORMAT_XZ).decompress(payload)
+elif payload[:4] == b'\x28\xb5\x2f\xfd':
+    elf = subprocess.run(['zstd', '-dcq'], input=payload[:-4], stdout=subprocess.PIPE,
+                         check=True).stdout
+else:
+    sys.exit("payload is neither xz nor zstd: %r" % payload[:6])
 if elf[:4] != b'\x7fELF':
     sys.exit("payload is not ELF")
 open(sys.argv[2], 'wb').write(elf)
 PY
     KVER=$KVER timeout 300 bash "$top/tests/lab/mkinitrd.sh" "$LAB" || die "initramfs"
     echo "$KVER" > "$LAB/kver"
+elif [ "$top/tests/lab/guest-init.sh" -nt "$LAB/initrd.img" ] || [ "$top/tests/lab/mkinitrd.sh" -nt "$LAB/initrd.img" ]; then
+    # /init and the module list live in the initramfs.
+    KVER=$KVER timeout 300 bash "$top/tests/lab/mkinitrd.sh" "$LAB" || die "initramfs"
 fi
 echo "lab-setup: ok: kernel $KVER, $(du -h "$LAB/vmlinux" | cut -f1) vmlinux, $(du -h "$LAB/initrd.img" | cut -f1) initramfs in $LAB"

@@ -2,16 +2,19 @@
 # Runs inside a lab guest (cwd /out): the cases listed in /out/cases, one a line:
 #   ROLE NAME TIMEOUT COMMAND...
 # ROLE srv: run COMMAND once; ROLE cli: run it until it gets past connecting
-# to its server (the server may not listen yet), at most TIMEOUT seconds in all.
-# In COMMAND, @G4@ / @G6@ stand for rxe0's IPv4-mapped / global IPv6 GID index.
-# Per case: NAME.out (the tool's output), NAME.rc, NAME.cnt (rxe0 hw_counters
+# to its server (the server may not listen yet), at most TIMEOUT seconds in all
+# or until the host creates NAME.abort.
+# In COMMAND, @D@ stands for the RDMA device (LAB_DEV from /init, default
+# rxe0), @G4@ / @G6@ for its IPv4-mapped / global IPv6 GID index.
+# Per case: NAME.out (the tool's output), NAME.rc, NAME.cnt (the device's hw_counters
 # that changed during the case: "name before after"), NAME.net (the same for
 # eth0's link statistics and its qdisc's drops: where a frame rxe counted as
 # sent was lost inside the guest).  At the end: dmesg.txt.
-HC=/sys/class/infiniband/rxe0/ports/1/hw_counters
+DEV=${LAB_DEV:-rxe0}
+HC=/sys/class/infiniband/$DEV/ports/1/hw_counters
 gid_index() { # $1 = 4 | 6
     local f g
-    for f in /sys/class/infiniband/rxe0/ports/1/gids/*; do
+    for f in /sys/class/infiniband/$DEV/ports/1/gids/*; do
         g=$(cat "$f")
         case $1:$g in
         4:0000:0000:0000:0000:0000:ffff:*) echo "${f##*/}"; return;;
@@ -21,7 +24,7 @@ gid_index() { # $1 = 4 | 6
     done
     echo none
 }
-counters() { for f in "$HC"/*; do echo "${f##*/} $(cat "$f")"; done; }
+counters() { [ -d "$HC" ] || return 0; for f in "$HC"/*; do echo "${f##*/} $(cat "$f")"; done; }
 netstats() {
     for f in /sys/class/net/eth0/statistics/*; do echo "${f##*/} $(cat "$f")"; done
     tc -s qdisc show dev eth0 2>/dev/null |
@@ -29,10 +32,10 @@ netstats() {
 }
 now() { cut -d' ' -f1 /proc/uptime; }
 G4=$(gid_index 4) G6=$(gid_index 6)
-echo "guest: GID index IPv4 $G4, IPv6 $G6"
+echo "guest: $DEV, GID index IPv4 $G4, IPv6 $G6"
 while read -r role name tmo cmd; do
     [ -z "$role" ] || [ "${role#\#}" != "$role" ] && continue
-    cmd=${cmd//@G4@/$G4}; cmd=${cmd//@G6@/$G6}
+    cmd=${cmd//@D@/$DEV}; cmd=${cmd//@G4@/$G4}; cmd=${cmd//@G6@/$G6}
     counters > "/tmp/$name.c0"; netstats | sort > "/tmp/$name.n0"
     t0=$(now); rc=1; tries=0
     if [ "$role" = srv ]; then
@@ -44,7 +47,9 @@ while read -r role name tmo cmd; do
             left=$(awk -v e="$end" -v n="$(now)" 'BEGIN{l=int(e-n); print (l<1)?1:l}')
             timeout -k 2 "$left" bash -c "$cmd" > "$name.out" 2>&1; rc=$?
             [ $rc = 0 ] && break
-            grep -qE "Couldn't connect|Unable to open file descriptor for socket|Connection refused" "$name.out" || break
+            grep -qE "Couldn't connect|Unable to open file descriptor for socket|Connection refused|RDMA_CM_EVENT_REJECTED" "$name.out" || break
+            # The host saw this case's server fail: nothing will listen.
+            [ -e "$name.abort" ] && break
             awk -v e="$end" -v n="$(now)" 'BEGIN{exit !(n+1<e)}' || break
             sleep 0.5
         done

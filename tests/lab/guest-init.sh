@@ -11,12 +11,24 @@
 #   lab.egress=roce   eth0 sends RoCEv2 (UDP 4791) only: tc drops the rest,
 #                     before the link comes up (ARP, ND, MLD, ...)
 #   lab.run=PATH      job to run (inside the new root), then power off
+#   lab.rdma=rxe|vrdma  the RDMA device on eth0: kernel rxe (rxe0, default) or
+#                     our virtio-rdma-pci through lab.ko (vrdma0)
+#   lab.ko=PATH       virtio_rdma.ko, an absolute path of the host root
+#   lab.prov=DIR      host-root directory of the rdma-core provider
+#                     (libvirtio_rdma-rdmav*.so): made a provider of the
+#                     guest's libibverbs in the tmpfs overlay
+#   lab.sync=1        stop at /out/sync.{up,done,unloaded} until the host
+#                     answers with sync.NAME.ok (it reads the device's
+#                     counters there); after the job, rmmod virtio_rdma
+# The job gets LAB_DEV, the RDMA device's name.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
-IP= IP6= USER=0 NEIGH= EGRESS= RUN=
+IP= IP6= USER=0 NEIGH= EGRESS= RUN= RDMA=rxe KO= PROV= SYNC=0
 for a in $(cat /proc/cmdline); do case $a in
     lab.ip=*) IP=${a#*=};; lab.ip6=*) IP6=${a#*=};; lab.user=*) USER=${a#*=};;
     lab.neigh=*) NEIGH=${a#*=};; lab.egress=*) EGRESS=${a#*=};; lab.run=*) RUN=${a#*=};;
+    lab.rdma=*) RDMA=${a#*=};; lab.ko=*) KO=${a#*=};; lab.prov=*) PROV=${a#*=};;
+    lab.sync=*) SYNC=${a#*=};;
 esac; done
 say() { echo "LAB: $*"; }
 KVER=$(uname -r)
@@ -64,10 +76,64 @@ done
 if [ "$USER" = 1 ]; then
     $I link set eth1 up && $I addr add 10.0.2.15/24 dev eth1 || say "FATAL: eth1"
 fi
-chroot $R /usr/bin/rdma link add rxe0 type rxe netdev eth0 || say "FATAL: rdma link add"
-say "ready at $(cut -d' ' -f1 /proc/uptime)s"
+# sync NAME TEXT: TEXT to /out/sync.NAME, then wait (bounded) for the host.
+sync_point() {
+    [ "$SYNC" = 1 ] || return 0
+    echo "$2" > $R/out/sync.$1.tmp && mv $R/out/sync.$1.tmp $R/out/sync.$1
+    i=0
+    while [ ! -e $R/out/sync.$1.ok ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+    [ -e $R/out/sync.$1.ok ] || say "sync $1: no answer from the host"
+}
+# has_gids DEV: an IPv4-mapped GID (when lab.ip) and a global IPv6 one (when
+# lab.ip6) are in DEV's table.
+has_gids() {
+    g=$(cat /sys/class/infiniband/$1/ports/1/gids/* 2>/dev/null)
+    { [ -z "$IP" ] || echo "$g" | grep -q '^0000:0000:0000:0000:0000:ffff:'; } &&
+    { [ -z "$IP6" ] || echo "$g" | grep -v '^fe80:' | grep -qv '^0000:'; }
+}
+DEV=
+case $RDMA in
+rxe)
+    chroot $R /usr/bin/rdma link add rxe0 type rxe netdev eth0 && DEV=rxe0 || say "FATAL: rdma link add" ;;
+vrdma)
+    if [ -n "$PROV" ]; then
+        for so in $R$PROV/lib*-rdmav*.so; do
+            [ -f "$so" ] || { say "FATAL: no provider in $PROV"; break; }
+            stem=${so##*/lib}; stem=${stem%-rdmav*}
+            cp "$so" $R/usr/lib/x86_64-linux-gnu/libibverbs/ &&
+                echo "driver $stem" > $R/etc/libibverbs.d/$stem.driver ||
+                say "FATAL: provider $so"
+        done
+    fi
+    if /bin/insmod $R$KO; then
+        i=0
+        while [ ! -e /sys/class/infiniband/vrdma0 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+        if [ -e /sys/class/infiniband/vrdma0 ]; then
+            DEV=vrdma0
+            i=0
+            while ! has_gids vrdma0 && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+            has_gids vrdma0 || say "FATAL: vrdma0 lacks eth0's GIDs: $(cat /sys/class/infiniband/vrdma0/ports/1/gids/* 2>/dev/null | grep -v '^0000:0000:0000:0000:0000:0000:0000:0000' | tr '\n' ' ')"
+        else
+            say "FATAL: no /sys/class/infiniband/vrdma0 after insmod"
+        fi
+    else
+        say "FATAL: insmod $KO"
+    fi ;;
+*) say "FATAL: lab.rdma=$RDMA" ;;
+esac
+say "ready at $(cut -d' ' -f1 /proc/uptime)s${DEV:+ with $DEV}"
+sync_point up "${DEV:-nodev}"
 if [ -n "$RUN" ]; then
-    chroot $R /bin/sh -c "cd /out && exec /bin/bash $RUN"
+    chroot $R /usr/bin/env LAB_DEV=${DEV:-none} /bin/sh -c "cd /out && exec /bin/bash $RUN"
     say "job rc=$? at $(cut -d' ' -f1 /proc/uptime)s"
+fi
+if [ "$SYNC" = 1 ]; then
+    sync_point done "$DEV"
+    # Unloading with nothing left to hold the module: the device's object
+    # counts must come back to zero.
+    r=none
+    [ "$RDMA" = vrdma ] && { /bin/rmmod virtio_rdma && r=0 || r=$?; }
+    dmesg > $R/out/dmesg-final.txt
+    sync_point unloaded "rmmod=$r"
 fi
 sync; umount $R/out 2>/dev/null; poweroff -f

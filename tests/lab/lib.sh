@@ -1,7 +1,7 @@
 # Host-side helpers of the lab tier (sourced by run.sh and the stage scripts).
 # shellcheck shell=bash
 top=${top:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-LAB=${LAB_BUILD:-$top/build/lab}
+. "$top/tests/lab/kernel.sh"   # LAB: build/lab (6.1) or build/lab-<LAB_KERNEL>
 QEMU_BUILT=${LAB_QEMU:-$top/build/qemu/qemu-system-x86_64}
 QEMU=$QEMU_BUILT
 LAB_MEM=${LAB_MEM:-512}
@@ -11,6 +11,9 @@ lab_die() { echo "lab: FAILED: $*" >&2; exit 1; }
 lab_check_prereqs() {
     [ -x "$QEMU_BUILT" ] || lab_die "$QEMU_BUILT missing (bash scripts/build.sh)"
     [ -f "$LAB/vmlinux" ] && [ -f "$LAB/initrd.img" ] || lab_die "no kernel/initramfs in $LAB (tests/lab/setup.sh)"
+    [ "$top/tests/lab/guest-init.sh" -nt "$LAB/initrd.img" ] &&
+        lab_die "$LAB/initrd.img is older than tests/lab/guest-init.sh (tests/lab/setup.sh)"
+    LAB_KVER=$(cat "$LAB/kver")
     # A snapshot of the binary (a hard link: a relink by a concurrent build
     # makes a new file and leaves ours alone); firmware from the build's
     # qemu-bundle, which QEMU looks for next to its binary.
@@ -37,11 +40,23 @@ lab_dgram() {
 # Boots one guest in the background (TCG, 1 vCPU): eth0 = virtio-net on
 # NETDEV0 (the RoCE link) with MAC0, eth1 = virtio-net on NETDEV1 if given.
 # Console -> OUTDIR/console.log; sets LAB_PID.
+# With LAB_VRDMA=1, eth0 is function 0 of slot 4 and our virtio-rdma-pci
+# function 1 (plus LAB_VRDMA_OPTS, e.g. queue-size=1024), and QEMU has a QMP
+# socket: its path in LAB_QMP.
 lab_guest_start() {
     local out=$1 tmo=$2 append=$3 nd0=$4 mac0=$5 nd1=${6:-}
-    local nic1=()
+    local nic1=() rdma=() mf=""
     mkdir -p "$out"
     [ -n "$nd1" ] && nic1=(-netdev "$nd1,id=n1" -device "virtio-net-pci,netdev=n1,mac=52:54:00:00:99:01,addr=05.0")
+    LAB_QMP=
+    if [ "${LAB_VRDMA:-0}" = 1 ]; then
+        # A short path: sun_path holds 108 bytes, result directories may not.
+        [ -n "${LAB_SOCKDIR:-}" ] || LAB_SOCKDIR=$(mktemp -d /tmp/lab-qmp.XXXXXX)
+        LAB_QMP=$LAB_SOCKDIR/$(printf '%s' "$out" | md5sum | cut -c1-12).sock
+        mf=",multifunction=on"
+        rdma=(-device "virtio-rdma-pci,addr=04.1${LAB_VRDMA_OPTS:+,$LAB_VRDMA_OPTS}"
+              -qmp "unix:$LAB_QMP,server=on,wait=off")
+    fi
     timeout -k 5 "$tmo" "$QEMU" -name "lab-$(basename "$out")" -machine q35 \
         -accel tcg,thread=single,tb-size=128 -cpu max -smp 1 -m "$LAB_MEM" \
         -nodefaults -no-user-config -display none -no-reboot \
@@ -54,7 +69,7 @@ lab_guest_start() {
         -device virtio-9p-pci,fsdev=fslab,mount_tag=labsrc \
         -fsdev "local,id=fsout,path=$out,security_model=none,multidevs=remap" \
         -device virtio-9p-pci,fsdev=fsout,mount_tag=labout \
-        -netdev "$nd0,id=n0" -device "virtio-net-pci,netdev=n0,mac=$mac0,addr=04.0" \
-        "${nic1[@]}" > "$out/qemu.log" 2>&1 &
+        -netdev "$nd0,id=n0" -device "virtio-net-pci,netdev=n0,mac=$mac0,addr=04.0$mf" \
+        "${rdma[@]}" "${nic1[@]}" > "$out/qemu.log" 2>&1 &
     LAB_PID=$!
 }

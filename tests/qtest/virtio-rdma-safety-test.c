@@ -1184,7 +1184,7 @@ static void test_staging_flood(const void *opaque)
 
 /* ---- class 4: unbounded work per kick ------------------------------------------------- */
 
-#define WORK_CHAINS         256     /* the default queue-size */
+#define WORK_CHAINS         256     /* a quarter of the ring */
 #define WORK_STALL_MAX_US   (1000 * 1000)
 #define WORK_RSS_MAX_MIB    64
 #define MAX_MR_PAGES        (512u * 512u)

@@ -36,7 +36,7 @@
 #define DEF_MAX_PD      256
 #define DEF_MAX_AH      256
 #define DEF_MAX_SGE     8
-#define DEF_QUEUE_SIZE  256
+#define DEF_QUEUE_SIZE  1024
 #define DEF_MAX_MR_SIZE ((uint64_t)VIRTIO_RDMA_MAX_MR_PAGES * 4096)
 
 /* Every attribute QUERY_QP can return (enum ib_qp_attr_mask up to DEST_QPN). */
@@ -1673,7 +1673,7 @@ static void test_query_hmp(void *obj, void *data, QGuestAllocator *alloc)
                             "/virtio-backend netdev '" QVRDMA_NETDEV_ID
                             "' node-guid 505400fffe123456\n"));
     g_assert_nonnull(strstr(out, "  limits: qp 64 cq 64 mr 1024 pd 256 "
-                            "queue-size 256\n"));
+                            "queue-size 1024\n"));
     g_assert_nonnull(strstr(out, "  objects: pd 1 cq 1 qp 0 mr 0 gid 2 "
                             "(mapped pages 0)\n"));
     line = g_strdup_printf("  commands %" PRId64 " errors %" PRId64 "\n",

@@ -572,7 +572,11 @@ static const Property virtio_rdma_properties[] = {
     DEFINE_PROP_UINT32("max-sge", VirtIORdma, conf.max_sge, 8),
     DEFINE_PROP_SIZE("max-mr-size", VirtIORdma, conf.max_mr_size,
                      (uint64_t)VIRTIO_RDMA_MAX_MR_PAGES * VIRTIO_RDMA_PAGE_SIZE),
-    DEFINE_PROP_UINT32("queue-size", VirtIORdma, conf.queue_size, 256),
+    /*
+     * 1024: the kernel MAD layer's QP1 CQ wants 640 CQEs, perftest posts 512
+     * receives, nvme-rdma's CQ is 513 deep.
+     */
+    DEFINE_PROP_UINT32("queue-size", VirtIORdma, conf.queue_size, 1024),
     DEFINE_PROP_UINT64("max-mapped-pages", VirtIORdma, conf.max_mapped_pages,
                        VIRTIO_RDMA_MAPPED_PAGES_DEFAULT),
     DEFINE_PROP_UINT64("node-guid", VirtIORdma, conf.node_guid, 0),

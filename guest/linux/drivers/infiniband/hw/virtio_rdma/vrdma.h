@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * virtio-rdma guest driver: shared definitions.
+ *
+ * The driver owns every virtqueue and writes every descriptor: user space
+ * reaches the device only through uverbs commands (the provider uses
+ * ibv_cmd_* for every verb), so no vring, guest-physical address or
+ * doorbell is ever mapped into a process.  Layouts come from the one ABI
+ * header the device, its core and its tests share.
+ */
+#ifndef VRDMA_H
+#define VRDMA_H
+
+#include <linux/netdevice.h>
+#include <linux/pci.h>
+#include <linux/spinlock.h>
+#include <linux/virtio.h>
+#include <linux/xarray.h>
+#include <rdma/ib_umem.h>
+#include <rdma/ib_verbs.h>
+
+#include <hw/rdma/virtio-rdma-abi.h>
+
+#include "vrdma_compat.h"
+
+#define VRDMA_PORT 1
+/* Under TCG a large REG_USER_MR takes a while: be generous. */
+#define VRDMA_CTRL_TIMEOUT_NS (30ULL * NSEC_PER_SEC)
+
+/* The control buffer: one command in flight, DMA-able (never on a stack). */
+struct vrdma_ctrl_buf {
+	u8 cmd;
+	u8 pad[7];
+	u8 req[256];
+	u8 status_rsp[1 + 256];	/* status byte, then the response */
+};
+
+/* A CQ virtqueue with its 48-byte buffers, posted for the device's life. */
+struct vrdma_cqvq {
+	struct virtqueue *vq;
+	struct virtio_rdma_cq_req *bufs;	/* NULL until first used */
+	unsigned int nbufs;
+};
+
+struct vrdma_dev {
+	struct ib_device ib;
+	struct virtio_device *vdev;
+	struct pci_dev *pdev;
+
+	/* Config space, read once at probe. */
+	struct virtio_rdma_config cfg;
+	u32 max_cq, max_qp;
+	bool wire_qpn;		/* VIRTIO_RDMA_F_WIRE_QPN negotiated */
+	bool event_queue;	/* VIRTIO_RDMA_F_EVENT_QUEUE negotiated */
+
+	/* Control queue: one command at a time, busy-polled. */
+	struct virtqueue *ctrl_vq;
+	spinlock_t ctrl_lock;
+	struct vrdma_ctrl_buf *ctrl;
+	bool ctrl_dead;		/* a command timed out: its buffer is lost */
+
+	unsigned int nvqs;
+	struct virtqueue **vqs;
+	struct vrdma_cqvq *cqvqs;	/* [max_cq] */
+	struct virtqueue *event_vq;
+	struct virtio_rdma_event *events;
+	unsigned int nevents;
+
+	/* cqn -> live CQ, for notifications (taken from interrupts). */
+	spinlock_t cq_table_lock;
+	struct vrdma_cq **cqs;
+	/* wire QPN -> live QP, for completions (xa_lock taken irqsave). */
+	struct xarray qps;
+	/* queue index -> in use, so a QP's rings are never shared. */
+	unsigned long *qp_busy;
+
+	/* Pairing with the virtio-net at function 0 of our slot. */
+	struct notifier_block nb;
+	struct net_device *ndev;	/* held while paired, under RTNL */
+	struct work_struct register_work;
+	struct mutex reg_mutex;
+	bool registered;
+	bool removing;
+};
+
+struct vrdma_ucontext {
+	struct ib_ucontext ibuc;
+};
+
+struct vrdma_pd {
+	struct ib_pd ibpd;
+	u32 pdn;
+};
+
+struct vrdma_ah {
+	struct ib_ah ibah;
+	struct virtio_rdma_av av;
+};
+
+struct vrdma_cq {
+	struct ib_cq ibcq;
+	u32 cqn;
+	struct vrdma_cqvq *cv;
+	spinlock_t lock;
+	/* A CQE taken ahead by req_notify_cq(REPORT_MISSED_EVENTS). */
+	struct virtio_rdma_cq_req *peeked;
+};
+
+struct vrdma_slot;
+
+/* One work queue (SQ or RQ) of a QP: a pool of request buffers. */
+struct vrdma_wq {
+	struct virtqueue *vq;
+	spinlock_t lock;
+	struct vrdma_slot **all;	/* nslots buffers */
+	struct vrdma_slot **free;	/* the ones not with the device */
+	unsigned int nfree, nslots;
+	u32 max_sge;
+	u32 slot_len;		/* header + max_sge SGEs */
+};
+
+struct vrdma_qp {
+	struct ib_qp ibqp;
+	u32 qpn;		/* queue index: commands, virtqueues */
+	u32 wire_qpn;		/* ibqp.qp_num: what peers and CQEs name */
+	u32 pdn;
+	struct vrdma_wq sq, rq;
+	struct ib_qp_cap cap;
+	enum ib_sig_type sig_type;
+};
+
+struct vrdma_mr {
+	struct ib_mr ibmr;
+	u32 mrn;
+	struct ib_umem *umem;
+	/* Fast registration: a two-level page table reused by every map. */
+	u64 *l1;
+	u64 **l2;
+	u32 max_pages;
+	u32 npages;
+};
+
+static inline struct vrdma_dev *to_vdev(struct ib_device *ib)
+{
+	return container_of(ib, struct vrdma_dev, ib);
+}
+static inline struct vrdma_pd *to_vpd(struct ib_pd *p)
+{
+	return container_of(p, struct vrdma_pd, ibpd);
+}
+static inline struct vrdma_cq *to_vcq(struct ib_cq *c)
+{
+	return container_of(c, struct vrdma_cq, ibcq);
+}
+static inline struct vrdma_qp *to_vqp(struct ib_qp *q)
+{
+	return container_of(q, struct vrdma_qp, ibqp);
+}
+static inline struct vrdma_mr *to_vmr(struct ib_mr *m)
+{
+	return container_of(m, struct vrdma_mr, ibmr);
+}
+static inline struct vrdma_ah *to_vah(struct ib_ah *a)
+{
+	return container_of(a, struct vrdma_ah, ibah);
+}
+
+/* Virtqueue layout (docs/specs/virtio-rdma.rst, "Virtqueues"). */
+static inline unsigned int vrdma_vq_cq(u32 cqn)
+{
+	return 1 + cqn;
+}
+static inline unsigned int vrdma_vq_sq(struct vrdma_dev *dev, u32 qpn)
+{
+	return 1 + dev->max_cq + 2 * qpn;
+}
+static inline unsigned int vrdma_vq_event(struct vrdma_dev *dev)
+{
+	return 1 + dev->max_cq + 2 * dev->max_qp;
+}
+
+/* vrdma_ctrl.c */
+int vrdma_ctrl_init(struct vrdma_dev *dev);
+void vrdma_ctrl_fini(struct vrdma_dev *dev);
+int vrdma_cmd(struct vrdma_dev *dev, u8 cmd, const void *req, size_t req_len,
+	      void *rsp, size_t rsp_len);
+
+/* vrdma_netdev.c */
+int vrdma_netdev_init(struct vrdma_dev *dev);
+void vrdma_netdev_fini(struct vrdma_dev *dev);
+bool vrdma_port_up(struct vrdma_dev *dev);
+int vrdma_netdev_mtu(struct vrdma_dev *dev);
+
+/* vrdma_verbs.c */
+extern const struct ib_device_ops vrdma_dev_ops;
+
+/* vrdma_mr.c */
+struct ib_mr *vrdma_get_dma_mr(struct ib_pd *pd, int access);
+struct ib_mr *vrdma_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
+				u64 virt_addr, int access,
+				struct ib_udata *udata);
+struct ib_mr *vrdma_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
+			     u32 max_num_sg);
+int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		    unsigned int *sg_offset);
+int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+
+/* vrdma_qp.c */
+int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata);
+int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata);
+int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init);
+int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+
+/* vrdma_dp.c */
+int vrdma_cqvq_prepare(struct vrdma_dev *dev, u32 cqn);
+void vrdma_cqvq_drain(struct vrdma_cq *cq);
+void vrdma_cq_vq_done(struct virtqueue *vq);
+void vrdma_event_vq_done(struct virtqueue *vq);
+int vrdma_event_init(struct vrdma_dev *dev);
+/* vrdma_qp.c: request buffers of a work queue (wq->lock held) */
+void vrdma_wq_reclaim(struct vrdma_wq *wq);
+struct vrdma_slot *vrdma_wq_get(struct vrdma_wq *wq);
+void vrdma_wq_put(struct vrdma_wq *wq, struct vrdma_slot *s);
+void *vrdma_wq_wqe(struct vrdma_slot *s);
+int vrdma_wq_post(struct vrdma_wq *wq, struct vrdma_slot *s, size_t len);
+int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr);
+int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr);
+int vrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+
+#endif /* VRDMA_H */

@@ -1,0 +1,511 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The data path: post_send / post_recv, poll_cq, req_notify_cq, and the
+ * interrupts that carry CQ notifications.  Every function here may run in
+ * atomic context (ib_cq pollers in softirq, block drivers' queue_rq), so
+ * only spinlocks and GFP_ATOMIC.
+ *
+ * Posting builds one device-readable buffer per work request from the QP's
+ * pool (the layout of docs/specs/virtio-rdma.rst); the device copies it and
+ * returns the buffer at once, so a full pool is refilled by reclaiming.
+ * Values from user space arrive here through uverbs, already copied into
+ * kernel structures; what the device cannot take is refused here with
+ * -EINVAL and bad_wr, before anything is posted.
+ */
+#include <linux/ktime.h>
+#include <linux/scatterlist.h>
+
+#include "vrdma.h"
+
+/* rdma-core's IBV_WC_WITH_INV: user space numbers wc_flags differently. */
+#define VRDMA_UVERBS_WC_WITH_INV (1u << 3)
+/* How long a poster waits for the device to return request buffers. */
+#define VRDMA_POST_WAIT_NS (1ULL * NSEC_PER_SEC)
+
+static struct vrdma_slot *vrdma_wq_get_wait(struct vrdma_wq *wq)
+{
+	struct vrdma_slot *s = vrdma_wq_get(wq);
+	ktime_t deadline;
+
+	if (s)
+		return s;
+	virtqueue_kick(wq->vq);
+	deadline = ktime_add_ns(ktime_get(), VRDMA_POST_WAIT_NS);
+	while (!(s = vrdma_wq_get(wq)) && ktime_before(ktime_get(), deadline) &&
+	       !virtqueue_is_broken(wq->vq))
+		cpu_relax();
+	return s;
+}
+
+static int vrdma_sges(struct virtio_rdma_sge *d, const struct ib_sge *s, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		d[i].addr = cpu_to_le64(s[i].addr);
+		d[i].length = cpu_to_le32(s[i].length);
+		d[i].lkey = cpu_to_le32(s[i].lkey);
+	}
+	return n;
+}
+
+static int vrdma_wr_opcode(enum ib_qp_type type, enum ib_wr_opcode op)
+{
+	bool rc = type == IB_QPT_RC, uc = type == IB_QPT_UC;
+
+	switch (op) {
+	case IB_WR_SEND:
+		return VIRTIO_RDMA_WR_SEND;
+	case IB_WR_SEND_WITH_IMM:
+		return VIRTIO_RDMA_WR_SEND_WITH_IMM;
+	case IB_WR_RDMA_WRITE:
+		return rc || uc ? VIRTIO_RDMA_WR_RDMA_WRITE : -1;
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return rc || uc ? VIRTIO_RDMA_WR_RDMA_WRITE_WITH_IMM : -1;
+	case IB_WR_LOCAL_INV:
+		return rc || uc ? VIRTIO_RDMA_WR_LOCAL_INV : -1;
+	case IB_WR_REG_MR:
+		return rc || uc ? VIRTIO_RDMA_WR_REG_MR : -1;
+	case IB_WR_RDMA_READ:
+		return rc ? VIRTIO_RDMA_WR_RDMA_READ : -1;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return rc ? VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP : -1;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return rc ? VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD : -1;
+	case IB_WR_SEND_WITH_INV:
+		return rc ? VIRTIO_RDMA_WR_SEND_WITH_INV : -1;
+	default:
+		return -1;
+	}
+}
+
+#define VRDMA_SEND_FLAGS_OK (IB_SEND_FENCE | IB_SEND_SIGNALED | IB_SEND_SOLICITED)
+
+/* Fill the request for wr into r; its length, or -EINVAL. */
+static int vrdma_build_send(struct vrdma_qp *qp, const struct ib_send_wr *wr,
+			    struct virtio_rdma_sq_req *r)
+{
+	enum ib_qp_type type = qp->ibqp.qp_type;
+	int op = vrdma_wr_opcode(type, wr->opcode);
+	u32 flags = 0;
+
+	if (op < 0 || wr->num_sge < 0 || wr->num_sge > qp->sq.max_sge ||
+	    (wr->send_flags & ~VRDMA_SEND_FLAGS_OK))
+		return -EINVAL;	/* IB_SEND_INLINE included: not supported */
+	if (wr->send_flags & IB_SEND_FENCE)
+		flags |= VIRTIO_RDMA_SEND_FENCE;
+	if (wr->send_flags & IB_SEND_SIGNALED)
+		flags |= VIRTIO_RDMA_SEND_SIGNALED;
+	if (wr->send_flags & IB_SEND_SOLICITED)
+		flags |= VIRTIO_RDMA_SEND_SOLICITED;
+	memset(r, 0, sizeof(*r));
+	r->num_sge = cpu_to_le32(wr->num_sge);
+	r->send_flags = cpu_to_le32(flags);
+	r->opcode = cpu_to_le32(op);
+	r->wr_id = cpu_to_le64(wr->wr_id);
+
+	switch (wr->opcode) {
+	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		memcpy(&r->ex, &wr->ex.imm_data, sizeof(r->ex));	/* big-endian */
+		break;
+	case IB_WR_SEND_WITH_INV:
+	case IB_WR_LOCAL_INV:
+		r->ex = cpu_to_le32(wr->ex.invalidate_rkey);
+		break;
+	default:
+		break;
+	}
+
+	switch (wr->opcode) {
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+		if (type == IB_QPT_UD || type == IB_QPT_GSI) {
+			const struct ib_ud_wr *ud = ud_wr(wr);
+			struct vrdma_ah *ah;
+
+			if (!ud->ah)
+				return -EINVAL;
+			ah = to_vah(ud->ah);
+			r->wr.ud.remote_qpn = cpu_to_le32(ud->remote_qpn);
+			r->wr.ud.remote_qkey = cpu_to_le32(ud->remote_qkey);
+			r->wr.ud.av = ah->av;
+		}
+		break;
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+		r->wr.rdma.remote_addr = cpu_to_le64(rdma_wr(wr)->remote_addr);
+		r->wr.rdma.rkey = cpu_to_le32(rdma_wr(wr)->rkey);
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		r->wr.atomic.remote_addr = cpu_to_le64(atomic_wr(wr)->remote_addr);
+		r->wr.atomic.compare_add = cpu_to_le64(atomic_wr(wr)->compare_add);
+		r->wr.atomic.swap = cpu_to_le64(atomic_wr(wr)->swap);
+		r->wr.atomic.rkey = cpu_to_le32(atomic_wr(wr)->rkey);
+		break;
+	case IB_WR_REG_MR:
+		r->wr.reg.mrn = cpu_to_le32(to_vmr(reg_wr(wr)->mr)->mrn);
+		r->wr.reg.key = cpu_to_le32(reg_wr(wr)->key);
+		r->wr.reg.access = cpu_to_le32(reg_wr(wr)->access);
+		break;
+	default:
+		break;
+	}
+	vrdma_sges((struct virtio_rdma_sge *)(r + 1), wr->sg_list, wr->num_sge);
+	return sizeof(*r) + wr->num_sge * sizeof(struct virtio_rdma_sge);
+}
+
+int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr)
+{
+	struct vrdma_qp *qp = to_vqp(ibqp);
+	struct vrdma_wq *wq = &qp->sq;
+	unsigned long flags;
+	unsigned int n = 0;
+	int err = 0;
+
+	spin_lock_irqsave(&wq->lock, flags);
+	for (; wr; wr = wr->next) {
+		struct vrdma_slot *s = vrdma_wq_get_wait(wq);
+		int len;
+
+		if (!s) {
+			err = -ENOMEM;
+			break;
+		}
+		len = vrdma_build_send(qp, wr, vrdma_wq_wqe(s));
+		if (len < 0) {
+			vrdma_wq_put(wq, s);
+			err = len;
+			break;
+		}
+		err = vrdma_wq_post(wq, s, len);
+		if (err) {
+			vrdma_wq_put(wq, s);
+			break;
+		}
+		n++;
+	}
+	if (n)
+		virtqueue_kick(wq->vq);
+	spin_unlock_irqrestore(&wq->lock, flags);
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
+
+int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr)
+{
+	struct vrdma_qp *qp = to_vqp(ibqp);
+	struct vrdma_wq *wq = &qp->rq;
+	unsigned long flags;
+	unsigned int n = 0;
+	int err = 0;
+
+	spin_lock_irqsave(&wq->lock, flags);
+	for (; wr; wr = wr->next) {
+		struct virtio_rdma_rq_req *r;
+		struct vrdma_slot *s;
+
+		if (wr->num_sge < 0 || wr->num_sge > wq->max_sge) {
+			err = -EINVAL;
+			break;
+		}
+		s = vrdma_wq_get_wait(wq);
+		if (!s) {
+			err = -ENOMEM;
+			break;
+		}
+		r = vrdma_wq_wqe(s);
+		memset(r, 0, sizeof(*r));
+		r->num_sge = cpu_to_le32(wr->num_sge);
+		r->wr_id = cpu_to_le64(wr->wr_id);
+		vrdma_sges((struct virtio_rdma_sge *)(r + 1), wr->sg_list, wr->num_sge);
+		err = vrdma_wq_post(wq, s, sizeof(*r) +
+				    wr->num_sge * sizeof(struct virtio_rdma_sge));
+		if (err) {
+			vrdma_wq_put(wq, s);
+			break;
+		}
+		n++;
+	}
+	if (n)
+		virtqueue_kick(wq->vq);
+	spin_unlock_irqrestore(&wq->lock, flags);
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
+
+/* ---- completion queues ---------------------------------------------- */
+
+static int vrdma_cqvq_add(struct vrdma_cqvq *cv, struct virtio_rdma_cq_req *b,
+			  gfp_t gfp)
+{
+	struct scatterlist sg;
+
+	sg_init_one(&sg, b, sizeof(*b));
+	return virtqueue_add_inbuf(cv->vq, &sg, 1, b, gfp);
+}
+
+/*
+ * A CQ queue's buffers are posted when its first CQ is created and stay
+ * posted until the device is reset: a posted buffer cannot be taken back
+ * from a live queue, and the device needs one for every CQE.
+ */
+int vrdma_cqvq_prepare(struct vrdma_dev *dev, u32 cqn)
+{
+	struct vrdma_cqvq *cv = &dev->cqvqs[cqn];
+	unsigned int i, n;
+	int err;
+
+	if (cv->bufs)
+		return 0;
+	n = virtqueue_get_vring_size(cv->vq);
+	if (n < dev->cfg.max_cqe)
+		return -EINVAL;
+	cv->bufs = kcalloc(n, sizeof(*cv->bufs), GFP_KERNEL);
+	if (!cv->bufs)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		err = vrdma_cqvq_add(cv, &cv->bufs[i], GFP_KERNEL);
+		if (err)
+			return err;	/* the ones added stay posted */
+	}
+	cv->nbufs = n;
+	return 0;
+}
+
+/* Throw away (and repost) every CQE waiting on the CQ's queue. */
+void vrdma_cqvq_drain(struct vrdma_cq *cq)
+{
+	struct virtio_rdma_cq_req *b;
+	unsigned long flags;
+	unsigned int len;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	if (cq->peeked) {
+		vrdma_cqvq_add(cq->cv, cq->peeked, GFP_ATOMIC);
+		cq->peeked = NULL;
+	}
+	while ((b = virtqueue_get_buf(cq->cv->vq, &len)))
+		vrdma_cqvq_add(cq->cv, b, GFP_ATOMIC);
+	spin_unlock_irqrestore(&cq->lock, flags);
+}
+
+static const enum ib_wc_status vrdma_wc_status[] = {
+	[VIRTIO_RDMA_WC_SUCCESS] = IB_WC_SUCCESS,
+	[VIRTIO_RDMA_WC_LOC_LEN_ERR] = IB_WC_LOC_LEN_ERR,
+	[VIRTIO_RDMA_WC_LOC_QP_OP_ERR] = IB_WC_LOC_QP_OP_ERR,
+	[VIRTIO_RDMA_WC_LOC_EEC_OP_ERR] = IB_WC_LOC_EEC_OP_ERR,
+	[VIRTIO_RDMA_WC_LOC_PROT_ERR] = IB_WC_LOC_PROT_ERR,
+	[VIRTIO_RDMA_WC_WR_FLUSH_ERR] = IB_WC_WR_FLUSH_ERR,
+	[VIRTIO_RDMA_WC_MW_BIND_ERR] = IB_WC_MW_BIND_ERR,
+	[VIRTIO_RDMA_WC_BAD_RESP_ERR] = IB_WC_BAD_RESP_ERR,
+	[VIRTIO_RDMA_WC_LOC_ACCESS_ERR] = IB_WC_LOC_ACCESS_ERR,
+	[VIRTIO_RDMA_WC_REM_INV_REQ_ERR] = IB_WC_REM_INV_REQ_ERR,
+	[VIRTIO_RDMA_WC_REM_ACCESS_ERR] = IB_WC_REM_ACCESS_ERR,
+	[VIRTIO_RDMA_WC_REM_OP_ERR] = IB_WC_REM_OP_ERR,
+	[VIRTIO_RDMA_WC_RETRY_EXC_ERR] = IB_WC_RETRY_EXC_ERR,
+	[VIRTIO_RDMA_WC_RNR_RETRY_EXC_ERR] = IB_WC_RNR_RETRY_EXC_ERR,
+	[VIRTIO_RDMA_WC_LOC_RDD_VIOL_ERR] = IB_WC_LOC_RDD_VIOL_ERR,
+	[VIRTIO_RDMA_WC_REM_INV_RD_REQ_ERR] = IB_WC_REM_INV_RD_REQ_ERR,
+	[VIRTIO_RDMA_WC_REM_ABORT_ERR] = IB_WC_REM_ABORT_ERR,
+	[VIRTIO_RDMA_WC_INV_EECN_ERR] = IB_WC_INV_EECN_ERR,
+	[VIRTIO_RDMA_WC_INV_EEC_STATE_ERR] = IB_WC_INV_EEC_STATE_ERR,
+	[VIRTIO_RDMA_WC_FATAL_ERR] = IB_WC_FATAL_ERR,
+	[VIRTIO_RDMA_WC_RESP_TIMEOUT_ERR] = IB_WC_RESP_TIMEOUT_ERR,
+	[VIRTIO_RDMA_WC_GENERAL_ERR] = IB_WC_GENERAL_ERR,
+};
+
+/* IB_WC_REG_MR is 8 in 6.1 and 10 from 6.2: translate by name. */
+static int vrdma_wc_opcode(u32 op, enum ib_wc_opcode *out)
+{
+	switch (op) {
+	case VIRTIO_RDMA_WC_SEND: *out = IB_WC_SEND; break;
+	case VIRTIO_RDMA_WC_RDMA_WRITE: *out = IB_WC_RDMA_WRITE; break;
+	case VIRTIO_RDMA_WC_RDMA_READ: *out = IB_WC_RDMA_READ; break;
+	case VIRTIO_RDMA_WC_COMP_SWAP: *out = IB_WC_COMP_SWAP; break;
+	case VIRTIO_RDMA_WC_FETCH_ADD: *out = IB_WC_FETCH_ADD; break;
+	case VIRTIO_RDMA_WC_LOCAL_INV: *out = IB_WC_LOCAL_INV; break;
+	case VIRTIO_RDMA_WC_REG_MR: *out = IB_WC_REG_MR; break;
+	case VIRTIO_RDMA_WC_RECV: *out = IB_WC_RECV; break;
+	case VIRTIO_RDMA_WC_RECV_RDMA_WITH_IMM: *out = IB_WC_RECV_RDMA_WITH_IMM; break;
+	default: return -EINVAL;
+	}
+	return 0;
+}
+
+/* Fill wc from a CQE; false if the CQE names no live QP (dropped). */
+static bool vrdma_wc(struct vrdma_dev *dev, struct vrdma_cq *cq,
+		     const struct virtio_rdma_cq_req *c, struct ib_wc *wc)
+{
+	u32 status = le32_to_cpu(c->status), f = le32_to_cpu(c->wc_flags);
+	struct vrdma_qp *qp;
+
+	qp = xa_load(&dev->qps, le32_to_cpu(c->qp_num));
+	if (!qp)
+		return false;
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = le64_to_cpu(c->wr_id);
+	wc->status = status < ARRAY_SIZE(vrdma_wc_status) ?
+		vrdma_wc_status[status] : IB_WC_GENERAL_ERR;
+	if (vrdma_wc_opcode(le32_to_cpu(c->opcode), &wc->opcode) &&
+	    wc->status == IB_WC_SUCCESS)
+		wc->status = IB_WC_GENERAL_ERR;
+	wc->vendor_err = le32_to_cpu(c->vendor_err);
+	wc->byte_len = le32_to_cpu(c->byte_len);
+	wc->qp = &qp->ibqp;
+	wc->src_qp = le32_to_cpu(c->src_qp);
+	wc->pkey_index = le16_to_cpu(c->pkey_index);
+	wc->slid = le16_to_cpu(c->slid);
+	wc->sl = c->sl;
+	wc->dlid_path_bits = c->dlid_path_bits;
+	wc->port_num = VRDMA_PORT;
+	if (f & VIRTIO_RDMA_WC_GRH)
+		wc->wc_flags |= IB_WC_GRH;
+	if (f & VIRTIO_RDMA_WC_WITH_IMM) {
+		wc->wc_flags |= IB_WC_WITH_IMM;
+		memcpy(&wc->ex.imm_data, &c->ex, sizeof(c->ex));
+	}
+	if (f & VIRTIO_RDMA_WC_WITH_INVALIDATE) {
+		/* uverbs copies wc_flags raw: use user space's bit there. */
+		wc->wc_flags |= cq->ibcq.uobject ? VRDMA_UVERBS_WC_WITH_INV :
+						   IB_WC_WITH_INVALIDATE;
+		wc->ex.invalidate_rkey = le32_to_cpu(c->ex);
+	}
+	return true;
+}
+
+int vrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
+{
+	struct vrdma_dev *dev = to_vdev(ibcq->device);
+	struct vrdma_cq *cq = to_vcq(ibcq);
+	struct virtio_rdma_cq_req *b, c;
+	unsigned long flags;
+	unsigned int len;
+	int n = 0;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	while (n < num_entries) {
+		if (cq->peeked) {
+			b = cq->peeked;
+			cq->peeked = NULL;
+		} else {
+			b = virtqueue_get_buf(cq->cv->vq, &len);
+			if (!b)
+				break;
+		}
+		c = *b;
+		vrdma_cqvq_add(cq->cv, b, GFP_ATOMIC);	/* a slot for the next */
+		if (vrdma_wc(dev, cq, &c, &wc[n]))
+			n++;
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
+}
+
+int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+{
+	struct vrdma_cq *cq = to_vcq(ibcq);
+	struct virtio_rdma_cmd_req_notify cmd = {
+		.cqn = cpu_to_le32(cq->cqn),
+		.flags = cpu_to_le32((flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
+				     VIRTIO_RDMA_NOTIFY_SOLICITED :
+				     VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION),
+	};
+	unsigned long irqflags;
+	unsigned int len;
+	int err, missed = 0;
+
+	err = vrdma_cmd(to_vdev(ibcq->device), VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
+			&cmd, sizeof(cmd), NULL, 0);
+	if (err)
+		return err;
+	/*
+	 * The device has every CQE from before the arm in the used ring by
+	 * the time the command completes: one there now may have come before
+	 * the arm and so raise no event.  Keep it for the next poll.
+	 */
+	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
+		spin_lock_irqsave(&cq->lock, irqflags);
+		if (!cq->peeked)
+			cq->peeked = virtqueue_get_buf(cq->cv->vq, &len);
+		missed = cq->peeked != NULL;
+		spin_unlock_irqrestore(&cq->lock, irqflags);
+	}
+	return missed;
+}
+
+static void vrdma_cq_event(struct vrdma_dev *dev, u32 cqn)
+{
+	struct vrdma_cq *cq;
+	unsigned long flags;
+
+	if (cqn >= dev->max_cq)
+		return;
+	/* Held across the handler: destroy_cq clears the slot under it. */
+	spin_lock_irqsave(&dev->cq_table_lock, flags);
+	cq = dev->cqs[cqn];
+	if (cq && cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+	spin_unlock_irqrestore(&dev->cq_table_lock, flags);
+}
+
+/* Without the event queue: the CQ's own queue interrupts when armed. */
+void vrdma_cq_vq_done(struct virtqueue *vq)
+{
+	struct vrdma_dev *dev = vq->vdev->priv;
+
+	vrdma_cq_event(dev, vq->index - 1);
+}
+
+static int vrdma_event_add(struct vrdma_dev *dev, struct virtio_rdma_event *e,
+			   gfp_t gfp)
+{
+	struct scatterlist sg;
+
+	sg_init_one(&sg, e, sizeof(*e));
+	return virtqueue_add_inbuf(dev->event_vq, &sg, 1, e, gfp);
+}
+
+int vrdma_event_init(struct vrdma_dev *dev)
+{
+	unsigned int i, n = virtqueue_get_vring_size(dev->event_vq);
+	int err;
+
+	dev->events = kcalloc(n, sizeof(*dev->events), GFP_KERNEL);
+	if (!dev->events)
+		return -ENOMEM;
+	dev->nevents = n;
+	for (i = 0; i < n; i++) {
+		err = vrdma_event_add(dev, &dev->events[i], GFP_KERNEL);
+		if (err)
+			return err;
+	}
+	virtqueue_kick(dev->event_vq);
+	return 0;
+}
+
+void vrdma_event_vq_done(struct virtqueue *vq)
+{
+	struct vrdma_dev *dev = vq->vdev->priv;
+	struct virtio_rdma_event *e;
+	unsigned int len, n = 0;
+
+	while ((e = virtqueue_get_buf(vq, &len))) {
+		struct virtio_rdma_event ev = *e;
+
+		vrdma_event_add(dev, e, GFP_ATOMIC);
+		n++;
+		if (len >= sizeof(ev) &&
+		    le32_to_cpu(ev.type) == VIRTIO_RDMA_EVENT_CQ)
+			vrdma_cq_event(dev, le32_to_cpu(ev.handle));
+	}
+	/* Events the device holds for want of a buffer come now. */
+	if (n)
+		virtqueue_kick(vq);
+}

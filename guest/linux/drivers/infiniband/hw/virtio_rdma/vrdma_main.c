@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * virtio-rdma guest driver: probe, virtqueues, removal.
+ *
+ * Queues (docs/specs/virtio-rdma.rst): control, one per CQ, two per QP
+ * index, and with VIRTIO_RDMA_F_EVENT_QUEUE one event queue.  Only the
+ * event queue (or, without it, each CQ queue) has a callback: the control
+ * queue is polled and the SQ/RQ queues are reclaimed when posting, so they
+ * need no interrupt vector.
+ */
+#include <linux/module.h>
+#include <linux/virtio_config.h>
+
+#include "vrdma.h"
+
+/* The config space is little-endian and packed: read it whole, convert. */
+#define VRDMA_LE(c, f)                                                      \
+	do {                                                                \
+		typeof((c)->f) v_ = (c)->f;                                 \
+		BUILD_BUG_ON(sizeof(v_) != 2 && sizeof(v_) != 4 &&          \
+			     sizeof(v_) != 8);                              \
+		if (sizeof(v_) == 2)                                        \
+			v_ = le16_to_cpu((__force __le16)v_);               \
+		else if (sizeof(v_) == 4)                                   \
+			v_ = le32_to_cpu((__force __le32)v_);               \
+		else                                                        \
+			v_ = le64_to_cpu((__force __le64)v_);               \
+		(c)->f = v_;                                                \
+	} while (0)
+
+static void vrdma_read_config(struct vrdma_dev *dev)
+{
+	struct virtio_rdma_config *c = &dev->cfg;
+
+	virtio_cread_bytes(dev->vdev, 0, c, sizeof(*c));
+	VRDMA_LE(c, phys_port_cnt);
+	/* sys_image_guid is in network byte order, like IB's: kept as is. */
+	VRDMA_LE(c, vendor_id);
+	VRDMA_LE(c, vendor_part_id);
+	VRDMA_LE(c, hw_ver);
+	VRDMA_LE(c, max_mr_size);
+	VRDMA_LE(c, page_size_cap);
+	VRDMA_LE(c, max_qp);
+	VRDMA_LE(c, max_qp_wr);
+	VRDMA_LE(c, device_cap_flags);
+	VRDMA_LE(c, max_send_sge);
+	VRDMA_LE(c, max_recv_sge);
+	VRDMA_LE(c, max_sge_rd);
+	VRDMA_LE(c, max_cq);
+	VRDMA_LE(c, max_cqe);
+	VRDMA_LE(c, max_mr);
+	VRDMA_LE(c, max_pd);
+	VRDMA_LE(c, max_qp_rd_atom);
+	VRDMA_LE(c, max_res_rd_atom);
+	VRDMA_LE(c, max_qp_init_rd_atom);
+	VRDMA_LE(c, atomic_cap);
+	VRDMA_LE(c, max_ah);
+	VRDMA_LE(c, max_fast_reg_page_list_len);
+	VRDMA_LE(c, max_pkeys);
+}
+
+static int vrdma_init_vqs(struct vrdma_dev *dev)
+{
+	unsigned int i, n = 1 + dev->max_cq + 2 * dev->max_qp;
+	vq_callback_t **cbs;
+	const char **names;
+	int err = -ENOMEM;
+
+	if (dev->event_queue)
+		n++;
+	dev->nvqs = n;
+	dev->vqs = kcalloc(n, sizeof(*dev->vqs), GFP_KERNEL);
+	cbs = kcalloc(n, sizeof(*cbs), GFP_KERNEL);
+	names = kcalloc(n, sizeof(*names), GFP_KERNEL);
+	if (!dev->vqs || !cbs || !names)
+		goto out;
+	names[0] = "ctrl";
+	for (i = 0; i < dev->max_cq; i++) {
+		names[vrdma_vq_cq(i)] = "cq";
+		cbs[vrdma_vq_cq(i)] = dev->event_queue ? NULL : vrdma_cq_vq_done;
+	}
+	for (i = 0; i < dev->max_qp; i++) {
+		names[vrdma_vq_sq(dev, i)] = "sq";
+		names[vrdma_vq_sq(dev, i) + 1] = "rq";
+	}
+	if (dev->event_queue) {
+		names[vrdma_vq_event(dev)] = "event";
+		cbs[vrdma_vq_event(dev)] = vrdma_event_vq_done;
+	}
+	err = vrdma_find_vqs(dev->vdev, n, dev->vqs, cbs, names);
+	if (err)
+		goto out;
+	dev->ctrl_vq = dev->vqs[0];
+	for (i = 0; i < dev->max_cq; i++)
+		dev->cqvqs[i].vq = dev->vqs[vrdma_vq_cq(i)];
+	if (dev->event_queue)
+		dev->event_vq = dev->vqs[vrdma_vq_event(dev)];
+out:
+	kfree(cbs);
+	kfree(names);
+	return err;
+}
+
+static void vrdma_free_queues(struct vrdma_dev *dev)
+{
+	unsigned int i;
+
+	/* Only after the reset: no buffer is the device's any more. */
+	if (dev->cqvqs)
+		for (i = 0; i < dev->max_cq; i++)
+			kfree(dev->cqvqs[i].bufs);
+	kfree(dev->events);
+	kfree(dev->cqvqs);
+	kfree(dev->cqs);
+	bitmap_free(dev->qp_busy);
+	kfree(dev->vqs);
+}
+
+static int vrdma_probe(struct virtio_device *vdev)
+{
+	struct vrdma_dev *dev;
+	struct device *parent = vdev->dev.parent;
+	int err;
+
+	if (!parent || !dev_is_pci(parent)) {
+		dev_err(&vdev->dev, "virtio-rdma needs a PCI transport\n");
+		return -ENODEV;
+	}
+	dev = ib_alloc_device(vrdma_dev, ib);
+	if (!dev)
+		return -ENOMEM;
+	dev->vdev = vdev;
+	dev->pdev = to_pci_dev(parent);
+	vdev->priv = dev;
+	spin_lock_init(&dev->cq_table_lock);
+	xa_init_flags(&dev->qps, XA_FLAGS_LOCK_IRQ);
+
+	vrdma_read_config(dev);
+	dev->max_cq = dev->cfg.max_cq;
+	dev->max_qp = dev->cfg.max_qp;
+	dev->wire_qpn = virtio_has_feature(vdev, VIRTIO_RDMA_F_WIRE_QPN);
+	dev->event_queue = virtio_has_feature(vdev, VIRTIO_RDMA_F_EVENT_QUEUE);
+	if (dev->cfg.phys_port_cnt != 1 || !dev->max_cq || dev->max_qp < 2 ||
+	    dev->max_cq > VIRTIO_RDMA_LIMIT_MAX ||
+	    dev->max_qp > VIRTIO_RDMA_LIMIT_MAX ||
+	    dev->cfg.page_size_cap != VIRTIO_RDMA_PAGE_SIZE) {
+		dev_err(&vdev->dev, "unsupported configuration (ports %u, max_cq %u, max_qp %u)\n",
+			dev->cfg.phys_port_cnt, dev->max_cq, dev->max_qp);
+		err = -EINVAL;
+		goto err_dev;
+	}
+	if (!dev->event_queue)
+		dev_warn(&vdev->dev, "no event queue: a CQ event can be lost if a CQE is polled before its interrupt\n");
+
+	err = -ENOMEM;
+	dev->cqvqs = kcalloc(dev->max_cq, sizeof(*dev->cqvqs), GFP_KERNEL);
+	dev->cqs = kcalloc(dev->max_cq, sizeof(*dev->cqs), GFP_KERNEL);
+	dev->qp_busy = bitmap_zalloc(dev->max_qp, GFP_KERNEL);
+	if (!dev->cqvqs || !dev->cqs || !dev->qp_busy)
+		goto err_queues;
+	err = vrdma_ctrl_init(dev);
+	if (err)
+		goto err_queues;
+	err = vrdma_init_vqs(dev);
+	if (err)
+		goto err_ctrl;
+	virtio_device_ready(vdev);
+	if (dev->event_queue) {
+		err = vrdma_event_init(dev);
+		if (err)
+			goto err_reset;
+	}
+
+	dev->ib.node_type = RDMA_NODE_IB_CA;
+	dev->ib.phys_port_cnt = 1;
+	dev->ib.num_comp_vectors = 1;
+	dev->ib.node_guid = dev->cfg.sys_image_guid;
+	dev->ib.dev.parent = &dev->pdev->dev;	/* provider matches the PCI ID */
+	dev->ib.uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
+				   BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
+				   BIT_ULL(IB_USER_VERBS_CMD_POLL_CQ) |
+				   BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
+	strscpy(dev->ib.node_desc, "virtio-rdma", sizeof(dev->ib.node_desc));
+	ib_set_device_ops(&dev->ib, &vrdma_dev_ops);
+
+	err = vrdma_netdev_init(dev);
+	if (err)
+		goto err_reset;
+	return 0;
+
+err_reset:
+	virtio_reset_device(vdev);
+	vdev->config->del_vqs(vdev);
+err_ctrl:
+	vrdma_ctrl_fini(dev);
+err_queues:
+	vrdma_free_queues(dev);
+err_dev:
+	ib_dealloc_device(&dev->ib);
+	return err;
+}
+
+static void vrdma_remove(struct virtio_device *vdev)
+{
+	struct vrdma_dev *dev = vdev->priv;
+
+	/* Unregistering destroys every object, user ones included. */
+	vrdma_netdev_fini(dev);
+	virtio_reset_device(vdev);
+	vdev->config->del_vqs(vdev);
+	vrdma_ctrl_fini(dev);
+	vrdma_free_queues(dev);
+	WARN_ON(!xa_empty(&dev->qps));
+	xa_destroy(&dev->qps);
+	ib_dealloc_device(&dev->ib);
+}
+
+static const struct virtio_device_id vrdma_id_table[] = {
+	{ VIRTIO_ID_RDMA_DEVICE, VIRTIO_DEV_ANY_ID },
+	{ 0 },
+};
+
+static unsigned int vrdma_features[] = {
+	VIRTIO_RDMA_F_WIRE_QPN,
+	VIRTIO_RDMA_F_EVENT_QUEUE,
+};
+
+static struct virtio_driver vrdma_driver = {
+	.driver.name = KBUILD_MODNAME,
+	.driver.owner = THIS_MODULE,
+	.id_table = vrdma_id_table,
+	.feature_table = vrdma_features,
+	.feature_table_size = ARRAY_SIZE(vrdma_features),
+	.probe = vrdma_probe,
+	.remove = vrdma_remove,
+};
+
+module_virtio_driver(vrdma_driver);
+MODULE_DEVICE_TABLE(virtio, vrdma_id_table);
+MODULE_DESCRIPTION("virtio-rdma guest driver (RoCEv2 over the paired virtio-net)");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Memory regions: DMA MRs (kernel), user MRs (ib_umem -> a two-level page
+ * table the device reads once during REG_USER_MR, freed after it), and
+ * fast-registration MRs (a table kept for the MR's life and rewritten by
+ * every map_mr_sg, which block drivers call in atomic context).
+ *
+ * The device works in 4 KiB pages and guest-physical addresses: with no
+ * VIRTIO_F_ACCESS_PLATFORM the DMA addresses of our PCI function are
+ * guest-physical.
+ */
+#include "vrdma.h"
+
+#define VRDMA_ACCESS_OK \
+	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+	 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
+	 IB_ACCESS_RELAXED_ORDERING)
+
+/* Optional access bits the device does not know are dropped, not refused. */
+static int vrdma_access(int access, u32 *out)
+{
+	access &= ~(IB_ACCESS_OPTIONAL & ~IB_ACCESS_RELAXED_ORDERING);
+	if (access & ~VRDMA_ACCESS_OK)
+		return -EOPNOTSUPP;
+	*out = access;
+	return 0;
+}
+
+static void vrdma_mr_fill(struct vrdma_mr *mr, const struct virtio_rdma_rsp_mr *r)
+{
+	mr->mrn = le32_to_cpu(r->mrn);
+	mr->ibmr.lkey = le32_to_cpu(r->lkey);
+	mr->ibmr.rkey = le32_to_cpu(r->rkey);
+}
+
+struct ib_mr *vrdma_get_dma_mr(struct ib_pd *pd, int access)
+{
+	struct virtio_rdma_cmd_get_dma_mr cmd = {
+		.pdn = cpu_to_le32(to_vpd(pd)->pdn),
+	};
+	struct virtio_rdma_rsp_mr r;
+	struct vrdma_mr *mr;
+	u32 acc;
+	int err;
+
+	err = vrdma_access(access, &acc);
+	if (err)
+		return ERR_PTR(err);
+	cmd.access_flags = cpu_to_le32(acc);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	err = vrdma_cmd(to_vdev(pd->device), VIRTIO_RDMA_CMD_GET_DMA_MR, &cmd,
+			sizeof(cmd), &r, sizeof(r));
+	if (err) {
+		kfree(mr);
+		return ERR_PTR(err);
+	}
+	vrdma_mr_fill(mr, &r);
+	return &mr->ibmr;
+}
+
+/* A two-level table for npages data pages: l1 lists the l2 pages. */
+static int vrdma_pt_alloc(struct vrdma_mr *mr, u32 npages, gfp_t gfp)
+{
+	u32 i, nl2 = DIV_ROUND_UP(npages, VIRTIO_RDMA_PT_ENTRIES);
+
+	mr->max_pages = npages;		/* vrdma_pt_free undoes a partial table */
+	mr->l1 = (u64 *)get_zeroed_page(gfp);
+	mr->l2 = kcalloc(nl2, sizeof(*mr->l2), gfp);
+	if (!mr->l1 || !mr->l2)
+		return -ENOMEM;
+	for (i = 0; i < nl2; i++) {
+		mr->l2[i] = (u64 *)get_zeroed_page(gfp);
+		if (!mr->l2[i])
+			return -ENOMEM;
+		mr->l1[i] = cpu_to_le64(virt_to_phys(mr->l2[i]));
+	}
+	return 0;
+}
+
+static void vrdma_pt_free(struct vrdma_mr *mr)
+{
+	u32 i;
+
+	if (mr->l2)
+		for (i = 0; i < DIV_ROUND_UP(mr->max_pages, VIRTIO_RDMA_PT_ENTRIES); i++)
+			free_page((unsigned long)mr->l2[i]);
+	kfree(mr->l2);
+	free_page((unsigned long)mr->l1);
+	mr->l1 = NULL;
+	mr->l2 = NULL;
+}
+
+static void vrdma_pt_set(struct vrdma_mr *mr, u32 i, u64 addr)
+{
+	mr->l2[i / VIRTIO_RDMA_PT_ENTRIES][i % VIRTIO_RDMA_PT_ENTRIES] =
+		cpu_to_le64(addr);
+}
+
+struct ib_mr *vrdma_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
+				u64 virt_addr, int access,
+				struct ib_udata *udata)
+{
+	struct vrdma_dev *dev = to_vdev(pd->device);
+	struct virtio_rdma_cmd_reg_user_mr cmd = {};
+	struct virtio_rdma_rsp_mr r;
+	struct ib_block_iter it;
+	struct vrdma_mr *mr;
+	u64 npages;
+	u32 acc, i = 0;
+	int err;
+
+	if (udata && (udata->inlen || udata->outlen))
+		return ERR_PTR(-EINVAL);
+	err = vrdma_access(access, &acc);
+	if (err)
+		return ERR_PTR(err);
+	if (!length || length > dev->cfg.max_mr_size)
+		return ERR_PTR(-EINVAL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->umem = ib_umem_get(pd->device, start, length, access);
+	if (IS_ERR(mr->umem)) {
+		err = PTR_ERR(mr->umem);
+		mr->umem = NULL;
+		goto err_free;
+	}
+	/* The IOVA must share the buffer's offset in its 4 KiB page. */
+	if (!ib_umem_find_best_pgsz(mr->umem, SZ_4K, virt_addr)) {
+		err = -EINVAL;
+		goto err_umem;
+	}
+	npages = ib_umem_num_dma_blocks(mr->umem, SZ_4K);
+	if (!npages || npages > VIRTIO_RDMA_MAX_MR_PAGES) {
+		err = -EINVAL;
+		goto err_umem;
+	}
+	err = vrdma_pt_alloc(mr, npages, GFP_KERNEL);
+	if (err)
+		goto err_pt;
+	rdma_umem_for_each_dma_block(mr->umem, &it, SZ_4K) {
+		if (WARN_ON(i >= npages))
+			break;
+		vrdma_pt_set(mr, i++, rdma_block_iter_dma_address(&it));
+	}
+	cmd.pdn = cpu_to_le32(to_vpd(pd)->pdn);
+	cmd.access_flags = cpu_to_le32(acc);
+	cmd.start = cpu_to_le64(start);
+	cmd.length = cpu_to_le64(length);
+	cmd.virt_addr = cpu_to_le64(virt_addr);
+	cmd.pages = cpu_to_le64(virt_to_phys(mr->l1));
+	cmd.npages = cpu_to_le32(npages);
+	err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_REG_USER_MR, &cmd, sizeof(cmd), &r,
+			sizeof(r));
+	vrdma_pt_free(mr);	/* the device read it during the command */
+	if (err)
+		goto err_umem;
+	vrdma_mr_fill(mr, &r);
+	mr->ibmr.length = length;
+	mr->ibmr.iova = virt_addr;
+	return &mr->ibmr;
+
+err_pt:
+	vrdma_pt_free(mr);
+err_umem:
+	ib_umem_release(mr->umem);
+err_free:
+	kfree(mr);
+	return ERR_PTR(err);
+}
+
+struct ib_mr *vrdma_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
+			     u32 max_num_sg)
+{
+	struct vrdma_dev *dev = to_vdev(pd->device);
+	struct virtio_rdma_cmd_create_mr cmd = {
+		.pdn = cpu_to_le32(to_vpd(pd)->pdn),
+		.max_num_sg = cpu_to_le32(max_num_sg),
+	};
+	struct virtio_rdma_rsp_mr r;
+	struct vrdma_mr *mr;
+	int err;
+
+	if (type != IB_MR_TYPE_MEM_REG)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!max_num_sg || max_num_sg > dev->cfg.max_fast_reg_page_list_len)
+		return ERR_PTR(-EINVAL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	err = vrdma_pt_alloc(mr, max_num_sg, GFP_KERNEL);
+	if (err)
+		goto err_free;
+	err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_CREATE_MR, &cmd, sizeof(cmd), &r,
+			sizeof(r));
+	if (err)
+		goto err_free;
+	vrdma_mr_fill(mr, &r);
+	return &mr->ibmr;
+
+err_free:
+	vrdma_pt_free(mr);
+	kfree(mr);
+	return ERR_PTR(err);
+}
+
+static int vrdma_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct vrdma_mr *mr = to_vmr(ibmr);
+
+	if (mr->npages >= mr->max_pages)
+		return -ENOMEM;
+	vrdma_pt_set(mr, mr->npages++, addr);
+	return 0;
+}
+
+int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		    unsigned int *sg_offset)
+{
+	struct vrdma_mr *mr = to_vmr(ibmr);
+	struct virtio_rdma_cmd_map_mr_sg cmd = {};
+	struct virtio_rdma_rsp_map_mr_sg r;
+	int n, err;
+
+	/* The device's pages are 4 KiB; ULPs on x86 ask for exactly that. */
+	if (ibmr->page_size != VIRTIO_RDMA_PAGE_SIZE)
+		return -EINVAL;
+	mr->npages = 0;
+	n = ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, vrdma_set_page);
+	if (n <= 0 || !mr->npages)
+		return n;
+	cmd.mrn = cpu_to_le32(mr->mrn);
+	cmd.npages = cpu_to_le32(mr->npages);
+	cmd.start = cpu_to_le64(ibmr->iova);
+	cmd.length = cpu_to_le64(ibmr->length);
+	cmd.pages = cpu_to_le64(virt_to_phys(mr->l1));
+	err = vrdma_cmd(to_vdev(ibmr->device), VIRTIO_RDMA_CMD_MAP_MR_SG, &cmd,
+			sizeof(cmd), &r, sizeof(r));
+	return err ? err : n;
+}
+
+int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct vrdma_mr *mr = to_vmr(ibmr);
+	struct virtio_rdma_cmd_dereg_mr cmd = { .mrn = cpu_to_le32(mr->mrn) };
+	int err;
+
+	err = vrdma_cmd(to_vdev(ibmr->device), VIRTIO_RDMA_CMD_DEREG_MR, &cmd,
+			sizeof(cmd), NULL, 0);
+	if (err)
+		return err;
+	if (mr->umem)
+		ib_umem_release(mr->umem);
+	vrdma_pt_free(mr);
+	kfree(mr);
+	return 0;
+}

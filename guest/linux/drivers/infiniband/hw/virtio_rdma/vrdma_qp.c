@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Queue pairs: create, modify, query, destroy.
+ *
+ * A QP has two numbers: the queue index the device gives it (it names the
+ * QP in commands and selects its two virtqueues) and, with
+ * VIRTIO_RDMA_F_WIRE_QPN, a wire QPN -- what peers address and what CQEs
+ * carry, so it is ib_qp.qp_num.  The virtqueues outlive the QP: the next
+ * QP with the same index continues on the same rings, which is why the
+ * device discards what is still posted when a QP is destroyed and the
+ * driver reclaims those buffers here.
+ */
+#include <linux/scatterlist.h>
+
+#include "vrdma.h"
+
+struct vrdma_slot {
+	struct vrdma_wq *owner;	/* NULL: orphaned by a destroyed QP */
+	bool posted;		/* with the device */
+	u64 wqe[];		/* request header + SGEs, what the device reads */
+};
+
+static int vrdma_wq_init(struct vrdma_wq *wq, struct virtqueue *vq,
+			 u32 max_wr, u32 max_sge, size_t hdr)
+{
+	unsigned int i;
+
+	spin_lock_init(&wq->lock);
+	wq->vq = vq;
+	wq->max_sge = max_sge;
+	wq->slot_len = hdr + max_sge * sizeof(struct virtio_rdma_sge);
+	wq->nslots = min_t(u32, max(max_wr, 1u), virtqueue_get_vring_size(vq));
+	wq->free = kcalloc(wq->nslots, sizeof(*wq->free), GFP_KERNEL);
+	wq->all = kcalloc(wq->nslots, sizeof(*wq->all), GFP_KERNEL);
+	if (!wq->free || !wq->all)
+		return -ENOMEM;
+	for (i = 0; i < wq->nslots; i++) {
+		struct vrdma_slot *s;
+
+		s = kzalloc(sizeof(*s) + wq->slot_len, GFP_KERNEL);
+		if (!s)
+			return -ENOMEM;
+		s->owner = wq;
+		wq->all[i] = s;
+		wq->free[wq->nfree++] = s;
+	}
+	return 0;
+}
+
+/* Take back every buffer the device has returned (wq->lock held). */
+void vrdma_wq_reclaim(struct vrdma_wq *wq)
+{
+	struct vrdma_slot *s;
+	unsigned int len;
+
+	while ((s = virtqueue_get_buf(wq->vq, &len))) {
+		s->posted = false;
+		if (!s->owner)
+			kfree(s);	/* an earlier QP's, returned late */
+		else if (s->owner == wq && !WARN_ON(wq->nfree >= wq->nslots))
+			wq->free[wq->nfree++] = s;
+	}
+}
+
+void *vrdma_wq_wqe(struct vrdma_slot *s)
+{
+	return s->wqe;
+}
+
+struct vrdma_slot *vrdma_wq_get(struct vrdma_wq *wq)
+{
+	if (!wq->nfree)
+		vrdma_wq_reclaim(wq);
+	return wq->nfree ? wq->free[--wq->nfree] : NULL;
+}
+
+void vrdma_wq_put(struct vrdma_wq *wq, struct vrdma_slot *s)
+{
+	wq->free[wq->nfree++] = s;
+}
+
+/* Hand a filled slot to the device (wq->lock held). */
+int vrdma_wq_post(struct vrdma_wq *wq, struct vrdma_slot *s, size_t len)
+{
+	struct scatterlist sg;
+	int err;
+
+	sg_init_one(&sg, s->wqe, len);
+	err = virtqueue_add_outbuf(wq->vq, &sg, 1, s, GFP_ATOMIC);
+	if (!err)
+		s->posted = true;
+	return err;
+}
+
+/* Free what is ours; orphan what the device still holds. */
+static void vrdma_wq_fini(struct vrdma_wq *wq)
+{
+	unsigned long flags;
+	unsigned int i, out = 0;
+
+	if (!wq->all || !wq->free) {	/* creation failed before the ring */
+		kfree(wq->all);
+		kfree(wq->free);
+		return;
+	}
+	spin_lock_irqsave(&wq->lock, flags);
+	vrdma_wq_reclaim(wq);
+	for (i = 0; wq->all && i < wq->nslots; i++) {
+		struct vrdma_slot *s = wq->all[i];
+
+		if (s && s->posted) {
+			s->owner = NULL;	/* freed when the ring returns it */
+			out++;
+		} else {
+			kfree(s);
+		}
+	}
+	spin_unlock_irqrestore(&wq->lock, flags);
+	/* The device discards posted work at DESTROY_QP: none should stay. */
+	WARN_ONCE(out, "virtio_rdma: %u request buffers still with the device\n", out);
+	kfree(wq->all);
+	kfree(wq->free);
+	wq->all = NULL;
+	wq->free = NULL;
+}
+
+static int vrdma_qp_type(enum ib_qp_type t)
+{
+	switch (t) {
+	case IB_QPT_GSI: return VIRTIO_RDMA_QPT_GSI;
+	case IB_QPT_RC: return VIRTIO_RDMA_QPT_RC;
+	case IB_QPT_UC: return VIRTIO_RDMA_QPT_UC;
+	case IB_QPT_UD: return VIRTIO_RDMA_QPT_UD;
+	default: return -1;
+	}
+}
+
+static void vrdma_destroy_cmd(struct vrdma_dev *dev, u32 qpn)
+{
+	struct virtio_rdma_cmd_destroy_qp cmd = { .qpn = cpu_to_le32(qpn) };
+
+	vrdma_cmd(dev, VIRTIO_RDMA_CMD_DESTROY_QP, &cmd, sizeof(cmd), NULL, 0);
+}
+
+int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata)
+{
+	struct vrdma_dev *dev = to_vdev(ibqp->device);
+	struct vrdma_qp *qp = to_vqp(ibqp);
+	struct ib_qp_cap *cap = &init->cap;
+	struct virtio_rdma_cmd_create_qp cmd = {};
+	struct virtio_rdma_rsp_create_qp_wire r = {};
+	int type = vrdma_qp_type(init->qp_type);
+	int err;
+
+	if (udata && (udata->inlen || udata->outlen))
+		return -EINVAL;
+	if (type < 0 || init->srq || init->create_flags || init->rwq_ind_tbl)
+		return -EOPNOTSUPP;
+	if (init->port_num > 1)
+		return -EINVAL;
+	if (cap->max_send_wr > dev->cfg.max_qp_wr ||
+	    cap->max_recv_wr > dev->cfg.max_qp_wr ||
+	    cap->max_send_sge > dev->cfg.max_send_sge ||
+	    cap->max_recv_sge > dev->cfg.max_recv_sge ||
+	    (!cap->max_send_wr && !cap->max_recv_wr))
+		return -EINVAL;
+	/* No inline data: report 0, as callers that ask check what they got. */
+	cap->max_inline_data = 0;
+
+	cmd.pdn = cpu_to_le32(to_vpd(ibqp->pd)->pdn);
+	cmd.qp_type = type;
+	cmd.sq_sig_type = init->sq_sig_type == IB_SIGNAL_ALL_WR ?
+		VIRTIO_RDMA_SIGNAL_ALL_WR : VIRTIO_RDMA_SIGNAL_REQ_WR;
+	cmd.max_send_wr = cpu_to_le32(cap->max_send_wr);
+	cmd.max_send_sge = cpu_to_le32(cap->max_send_sge);
+	cmd.send_cqn = cpu_to_le32(to_vcq(init->send_cq)->cqn);
+	cmd.max_recv_wr = cpu_to_le32(cap->max_recv_wr);
+	cmd.max_recv_sge = cpu_to_le32(cap->max_recv_sge);
+	cmd.recv_cqn = cpu_to_le32(to_vcq(init->recv_cq)->cqn);
+	err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_CREATE_QP, &cmd, sizeof(cmd), &r,
+			dev->wire_qpn ? sizeof(r) : sizeof(struct virtio_rdma_rsp_create_qp));
+	if (err)
+		return err;
+	qp->qpn = le32_to_cpu(r.qpn);
+	qp->wire_qpn = dev->wire_qpn ? le32_to_cpu(r.wire_qpn) : qp->qpn;
+	if (qp->qpn >= dev->max_qp || !qp->qpn ||
+	    qp->wire_qpn > 0xffffff || test_and_set_bit(qp->qpn, dev->qp_busy)) {
+		dev_err(&dev->vdev->dev, "device gave QP %u (wire %u): not usable\n",
+			qp->qpn, qp->wire_qpn);
+		vrdma_destroy_cmd(dev, qp->qpn);
+		return -EIO;
+	}
+	qp->pdn = to_vpd(ibqp->pd)->pdn;
+	qp->cap = *cap;
+	qp->sig_type = init->sq_sig_type;
+	err = vrdma_wq_init(&qp->sq, dev->vqs[vrdma_vq_sq(dev, qp->qpn)],
+			    cap->max_send_wr, cap->max_send_sge,
+			    sizeof(struct virtio_rdma_sq_req));
+	if (!err)
+		err = vrdma_wq_init(&qp->rq, dev->vqs[vrdma_vq_sq(dev, qp->qpn) + 1],
+				    cap->max_recv_wr, cap->max_recv_sge,
+				    sizeof(struct virtio_rdma_rq_req));
+	if (!err)
+		err = xa_insert_irq(&dev->qps, qp->wire_qpn, qp, GFP_KERNEL);
+	if (err)
+		goto err_destroy;
+	ibqp->qp_num = qp->wire_qpn;
+	return 0;
+
+err_destroy:
+	vrdma_destroy_cmd(dev, qp->qpn);
+	vrdma_wq_fini(&qp->sq);
+	vrdma_wq_fini(&qp->rq);
+	clear_bit(qp->qpn, dev->qp_busy);
+	return err;
+}
+
+#define VRDMA_QP_MASK_OK ((1u << 21) - 1)
+
+static void vrdma_ah_to_dev(const struct rdma_ah_attr *a,
+			    struct virtio_rdma_ah_attr *d)
+{
+	const struct ib_global_route *grh = rdma_ah_read_grh(a);
+
+	memcpy(d->grh.dgid, grh->dgid.raw, sizeof(d->grh.dgid));
+	d->grh.flow_label = cpu_to_le32(grh->flow_label);
+	d->grh.sgid_index = grh->sgid_index;
+	d->grh.hop_limit = grh->hop_limit;
+	d->grh.traffic_class = grh->traffic_class;
+	d->sl = rdma_ah_get_sl(a);
+	d->static_rate = rdma_ah_get_static_rate(a);
+	d->port_num = rdma_ah_get_port_num(a);
+	d->ah_flags = (rdma_ah_get_ah_flags(a) & IB_AH_GRH) ? VIRTIO_RDMA_AH_GRH : 0;
+	if (a->type == RDMA_AH_ATTR_TYPE_ROCE)
+		memcpy(d->dmac, a->roce.dmac, ETH_ALEN);
+}
+
+static void vrdma_ah_from_dev(struct ib_device *ib,
+			      const struct virtio_rdma_ah_attr *d,
+			      struct rdma_ah_attr *a)
+{
+	union ib_gid dgid;
+
+	memset(a, 0, sizeof(*a));
+	a->type = RDMA_AH_ATTR_TYPE_ROCE;
+	memcpy(dgid.raw, d->grh.dgid, sizeof(dgid.raw));
+	rdma_ah_set_grh(a, &dgid, le32_to_cpu(d->grh.flow_label),
+			d->grh.sgid_index, d->grh.hop_limit,
+			d->grh.traffic_class);
+	rdma_ah_set_sl(a, d->sl);
+	rdma_ah_set_static_rate(a, d->static_rate);
+	rdma_ah_set_port_num(a, d->port_num ? d->port_num : VRDMA_PORT);
+	memcpy(a->roce.dmac, d->dmac, ETH_ALEN);
+}
+
+int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata)
+{
+	struct vrdma_qp *qp = to_vqp(ibqp);
+	struct virtio_rdma_cmd_modify_qp *cmd;
+	struct virtio_rdma_qp_attr *d;
+	int err;
+
+	if (udata && udata->inlen)
+		return -EINVAL;
+	if (mask & ~VRDMA_QP_MASK_OK)
+		return -EOPNOTSUPP;
+	/* 168 bytes: too big for a stack that post paths may share. */
+	cmd = kzalloc(sizeof(*cmd), GFP_KERNEL);
+	if (!cmd)
+		return -ENOMEM;
+	d = &cmd->attrs;
+	cmd->qpn = cpu_to_le32(qp->qpn);
+	cmd->attr_mask = cpu_to_le32(mask);
+	d->qp_state = cpu_to_le32(attr->qp_state);
+	d->cur_qp_state = cpu_to_le32(attr->cur_qp_state);
+	d->path_mtu = cpu_to_le32(attr->path_mtu);
+	d->path_mig_state = cpu_to_le32(attr->path_mig_state);
+	d->qkey = cpu_to_le32(attr->qkey);
+	d->rq_psn = cpu_to_le32(attr->rq_psn);
+	d->sq_psn = cpu_to_le32(attr->sq_psn);
+	d->dest_qp_num = cpu_to_le32(attr->dest_qp_num);
+	d->qp_access_flags = cpu_to_le32(attr->qp_access_flags);
+	d->pkey_index = cpu_to_le16(attr->pkey_index);
+	d->alt_pkey_index = cpu_to_le16(attr->alt_pkey_index);
+	d->en_sqd_async_notify = attr->en_sqd_async_notify;
+	d->sq_draining = attr->sq_draining;
+	d->max_rd_atomic = attr->max_rd_atomic;
+	d->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	d->min_rnr_timer = attr->min_rnr_timer;
+	d->port_num = attr->port_num;
+	d->timeout = attr->timeout;
+	d->retry_cnt = attr->retry_cnt;
+	d->rnr_retry = attr->rnr_retry;
+	d->alt_port_num = attr->alt_port_num;
+	d->alt_timeout = attr->alt_timeout;
+	d->cap.max_send_wr = cpu_to_le32(attr->cap.max_send_wr);
+	d->cap.max_recv_wr = cpu_to_le32(attr->cap.max_recv_wr);
+	d->cap.max_send_sge = cpu_to_le32(attr->cap.max_send_sge);
+	d->cap.max_recv_sge = cpu_to_le32(attr->cap.max_recv_sge);
+	d->cap.max_inline_data = cpu_to_le32(attr->cap.max_inline_data);
+	if (mask & IB_QP_AV)
+		vrdma_ah_to_dev(&attr->ah_attr, &d->ah_attr);
+	if (mask & IB_QP_ALT_PATH)
+		vrdma_ah_to_dev(&attr->alt_ah_attr, &d->alt_ah_attr);
+	err = vrdma_cmd(to_vdev(ibqp->device), VIRTIO_RDMA_CMD_MODIFY_QP, cmd,
+			sizeof(*cmd), NULL, 0);
+	kfree(cmd);
+	return err;
+}
+
+int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init)
+{
+	struct vrdma_qp *qp = to_vqp(ibqp);
+	struct virtio_rdma_cmd_query_qp cmd = {
+		.qpn = cpu_to_le32(qp->qpn),
+		.attr_mask = cpu_to_le32(mask & VRDMA_QP_MASK_OK),
+	};
+	struct virtio_rdma_qp_attr *d;
+	int err;
+
+	d = kzalloc(sizeof(*d), GFP_KERNEL);
+	if (!d)
+		return -ENOMEM;
+	err = vrdma_cmd(to_vdev(ibqp->device), VIRTIO_RDMA_CMD_QUERY_QP, &cmd,
+			sizeof(cmd), d, sizeof(*d));
+	if (err)
+		goto out;
+	memset(attr, 0, sizeof(*attr));
+	attr->qp_state = le32_to_cpu(d->qp_state);
+	attr->cur_qp_state = le32_to_cpu(d->cur_qp_state);
+	attr->path_mtu = le32_to_cpu(d->path_mtu);
+	attr->path_mig_state = le32_to_cpu(d->path_mig_state);
+	attr->qkey = le32_to_cpu(d->qkey);
+	attr->rq_psn = le32_to_cpu(d->rq_psn);
+	attr->sq_psn = le32_to_cpu(d->sq_psn);
+	attr->dest_qp_num = le32_to_cpu(d->dest_qp_num);
+	attr->qp_access_flags = le32_to_cpu(d->qp_access_flags);
+	attr->pkey_index = le16_to_cpu(d->pkey_index);
+	attr->alt_pkey_index = le16_to_cpu(d->alt_pkey_index);
+	attr->en_sqd_async_notify = d->en_sqd_async_notify;
+	attr->sq_draining = d->sq_draining;
+	attr->max_rd_atomic = d->max_rd_atomic;
+	attr->max_dest_rd_atomic = d->max_dest_rd_atomic;
+	attr->min_rnr_timer = d->min_rnr_timer;
+	attr->port_num = d->port_num;
+	attr->timeout = d->timeout;
+	attr->retry_cnt = d->retry_cnt;
+	attr->rnr_retry = d->rnr_retry;
+	attr->alt_port_num = d->alt_port_num;
+	attr->alt_timeout = d->alt_timeout;
+	attr->cap = qp->cap;
+	if (qp->ibqp.qp_type == IB_QPT_RC || qp->ibqp.qp_type == IB_QPT_UC) {
+		vrdma_ah_from_dev(ibqp->device, &d->ah_attr, &attr->ah_attr);
+		vrdma_ah_from_dev(ibqp->device, &d->alt_ah_attr, &attr->alt_ah_attr);
+	}
+	memset(init, 0, sizeof(*init));
+	init->qp_type = qp->ibqp.qp_type;
+	init->send_cq = qp->ibqp.send_cq;
+	init->recv_cq = qp->ibqp.recv_cq;
+	init->sq_sig_type = qp->sig_type;
+	init->cap = qp->cap;
+out:
+	kfree(d);
+	return err;
+}
+
+/* No poller still holds this QP once it has left the table. */
+static void vrdma_cq_barrier(struct ib_cq *ibcq)
+{
+	struct vrdma_cq *cq = to_vcq(ibcq);
+	unsigned long flags;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	spin_unlock_irqrestore(&cq->lock, flags);
+}
+
+int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct vrdma_dev *dev = to_vdev(ibqp->device);
+	struct vrdma_qp *qp = to_vqp(ibqp);
+	struct virtio_rdma_cmd_destroy_qp cmd = { .qpn = cpu_to_le32(qp->qpn) };
+	int err;
+
+	err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_DESTROY_QP, &cmd, sizeof(cmd),
+			NULL, 0);
+	if (err)
+		dev_warn(&dev->vdev->dev, "DESTROY_QP %u: %d\n", qp->qpn, err);
+	xa_erase_irq(&dev->qps, qp->wire_qpn);
+	vrdma_cq_barrier(ibqp->send_cq);
+	vrdma_cq_barrier(ibqp->recv_cq);
+	vrdma_wq_fini(&qp->sq);
+	vrdma_wq_fini(&qp->rq);
+	clear_bit(qp->qpn, dev->qp_busy);
+	return 0;
+}

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Add the two extra apt suites the build needs -- bookworm-backports (meson
-# >= 1.5) and trixie deb-src (QEMU 10.0.x source) -- pointing at whatever
+# Add the extra apt suites the build needs -- bookworm-backports (meson
+# >= 1.5, the 6.12 guest kernel's headers), trixie deb-src (QEMU 10.0.x
+# source) and bookworm deb-src (rdma-core of the installed libibverbs1, whose
+# private headers the guest provider builds against) -- pointing at whatever
 # Debian archive this machine is already configured for.  No mirror host is
 # written in the repo: the URI is read from the machine's own apt sources.
 set -euo pipefail
@@ -29,7 +31,7 @@ find_uri() {
 uri=$(find_uri | head -n 1)
 if [ -z "$uri" ]; then
     echo "apt-sources.sh: no Debian bookworm entry found in /etc/apt/sources.list*;" \
-         "cannot derive the archive for bookworm-backports / trixie deb-src" >&2
+         "cannot derive the archive for bookworm-backports / trixie and bookworm deb-src" >&2
     exit 1
 fi
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
@@ -43,7 +45,7 @@ Signed-By: $keyring
 
 Types: deb-src
 URIs: $uri
-Suites: trixie
+Suites: trixie bookworm
 Components: main
 Signed-By: $keyring
 EOT

@@ -21,15 +21,45 @@ packages=(
     # the host root over 9p; tshark dissects the captured RoCE frames
     rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest iproute2
     tshark
+    # guest provider (scripts/build-guest.sh): what configuring rdma-core's
+    # source needs (no man pages, no pyverbs); the kernel module's headers
+    # are kernel_headers below
+    cmake libnl-3-dev libnl-route-3-dev libudev-dev
 )
 # meson: QEMU 10.0 needs >= 1.5.  qemu-system-data: the option ROMs
 # (kvmvapic, linuxboot_dma, ...) of the same QEMU release, for our uninstalled binary.
 backports=(meson qemu-system-data)
 
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
+
+# Headers of the guest kernels the module is built for: the one bookworm's
+# linux-image-amd64 points at (the lab kernel) and bookworm-backports' 6.12.
+# The 6.12 headers package pulls in its kernel image; harmless on a build host.
+kernel_headers() {
+    local rel kpkg
+    for rel in "" bookworm-backports; do
+        kpkg=$(timeout 60 apt-cache depends ${rel:+-t "$rel"} linux-image-amd64 2>/dev/null |
+               awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+        [ -n "$kpkg" ] && echo "linux-headers-${kpkg#linux-image-}"
+    done | sort -u
+}
+
 missing=()
 for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+    installed "$p" || missing+=("$p")
 done
+mapfile -t kheaders < <(kernel_headers)
+kheaders_ok=1
+[ ${#kheaders[@]} = 2 ] || kheaders_ok=0
+for p in "${kheaders[@]}"; do
+    installed "$p" || kheaders_ok=0
+done
+# rdma-core's source of the installed libibverbs1 (scripts/fetch-rdma-core.sh)
+# needs the bookworm deb-src line.  (grep without -q: with pipefail, -q quitting
+# early kills apt-cache with SIGPIPE and the test fails.)
+ibv=$(dpkg-query -W -f='${Version}' libibverbs1 2>/dev/null || true)
+rdma_src_ok=1
+[ -n "$ibv" ] && apt-cache showsrc rdma-core 2>/dev/null | grep -x "Version: $ibv" >/dev/null || rdma_src_ok=0
 meson_ok=1
 for p in "${backports[@]}"; do
     dpkg-query -W -f='${Version}' "$p" 2>/dev/null | grep -q bpo || meson_ok=0
@@ -37,7 +67,8 @@ done
 
 sudo=""
 [ "$(id -u)" = 0 ] || sudo=sudo
-if [ ${#missing[@]} -gt 0 ] || [ $meson_ok = 0 ] || ! apt-cache showsrc qemu 2>/dev/null | grep -q '^Version: 1:10\.0'; then
+if [ ${#missing[@]} -gt 0 ] || [ $meson_ok = 0 ] || [ $kheaders_ok = 0 ] || [ $rdma_src_ok = 0 ] ||
+   ! apt-cache showsrc qemu 2>/dev/null | grep '^Version: 1:10\.0' >/dev/null; then
     $sudo bash "$top/scripts/apt-sources.sh"
     echo "deps: apt-get update"
     $sudo apt-get update -q >/dev/null
@@ -48,5 +79,19 @@ if [ ${#missing[@]} -gt 0 ] || [ $meson_ok = 0 ] || ! apt-cache showsrc qemu 2>/
     if [ $meson_ok = 0 ]; then
         echo "deps: installing ${backports[*]} from bookworm-backports"
         $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -t bookworm-backports "${backports[@]}" >/dev/null
+    fi
+    mapfile -t kheaders < <(kernel_headers)
+    if [ ${#kheaders[@]} != 2 ]; then
+        echo "deps: cannot tell the guest kernels' header packages from" \
+             "linux-image-amd64 in bookworm and bookworm-backports (got: ${kheaders[*]:-none})" >&2
+        exit 1
+    fi
+    kmissing=()
+    for p in "${kheaders[@]}"; do
+        installed "$p" || kmissing+=("$p")
+    done
+    if [ ${#kmissing[@]} -gt 0 ]; then
+        echo "deps: installing ${kmissing[*]}"
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${kmissing[@]}" >/dev/null
     fi
 fi

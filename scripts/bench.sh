@@ -6,11 +6,16 @@
 #           per packet
 #   device  tests/qtest/virtio-rdma-bench: RC WRITE 1 MiB between two QEMUs
 #           on -netdev dgram over 127.0.0.1 vs raw UDP on the same path
+#   guests  two TCG guests on our QEMU (tests/lab, the driver part's "vv"
+#           pair): ib_write_bw 64 KiB, ib_send_lat 64 B, ibv_rc_pingpong
+#           4 KiB through virtio-rdma (virtio_rdma.ko + provider) vs the same
+#           guests, same machines, on the guest kernel's rxe; rounds
+#           alternate the two (BENCH_GUEST_ROUNDS, default 2)
 # Benchmarks are not tests: they print what they measured and the targets
 # next to it; this script fails only if a build or a run breaks.
 #
-#   scripts/bench.sh                 both
-#   BENCHES=core scripts/bench.sh    one of them (core | device)
+#   scripts/bench.sh                 all three
+#   BENCHES=core scripts/bench.sh    one of them (core | device | guests)
 #   BENCH_REPS=9                     core-bench repetitions (default 5; the
 #                                    summary: medians, then the best runs)
 #   VRDMA_BENCH_SECONDS=10 ...       device knobs: see virtio-rdma-bench.c
@@ -22,7 +27,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD_BENCH=${BUILD_BENCH:-$top/build/bench}
 log=$top/build/bench-logs
 mkdir -p "$log"
-benches=${BENCHES:-core device}
+benches=${BENCHES:-core device guests}
 reps=${BENCH_REPS:-5}
 rc=0
 
@@ -66,10 +71,34 @@ run_device() {
     echo "log: $log/device.log"
 }
 
+# Both sides of a round run the same guests and tools; only the RDMA device
+# differs (LAB_DRV_AS=rxe: the guests carry virtio-rdma-pci but use rxe).
+run_guests() {
+    echo "== guests (tests/lab driver part, vv pair, IPv4)"
+    local r kind res rounds=${BENCH_GUEST_ROUNDS:-2}
+    rm -f "$log/guests.txt"
+    { bash "$top/tests/lab/setup.sh" && bash "$top/scripts/build-guest.sh"; } \
+        >"$log/guests-build.log" 2>&1 ||
+        { tail -n 30 "$log/guests-build.log"; echo "bench: guest set-up failed"; return 1; }
+    for r in $(seq "$rounds"); do
+        for kind in rxe vrdma; do
+            res=$log/guests-$kind-$r
+            rm -rf "$res"
+            LAB_DRV_AS=$([ $kind = rxe ] && echo rxe) LAB_RESULTS=$res \
+                LAB_DRV_CASES="write_bw send_lat rc_pingpong" LAB_DRV_ONLY='^vv/v4-' \
+                timeout 1200 bash "$top/tests/lab/run.sh" driver >"$res.log" 2>&1
+            grep -E '^(PASS|FAIL) driver/vv/v4-' "$res/results.txt" 2>/dev/null |
+                sed "s/^/$kind $r /" >> "$log/guests.txt"
+        done
+    done
+    echo "log: $log/guests.txt"
+}
+
 for b in $benches; do
     case $b in
     core)   run_core || rc=1 ;;
     device) run_device || rc=1 ;;
+    guests) run_guests || rc=1 ;;
     *) echo "bench.sh: unknown benchmark $b" >&2; exit 2 ;;
     esac
 done
@@ -84,6 +113,8 @@ for b in $benches; do
     device)
         [ -f "$log/device.log" ] &&
             grep -E '^(virtio-rdma-bench:|rdma:|udp:|ratio:|        retransmits|        UDP datagrams|        CPU: QEMU)' "$log/device.log" ;;
+    guests)
+        [ -f "$log/guests.txt" ] && python3 "$top/scripts/bench_guests.py" "$log/guests.txt" ;;
     esac
 done
 exit $rc

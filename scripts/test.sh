@@ -3,7 +3,8 @@
 #   unit      GoogleTest on the C++ core, plain and under ASan/UBSan
 #   fuzz      libFuzzer on the core, and on the whole device through
 #             QEMU's generic-fuzz
-#   lab       Linux rxe in TCG guests + rdma-core/perftest tools vs our device
+#   lab       Linux rxe in TCG guests + rdma-core/perftest tools vs our device,
+#             and guests on our device through our driver (module + provider)
 #   qtest     the libqos driver tests, the data-path tests (loopback and two
 #             QEMUs over -netdev dgram; the engine in the main loop, then in
 #             an iothread, then with ioeventfd off), issue 10's safety and
@@ -87,12 +88,14 @@ run_qtest() {
 }
 
 # Debian's kernel rxe in TCG guests with unmodified rdma-core / perftest
-# tools, against each other and against our device (tests/lab/run.sh).
+# tools, against each other and against our device; then guests whose RDMA
+# device is ours, through our driver (tests/lab/run.sh).
 run_lab() {
     echo "== lab"
     local rc=0 p f
     { timeout 900 bash "$top/tests/lab/setup.sh" &&
-      timeout 1200 bash "$top/tests/lab/run.sh"; } >"$log/lab.log" 2>&1 || rc=1
+      timeout 900 bash "$top/scripts/build-guest.sh" &&
+      timeout 2700 bash "$top/tests/lab/run.sh" baseline interop driver; } >"$log/lab.log" 2>&1 || rc=1
     p=$(sed -nE 's/^lab: ([0-9]+) passed, ([0-9]+) failed$/\1/p' "$log/lab.log")
     f=$(sed -nE 's/^lab: ([0-9]+) passed, ([0-9]+) failed$/\2/p' "$log/lab.log")
     p=${p:-0} f=${f:-0}

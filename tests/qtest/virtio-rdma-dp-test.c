@@ -1584,6 +1584,98 @@ static void test_cq_arm_solicited(void)
     teardown(&a, &b);
 }
 
+/* ---- what the Linux guest driver relies on (issue 11) ----------------------------- */
+
+static void qp_to_state(QVrdmaDev *d, uint32_t qpn, uint32_t state)
+{
+    struct virtio_rdma_qp_attr attr;
+    uint8_t zero[16] = { 0 };
+    uint32_t mask = VIRTIO_RDMA_QP_STATE;
+    uint8_t st;
+
+    if (state == VIRTIO_RDMA_QPS_INIT) {
+        qvrdma_rc_attr(state, 0, 0, zero, &attr, &mask);
+    } else {
+        memset(&attr, 0, sizeof(attr));
+        attr.qp_state = state;
+    }
+    st = qvrdma_modify_qp(&d->r, qpn, mask, &attr);
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+}
+
+/*
+ * DESTROY_QP gives back what is still on the QP's queues without running
+ * it: a SEND and a RECV made available (but not kicked: with ioeventfd the
+ * kick is processed later anyway) before the destroy must not be executed
+ * by the next QP that gets the same queue index.  max-qp=3: index 2 is the
+ * only one an RC QP can get, so the new QP has the old one's virtqueues.
+ * Before the fix the new QP's first kick ran the stale requests: the first
+ * completion was wr_id 0xdead0.
+ */
+static void test_qp_destroy_discards(void)
+{
+    QVrdmaDev *d = qvrdma_dev_boot("user,id=n0", MAC_A, "max-cq=2,max-qp=3");
+    QVrdmaCq *cq = qvrdma_dp_cq_create(d, 16);
+    struct virtio_rdma_rq_req rwr = { .wr_id = cpu_to_le64(0xdead1) };
+    struct virtio_rdma_sq_req swr = qvrdma_wr_send(0xdead0);
+    struct virtio_rdma_cmd_create_qp req;
+    struct virtio_rdma_cq_req c;
+    QVrdmaQp *qp;
+    uint32_t pdn, qpn, seen = 0;
+    unsigned i;
+
+    g_assert_cmpuint(qvrdma_create_pd(&d->r, &pdn), ==, 0);
+    qp = qvrdma_dp_qp_create(d, pdn, VIRTIO_RDMA_QPT_RC, cq, cq, 1,
+                             VIRTIO_RDMA_SIGNAL_ALL_WR);
+    g_assert_cmpuint(qp->qpn, ==, 2);
+    qp_to_state(d, qp->qpn, VIRTIO_RDMA_QPS_INIT);
+
+    /* Available to the device, which has not been told yet. */
+    qvrdma_dp_batch_begin(&qp->sq);
+    qvrdma_dp_post_raw(&qp->sq, &swr, sizeof(swr));
+    qvrdma_dp_batch_publish(&qp->sq);
+    qvrdma_dp_batch_begin(&qp->rq);
+    qvrdma_dp_post_raw(&qp->rq, &rwr, sizeof(rwr));
+    qvrdma_dp_batch_publish(&qp->rq);
+    g_assert_cmpuint(qvrdma_destroy_qp(&d->r, qp->qpn), ==, 0);
+
+    /* A new QP on the same virtqueues, whose driver state is kept. */
+    req = qvrdma_qp_req(pdn, VIRTIO_RDMA_QPT_RC, cq->cqn);
+    g_assert_cmpuint(qvrdma_create_qp(&d->r, &req, &qpn), ==, 0);
+    g_assert_cmpuint(qpn, ==, qp->qpn);
+    qp_to_state(d, qpn, VIRTIO_RDMA_QPS_INIT);
+    qvrdma_dp_post_recv(qp, 0xb, NULL, 0);      /* kicks the receive queue */
+    {
+        struct virtio_rdma_sq_req w = qvrdma_wr_send(0xa);
+
+        qvrdma_dp_post_send(qp, &w, NULL, 0);   /* ... and the send queue */
+    }
+    qp_to_state(d, qpn, VIRTIO_RDMA_QPS_ERR);
+
+    /*
+     * Only the new QP's own requests complete: the SEND at once (a send
+     * queue in INIT takes none), the RECV flushed by the move to ERR.
+     */
+    for (i = 0; i < 2; i++) {
+        qvrdma_dp_wait_cqe(cq, &c);
+        g_assert_cmphex(le64_to_cpu(c.wr_id) & ~1ull, ==, 0xa);
+        seen |= 1u << (le64_to_cpu(c.wr_id) & 1);
+        if (le64_to_cpu(c.wr_id) == 0xb) {
+            g_assert_cmpuint(le32_to_cpu(c.status), ==,
+                             VIRTIO_RDMA_WC_WR_FLUSH_ERR);
+        }
+    }
+    g_assert_cmphex(seen, ==, 3);
+    qvrdma_dp_assert_cq_empty(cq, QUIET_US);
+    /* Every descriptor came back: the stale ones with used length 0. */
+    g_assert_cmpuint(qvrdma_dp_ring_in_flight(&qp->sq), ==, 0);
+    g_assert_cmpuint(qvrdma_dp_ring_in_flight(&qp->rq), ==, 0);
+    g_assert_cmpuint(qvrdma_destroy_qp(&d->r, qpn), ==, 0);
+    qvrdma_dp_qp_free(qp);
+    qvrdma_dp_cq_free(cq);
+    qvrdma_dev_quit(d);
+}
+
 /* ---- registration ---------------------------------------------------------------- */
 
 /*
@@ -1641,6 +1733,8 @@ static const DpTest dp_tests[] = {
     { "wire/peer-gone", wrap_void, test_wire_peer_gone, NULL },
     { "cq-arm/next", wrap_void, test_cq_arm_next, NULL },
     { "cq-arm/solicited", wrap_void, test_cq_arm_solicited, NULL },
+    { "qp/destroy-discards-pending", wrap_void, test_qp_destroy_discards,
+      NULL },
 };
 
 static void run_dp_test(const void *opaque)

@@ -605,6 +605,38 @@ void virtio_rdma_engine_flush(VirtIORdma *r)
     }
 }
 
+/*
+ * DESTROY_QP (main loop, core_lock not held): the completions of the QP
+ * instance @qp_token that still wait for dp_bh are dropped, so none of the
+ * destroyed QP's completions reaches a CQ after the command.  The list is
+ * bounded (max_cq x cq_cap).
+ */
+void virtio_rdma_engine_qp_destroyed(VirtIORdma *r, uint32_t qp_token)
+{
+    VirtIORdmaStage *s = r->stage;
+    VrdmaStagedCqe *c, *next;
+    unsigned n = 0;
+
+    assert(bql_locked());
+    if (!qp_token) {
+        return;
+    }
+    WITH_QEMU_LOCK_GUARD(&s->lock) {
+        QTAILQ_FOREACH_SAFE(c, &s->cq, next, next) {
+            if (c->interrupt || c->qp_token != qp_token) {
+                continue;
+            }
+            QTAILQ_REMOVE(&s->cq, c, next);
+            s->cq_staged[c->cqn]--;
+            QTAILQ_INSERT_TAIL(&s->spare, c, next);
+            n++;
+        }
+    }
+    if (n) {
+        trace_virtio_rdma_engine_qp_dropped(n);
+    }
+}
+
 void virtio_rdma_engine_stats(VirtIORdma *r, VirtIORdmaStageStats *st)
 {
     VirtIORdmaStage *s = r->stage;

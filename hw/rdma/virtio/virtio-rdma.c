@@ -132,6 +132,57 @@ void virtio_rdma_cq_interrupt(VirtIORdma *r, uint32_t cqn)
 
 /* ---- control queue ---------------------------------------------------------- */
 
+static VirtQueue *virtio_rdma_wq_vq(VirtIORdma *r, uint32_t qpn, bool is_rq)
+{
+    return r->data_vqs[r->conf.max_cq + 2 * qpn + is_rq];
+}
+
+/*
+ * DESTROY_QP @qpn succeeded: what the driver left on the QP's send and
+ * receive queues is given back used (length 0) without being executed, so
+ * a later QP with the same queue index never runs it.  Bounded by the two
+ * rings' sizes; nothing is read.
+ */
+static void virtio_rdma_wq_discard(VirtIORdma *r, uint32_t qpn)
+{
+    VirtIODevice *vdev = VIRTIO_DEVICE(r);
+    VirtQueueElement *elem;
+    unsigned is_rq, n;
+
+    if (qpn >= r->conf.max_qp) {
+        return;
+    }
+    for (is_rq = 0; is_rq < 2; is_rq++) {
+        VirtQueue *vq = virtio_rdma_wq_vq(r, qpn, is_rq);
+
+        n = 0;
+        while (!vdev->broken && (elem = virtqueue_pop(vq, sizeof(*elem)))) {
+            virtqueue_push(vq, elem, 0);
+            g_free(elem);
+            n++;
+        }
+        clear_bit(r->conf.max_cq + 2 * qpn + is_rq, r->dp_pending);
+        if (n) {
+            trace_virtio_rdma_wq_discard(qpn, is_rq, n);
+            virtio_notify(vdev, vq);
+        }
+    }
+}
+
+/* The object a destroy command names, read from its request (host order). */
+static bool virtio_rdma_destroy_handle(const uint8_t *req, size_t req_len,
+                                       uint8_t cmd, uint32_t *handle)
+{
+    /* DESTROY_QP and DESTROY_CQ requests are one le32 handle. */
+    QEMU_BUILD_BUG_ON(sizeof(struct virtio_rdma_cmd_destroy_qp) != 4);
+    QEMU_BUILD_BUG_ON(sizeof(struct virtio_rdma_cmd_destroy_cq) != 4);
+    if (req[0] != cmd || req_len != 1 + 4) {
+        return false;
+    }
+    *handle = ldl_le_p(req + 1);
+    return true;
+}
+
 /*
  * @returns false when the ring is broken (virtio_error() was raised).  Adds
  * the guest pages the command mapped to *@pages.
@@ -145,6 +196,8 @@ static bool virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
     size_t out_len = iov_size(elem->out_sg, elem->out_num);
     size_t in_len = iov_size(elem->in_sg, elem->in_num);
     size_t req_len, rsp_len = 0;
+    uint32_t qpn = 0, qp_token = 0;
+    bool destroy_qp;
     uint8_t status;
 
     if (out_len < 1 || in_len < 1) {
@@ -160,15 +213,28 @@ static bool virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
         return false;
     }
     req_len = iov_to_buf(elem->out_sg, elem->out_num, 0, req, sizeof(req));
+    destroy_qp = virtio_rdma_destroy_handle(req, req_len,
+                                            VIRTIO_RDMA_CMD_DESTROY_QP, &qpn);
     WITH_QEMU_LOCK_GUARD(&r->core_lock) {
         uint64_t before = vrdma_core_mapped_pages(r->core);
 
+        if (destroy_qp) {
+            qp_token = vrdma_core_qp_token(r->core, qpn);
+        }
         status = vrdma_core_ctrl(r->core, req[0], req + 1, req_len - 1, rsp,
                                  MIN(in_len - 1, sizeof(rsp)), &rsp_len);
         *pages += vrdma_core_mapped_pages(r->core) -
                   MIN(before, vrdma_core_mapped_pages(r->core));
     }
     trace_virtio_rdma_ctrl_cmd(vrdma_cmd_name(req[0]), status, rsp_len);
+    if (destroy_qp && status == VIRTIO_RDMA_OK) {
+        /*
+         * Before the answer, so before any CREATE_QP can take the queue
+         * index again: nothing of the old QP may run or complete later.
+         */
+        virtio_rdma_wq_discard(r, qpn);
+        virtio_rdma_engine_qp_destroyed(r, qp_token);
+    }
 
     iov_from_buf(elem->in_sg, elem->in_num, 0, &status, 1);
     if (rsp_len) {

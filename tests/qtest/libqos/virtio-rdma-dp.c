@@ -420,6 +420,19 @@ void qvrdma_dp_batch_end(QVrdmaRing *ring)
     ring_publish_and_kick(ring);
 }
 
+void qvrdma_dp_batch_publish(QVrdmaRing *ring)
+{
+    g_assert_true(ring->batch);
+    ring->batch = false;
+    qtest_writew(ring->dev->qts, ring->vq->avail + 2, ring->avail_idx);
+}
+
+uint32_t qvrdma_dp_ring_in_flight(QVrdmaRing *ring)
+{
+    ring_reclaim(ring);
+    return ring->in_flight;
+}
+
 void qvrdma_dp_post_raw(QVrdmaRing *ring, const void *wqe, uint32_t len)
 {
     qvrdma_dp_post_desc(ring, wqe, len, false);

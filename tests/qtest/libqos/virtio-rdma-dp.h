@@ -157,6 +157,13 @@ void qvrdma_dp_post_raw(QVrdmaRing *ring, const void *wqe, uint32_t len);
  */
 void qvrdma_dp_batch_begin(QVrdmaRing *ring);
 void qvrdma_dp_batch_end(QVrdmaRing *ring);
+/*
+ * Ends a batch like batch_end but without the notification: the requests
+ * are available, and the device does not know yet (a kick still to come).
+ */
+void qvrdma_dp_batch_publish(QVrdmaRing *ring);
+/* Descriptors of @ring the device has not given back yet. */
+uint32_t qvrdma_dp_ring_in_flight(QVrdmaRing *ring);
 /* The same with the descriptor's WRITE flag as given (a broken driver). */
 void qvrdma_dp_post_desc(QVrdmaRing *ring, const void *wqe, uint32_t len,
                          bool device_writable);

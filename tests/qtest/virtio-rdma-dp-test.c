@@ -36,6 +36,7 @@
 #include "libqtest.h"
 #include "qemu/bswap.h"
 #include "standard-headers/linux/virtio_config.h"
+#include "standard-headers/linux/virtio_ring.h"
 #include "libqos/libqos-pc.h"
 #include "libqos/virtio-rdma.h"
 #include "libqos/virtio-rdma-dp.h"
@@ -1676,6 +1677,109 @@ static void test_qp_destroy_discards(void)
     qvrdma_dev_quit(d);
 }
 
+/*
+ * Puts @n control chains (out bytes @out[i], @in_len[i] device-writable
+ * bytes; 0: none) on the control queue behind libqos's back and kicks
+ * once, so the device takes them all in one turn.  The chains' status
+ * bytes go to @in_gpa + 64 * i.  Device-readable halves at @out_gpa + 256 * i.
+ */
+static void ctrl_chains(QVrdmaDev *d, unsigned n, const uint8_t *const *out,
+                        const size_t *out_len, const size_t *in_len,
+                        uint64_t out_gpa, uint64_t in_gpa)
+{
+    QVirtQueue *vq = d->r.ctrl;
+    uint16_t avail = qtest_readw(d->qts, vq->avail + 2);
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        uint64_t desc = vq->desc + 16ull * 2 * i;
+
+        g_assert_cmpuint(out_len[i], <=, 256);
+        qtest_memwrite(d->qts, out_gpa + 256 * i, out[i], out_len[i]);
+        qtest_memset(d->qts, in_gpa + 64 * i, 0xff, 64);
+        qtest_writeq(d->qts, desc, out_gpa + 256 * i);
+        qtest_writel(d->qts, desc + 8, out_len[i]);
+        qtest_writew(d->qts, desc + 12, in_len[i] ? VRING_DESC_F_NEXT : 0);
+        qtest_writew(d->qts, desc + 14, 2 * i + 1);
+        qtest_writeq(d->qts, desc + 16, in_gpa + 64 * i);
+        qtest_writel(d->qts, desc + 24, in_len[i]);
+        qtest_writew(d->qts, desc + 28, VRING_DESC_F_WRITE);
+        qtest_writew(d->qts, desc + 30, 0);
+        qtest_writew(d->qts, vq->avail + 4 + 2 * ((avail + i) % vq->size),
+                     2 * i);
+    }
+    qtest_writew(d->qts, vq->avail + 2, avail + n);
+    d->vpci->vdev.bus->virtqueue_kick(&d->vpci->vdev, vq);
+}
+
+/*
+ * REQ_NOTIFY_CQ is answered only once every completion the CQ got before
+ * the arm is in the CQ's ring: a driver that arms and then checks the ring
+ * (IB_CQ_REPORT_MISSED_EVENTS) would otherwise miss a completion that the
+ * arm does not signal.  One kick carries MODIFY_QP to ERR (which completes
+ * the QP's posted RECV as flushed), REQ_NOTIFY_CQ, and a chain without a
+ * status byte that breaks the device: the device stops right there, so
+ * the rings show what was in them when REQ_NOTIFY_CQ was answered.
+ * Before the fix the answer was there and the CQE was not (it waited for
+ * the data-path bottom half, which a broken device no longer runs).
+ */
+static void test_cq_arm_flushes(void)
+{
+    QVrdmaDev *d = qvrdma_dev_boot("user,id=n0", MAC_A, RDMA_OPTS);
+    QVrdmaCq *cq = qvrdma_dp_cq_create(d, 16);
+    struct virtio_rdma_cmd_modify_qp mq = { 0 };
+    struct virtio_rdma_cmd_req_notify rn = { 0 };
+    struct virtio_rdma_cq_req c;
+    uint8_t o_mq[1 + sizeof(mq)], o_rn[1 + sizeof(rn)];
+    uint8_t o_bad[1] = { VIRTIO_RDMA_CMD_CREATE_PD };
+    const uint8_t *out[] = { o_mq, o_rn, o_bad };
+    const size_t out_len[] = { sizeof(o_mq), sizeof(o_rn), sizeof(o_bad) };
+    const size_t in_len[] = { 1, 1, 0 };
+    uint64_t obuf = guest_alloc(&d->qs->alloc, 3 * 256);
+    uint64_t ibuf = guest_alloc(&d->qs->alloc, 3 * 64);
+    gint64 t0;
+    uint16_t used0;
+    QVrdmaQp *qp;
+    uint32_t pdn;
+
+    g_assert_cmpuint(qvrdma_create_pd(&d->r, &pdn), ==, 0);
+    qp = qvrdma_dp_qp_create(d, pdn, VIRTIO_RDMA_QPT_RC, cq, cq, 1,
+                             VIRTIO_RDMA_SIGNAL_ALL_WR);
+    qp_to_state(d, qp->qpn, VIRTIO_RDMA_QPS_INIT);
+    qvrdma_dp_post_recv(qp, 0xa1, NULL, 0);
+    used0 = qtest_readw(d->qts, d->r.ctrl->used + 2);
+    qvrdma_dp_assert_cq_empty(cq, QUIET_US);
+
+    mq.qpn = cpu_to_le32(qp->qpn);
+    mq.attr_mask = cpu_to_le32(VIRTIO_RDMA_QP_STATE);
+    mq.attrs.qp_state = cpu_to_le32(VIRTIO_RDMA_QPS_ERR);
+    o_mq[0] = VIRTIO_RDMA_CMD_MODIFY_QP;
+    memcpy(o_mq + 1, &mq, sizeof(mq));
+    rn.cqn = cpu_to_le32(cq->cqn);
+    rn.flags = cpu_to_le32(VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
+    o_rn[0] = VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ;
+    memcpy(o_rn + 1, &rn, sizeof(rn));
+    t0 = g_get_monotonic_time();
+    ctrl_chains(d, 3, out, out_len, in_len, obuf, ibuf);
+
+    while (!(qvrdma_status(&d->r) & VIRTIO_CONFIG_S_NEEDS_RESET)) {
+        g_assert_cmpint(g_get_monotonic_time() - t0, <, QVRDMA_DP_TIMEOUT_US);
+        g_usleep(1000);
+    }
+    g_assert_cmpuint(qtest_readw(d->qts, d->r.ctrl->used + 2), ==,
+                     (uint16_t)(used0 + 2));
+    g_assert_cmpuint(qtest_readb(d->qts, ibuf), ==, VIRTIO_RDMA_OK);
+    g_assert_cmpuint(qtest_readb(d->qts, ibuf + 64), ==, VIRTIO_RDMA_OK);
+    /* The flushed RECV is in the CQ's ring: the arm's answer came after it. */
+    g_assert_cmpuint(qvrdma_dp_cq_pending(cq), ==, 1);
+    g_assert_true(qvrdma_dp_poll_cq(cq, &c, 0));
+    g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0xa1);
+    g_assert_cmpuint(le32_to_cpu(c.status), ==, VIRTIO_RDMA_WC_WR_FLUSH_ERR);
+    qvrdma_dp_qp_free(qp);
+    qvrdma_dp_cq_free(cq);
+    qvrdma_dev_quit(d);
+}
+
 /* ---- registration ---------------------------------------------------------------- */
 
 /*
@@ -1734,6 +1838,8 @@ static const DpTest dp_tests[] = {
     { "cq-arm/next", wrap_void, test_cq_arm_next, NULL },
     { "cq-arm/solicited", wrap_void, test_cq_arm_solicited, NULL },
     { "qp/destroy-discards-pending", wrap_void, test_qp_destroy_discards,
+      NULL },
+    { "cq-arm/answered-after-earlier-cqes", wrap_void, test_cq_arm_flushes,
       NULL },
 };
 

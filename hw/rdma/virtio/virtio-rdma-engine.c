@@ -606,6 +606,50 @@ void virtio_rdma_engine_flush(VirtIORdma *r)
 }
 
 /*
+ * REQ_NOTIFY_CQ on @cqn succeeded (main loop, core_lock not held): the
+ * CQ's completions staged before the arm are written now, before the
+ * command is answered, so a driver that arms and then looks at the CQ's
+ * ring (IB_CQ_REPORT_MISSED_EVENTS) finds every completion the arm will
+ * not signal.  Later ones find the CQ armed.  The scan runs only when the
+ * CQ has staged completions and is bounded by the list (max_cq x cq_cap).
+ */
+void virtio_rdma_engine_cq_flush(VirtIORdma *r, uint32_t cqn)
+{
+    VirtIORdmaStage *s = r->stage;
+    VrdmaCqeList l = QTAILQ_HEAD_INITIALIZER(l);
+    VrdmaStagedCqe *c, *next;
+
+    assert(bql_locked());
+    if (cqn >= s->max_cq) {
+        return;
+    }
+    WITH_QEMU_LOCK_GUARD(&s->lock) {
+        if (!s->cq_staged[cqn]) {
+            break;
+        }
+        QTAILQ_FOREACH_SAFE(c, &s->cq, next, next) {
+            if (!c->interrupt && c->cqn == cqn) {
+                QTAILQ_REMOVE(&s->cq, c, next);
+                QTAILQ_INSERT_TAIL(&l, c, next);
+                s->cq_staged[cqn]--;
+            }
+        }
+    }
+    if (QTAILQ_EMPTY(&l)) {
+        return;
+    }
+    QTAILQ_FOREACH(c, &l, next) {
+        virtio_rdma_engine_deliver(r, c);
+    }
+    WITH_QEMU_LOCK_GUARD(&s->lock) {
+        while ((c = QTAILQ_FIRST(&l))) {
+            QTAILQ_REMOVE(&l, c, next);
+            QTAILQ_INSERT_TAIL(&s->spare, c, next);
+        }
+    }
+}
+
+/*
  * DESTROY_QP (main loop, core_lock not held): the completions of the QP
  * instance @qp_token that still wait for dp_bh are dropped, so none of the
  * destroyed QP's completions reaches a CQ after the command.  The list is

@@ -227,6 +227,11 @@ static bool virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
                   MIN(before, vrdma_core_mapped_pages(r->core));
     }
     trace_virtio_rdma_ctrl_cmd(vrdma_cmd_name(req[0]), status, rsp_len);
+    if (status == VIRTIO_RDMA_OK && req[0] == VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ &&
+        req_len == 1 + sizeof(struct virtio_rdma_cmd_req_notify)) {
+        /* Answered only once every earlier completion is in the CQ's ring. */
+        virtio_rdma_engine_cq_flush(r, ldl_le_p(req + 1));
+    }
     if (destroy_qp && status == VIRTIO_RDMA_OK) {
         /*
          * Before the answer, so before any CREATE_QP can take the queue

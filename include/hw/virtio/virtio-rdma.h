@@ -112,6 +112,8 @@ void virtio_rdma_engine_reset(VirtIORdma *r);
 bool virtio_rdma_engine_rx(VirtIORdma *r, const struct iovec *iov, int iovcnt,
                            size_t offset, size_t size);
 void virtio_rdma_engine_flush(VirtIORdma *r);
+/* REQ_NOTIFY_CQ on @cqn succeeded: its staged completions are written now. */
+void virtio_rdma_engine_cq_flush(VirtIORdma *r, uint32_t cqn);
 /* DESTROY_QP of the instance @qp_token (vrdma_core_qp_token) succeeded. */
 void virtio_rdma_engine_qp_destroyed(VirtIORdma *r, uint32_t qp_token);
 void virtio_rdma_engine_stats(VirtIORdma *r, VirtIORdmaStageStats *st);

@@ -122,7 +122,7 @@ for kver in "${kvers[@]}"; do
         echo "build-guest: virtio_rdma.ko failed to build for $kver" >&2
         exit 1
     fi
-    # Debian's kbuild compiles with -g: the guest gets the module without
-    # its DWARF (70-100 KiB instead of 3.5-4 MiB); src/virtio_rdma.ko keeps it for addr2line.
+    # Debian's kbuild compiles with -g: the guest gets the module without its
+    # DWARF (70-100 KiB, not 3.5-4 MiB); src/virtio_rdma.ko keeps it.
     strip --strip-debug -o "$out/$kver/virtio_rdma.ko" "$src/virtio_rdma.ko"
 done

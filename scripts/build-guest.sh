@@ -7,7 +7,7 @@
 # Provider: guest/rdma-core/providers/virtio_rdma is linked into Debian's
 # rdma-core source (scripts/fetch-rdma-core.sh) and built as one target of
 # it; out: build/guest/rdma-core/libvirtio_rdma-rdmav<PABI>.so and
-# virtio_rdma.driver (for /etc/libibverbs.d).
+# virtio_rdma.driver (for /etc/libibverbs.d).  Its post_test runs here.
 # Module: guest/linux/drivers/infiniband/hw/virtio_rdma is copied to
 # build/guest/<KVER>/src and built there with kbuild against
 # /usr/src/linux-headers-<KVER>; out: build/guest/<KVER>/virtio_rdma.ko
@@ -55,7 +55,10 @@ if [ ! -f "$rcb/build.ninja" ] || [ "$(cat "$rcb/.virtio-rdma-config" 2>/dev/nul
 fi
 target=virtio_rdma-rdmav$pabi
 echo "build-guest: provider ($target)"
-ninja -C "$rcb" -j"$JOBS" "$target" >"$rcb/ninja.log" 2>&1 || { cat "$rcb/ninja.log" >&2; exit 1; }
+ninja -C "$rcb" -j"$JOBS" "$target" virtio_rdma_post_test >"$rcb/ninja.log" 2>&1 ||
+    { cat "$rcb/ninja.log" >&2; exit 1; }
+# Host-side test of the provider's post list splitting (no device needed).
+"$rcb/providers/virtio_rdma/virtio_rdma_post_test"
 mkdir -p "$out/rdma-core"
 so=$out/rdma-core/lib$target.so
 cp "$rcb/lib/lib$target.so" "$so"

@@ -36,12 +36,14 @@ installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok instal
 # linux-image-amd64 points at (the lab kernel) and bookworm-backports' 6.12.
 # The 6.12 headers package pulls in its kernel image; harmless on a build host.
 kernel_headers() {
-    local rel kpkg
-    for rel in "" bookworm-backports; do
-        kpkg=$(timeout 60 apt-cache depends ${rel:+-t "$rel"} linux-image-amd64 2>/dev/null |
+    local rel kpkg t
+    for rel in bookworm bookworm-backports; do
+        t=()
+        [ $rel = bookworm ] || t=(-t "$rel")
+        kpkg=$(timeout 60 apt-cache depends "${t[@]}" linux-image-amd64 2>/dev/null |
                awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
-        [ -n "$kpkg" ] && echo "linux-headers-${kpkg#linux-image-}"
-    done | sort -u
+        [ -n "$kpkg" ] && echo "$rel linux-headers-${kpkg#linux-image-}"
+    done
 }
 
 missing=()
@@ -52,7 +54,7 @@ mapfile -t kheaders < <(kernel_headers)
 kheaders_ok=1
 [ ${#kheaders[@]} = 2 ] || kheaders_ok=0
 for p in "${kheaders[@]}"; do
-    installed "$p" || kheaders_ok=0
+    installed "${p#* }" || kheaders_ok=0
 done
 # rdma-core's source of the installed libibverbs1 (scripts/fetch-rdma-core.sh)
 # needs the bookworm deb-src line.  (grep without -q: with pipefail, -q quitting
@@ -86,12 +88,12 @@ if [ ${#missing[@]} -gt 0 ] || [ $meson_ok = 0 ] || [ $kheaders_ok = 0 ] || [ $r
              "linux-image-amd64 in bookworm and bookworm-backports (got: ${kheaders[*]:-none})" >&2
         exit 1
     fi
-    kmissing=()
     for p in "${kheaders[@]}"; do
-        installed "$p" || kmissing+=("$p")
+        rel=${p%% *} p=${p#* }
+        installed "$p" && continue
+        echo "deps: installing $p from $rel"
+        t=()
+        [ $rel = bookworm ] || t=(-t "$rel")
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${t[@]}" "$p" >/dev/null
     done
-    if [ ${#kmissing[@]} -gt 0 ]; then
-        echo "deps: installing ${kmissing[*]}"
-        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${kmissing[@]}" >/dev/null
-    fi
 fi

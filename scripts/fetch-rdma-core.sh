@@ -10,7 +10,12 @@
 # deb-src index lists whose private ABI (IBVERBS_PRIVATE_<PABI>) is the
 # installed library's, checked against the index's SHA-256.
 # scripts/build-guest.sh then checks that the provider imports only symbols
-# the installed library exports.
+# the installed library exports.  For bookworm's 44.0-2 that is trixie's
+# 56.1: both export the same public symbols, and the installed library's
+# verbs_set_ops() reads 76 op slots, as 56.1's verbs_context_ops has, at the
+# offsets 56.1 gives poll_cq, post_send, post_recv, req_notify_cq,
+# query_device_ex, create_qp_ex and alloc_td (checked 2026-11-24 by
+# disassembly).
 # Idempotent: does nothing when a source for this libibverbs1 is unpacked.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)

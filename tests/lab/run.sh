@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The lab tier: unmodified rdma-core / perftest tools on Debian's kernel rxe
-# (TCG guests) against each other and against our virtio-rdma device.
-#   tests/lab/run.sh [PART...]     PART: baseline interop capture (default: all)
+# (TCG guests) against each other and against our virtio-rdma device, and
+# guests on our device through our driver (virtio_rdma.ko + provider).
+#   tests/lab/run.sh [PART...]     PART: baseline interop driver
+#                                  (default: baseline interop)
+#   LAB_KERNEL=6.12 tests/lab/run.sh ...   the guests on Debian's 6.12 kernel
+#                                  (tests/lab/setup.sh with the same LAB_KERNEL)
 # Ends with "lab: N passed, N failed"; exit status non-zero on any failure.
 # Results under build/lab/results/<time>/ (report.txt: the figures).
 set -uo pipefail
@@ -10,6 +14,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/lab/tools.sh"
 . "$top/tests/lab/baseline.sh"
 . "$top/tests/lab/interop.sh"
+. "$top/tests/lab/driver.sh"
 
 passed=0 failed=0
 lab_result() { # RESULT NAME DETAILS
@@ -21,13 +26,19 @@ lab_result() { # RESULT NAME DETAILS
 RES=${LAB_RESULTS:-$LAB/results/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$RES"; : > "$RES/results.txt"
 lab_check_prereqs
+LAB_SOCKDIR=$(mktemp -d /tmp/lab-qmp.XXXXXX)
+trap 'rm -rf "$LAB_SOCKDIR"' EXIT
+echo "lab: guest kernel $LAB_KVER ($LAB)"
 parts=${*:-baseline interop}
 for p in $parts; do
+    t0=$(date +%s)
     case $p in
     baseline) lab_baseline "$RES/baseline" ;;
     interop)  lab_interop "$RES/interop" ;;
+    driver)   lab_driver "$RES/driver" ;;
     *) lab_die "unknown part $p" ;;
     esac
+    echo "lab: part $p took $(( $(date +%s) - t0 )) s" | tee -a "$RES/timings.txt"
 done
 python3 "$top/tests/lab/report.py" "$RES/results.txt" > "$RES/report.txt" 2>&1
 echo; cat "$RES/report.txt"; echo "(results: $RES)"

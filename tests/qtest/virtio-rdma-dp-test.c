@@ -76,6 +76,12 @@ typedef struct Side {
     bool dead;                  /* its QEMU was killed */
 } Side;
 
+/*
+ * Device features the tests' devices negotiate (the wire-qpn/ runs set
+ * VIRTIO_RDMA_F_WIRE_QPN: peers then address each QP by its wire QPN).
+ */
+static uint64_t dp_features;
+
 static void side_init(Side *s, const char *name, QVrdmaDev *d, bool own_dev,
                       uint64_t va, uint32_t sq_psn)
 {
@@ -100,6 +106,13 @@ static void side_init(Side *s, const char *name, QVrdmaDev *d, bool own_dev,
     /* Only WRs with SIGNALED complete when successful (as ULPs use it). */
     s->qp = qvrdma_dp_qp_create(d, s->pdn, VIRTIO_RDMA_QPT_RC, s->cq, s->cq,
                                 4, VIRTIO_RDMA_SIGNAL_REQ_WR);
+    if (dp_features & (1ull << VIRTIO_RDMA_F_WIRE_QPN)) {
+        /* 24 random bits: equal to a queue index below 16 once in 2^20. */
+        g_assert_cmpuint(s->qp->wire_qpn, >=, 16);
+        g_assert_cmpuint(s->qp->wire_qpn, <, 0xffffff);
+    } else {
+        g_assert_cmpuint(s->qp->wire_qpn, ==, s->qp->qpn);
+    }
 
     qvrdma_pt_build(&d->r, &s->pt, MR_PAGES, NULL);
     st = qvrdma_reg_user_mr(&d->r, s->pdn, access, va, MR_LEN, va, s->pt.l1,
@@ -317,7 +330,8 @@ static void expect_sq_ok(Side *s, QVrdmaQp *qp, const char *what,
 {
     Expect e = {
         .wr_id = wr_id, .status = VIRTIO_RDMA_WC_SUCCESS, .opcode = opcode,
-        .byte_len = ANY, .qp_num = qp->qpn, .src_qp = ANY, .wc_flags = ANY,
+        .byte_len = ANY, .qp_num = qp->wire_qpn, .src_qp = ANY,
+        .wc_flags = ANY,
     };
 
     expect_cqe(s, what, &e);
@@ -341,7 +355,7 @@ static void rc_connect_one(Side *s, Side *peer, uint8_t timeout,
                            uint8_t retry_cnt)
 {
     QVrdmaPath p = {
-        .dest_qpn = peer->qp->qpn,
+        .dest_qpn = peer->qp->wire_qpn,
         .sgid_index = 0,
         .rq_psn = peer->sq_psn,
         .sq_psn = s->sq_psn,
@@ -370,7 +384,8 @@ static void rc_connect(Side *a, Side *b, uint8_t timeout, uint8_t retry_cnt)
  */
 static QVrdmaDev *loopback_boot(Side *a, Side *b, uint32_t a_sq_psn)
 {
-    QVrdmaDev *d = qvrdma_dev_boot("user,id=n0", MAC_A, RDMA_OPTS);
+    QVrdmaDev *d = qvrdma_dev_boot_features("user,id=n0", MAC_A, RDMA_OPTS,
+                                            dp_features);
 
     side_init(a, "A", d, true, VA_A, a_sq_psn);
     side_init(b, "B", d, false, VA_B, 0xabcde);
@@ -408,8 +423,8 @@ static void wire_setup(Side *a, Side *b, uint8_t timeout, uint8_t retry_cnt)
     qvrdma_free_udp_ports(&pa, &pb);
     na = qvrdma_dgram_netdev(pa, pb);
     nb = qvrdma_dgram_netdev(pb, pa);
-    da = qvrdma_dev_boot(na, MAC_A, RDMA_OPTS);
-    db = qvrdma_dev_boot(nb, MAC_B, RDMA_OPTS);
+    da = qvrdma_dev_boot_features(na, MAC_A, RDMA_OPTS, dp_features);
+    db = qvrdma_dev_boot_features(nb, MAC_B, RDMA_OPTS, dp_features);
 
     side_init(a, "A", da, true, VA_A, 0x100);
     side_init(b, "B", db, true, VA_B, 0xabcde);
@@ -491,7 +506,7 @@ static void check_rc_attr(Side *s, Side *peer, uint8_t timeout,
 
     g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
     g_assert_cmpuint(at.qp_state, ==, VIRTIO_RDMA_QPS_RTS);
-    g_assert_cmpuint(at.dest_qp_num, ==, peer->qp->qpn);
+    g_assert_cmpuint(at.dest_qp_num, ==, peer->qp->wire_qpn);
     g_assert_cmphex(at.rq_psn, ==, peer->sq_psn);
     g_assert_cmphex(at.sq_psn, ==, s->sq_psn);
     g_assert_cmpuint(at.path_mtu, ==, VIRTIO_RDMA_MTU_1024);
@@ -582,7 +597,7 @@ static void op_send(Side *s, Side *t, uint32_t len, bool with_imm,
     Expect e = {
         .wr_id = wr_id + 1, .status = VIRTIO_RDMA_WC_SUCCESS,
         .opcode = VIRTIO_RDMA_WC_RECV, .byte_len = len, .ex = imm,
-        .qp_num = t->qp->qpn, .src_qp = ANY,
+        .qp_num = t->qp->wire_qpn, .src_qp = ANY,
         .wc_flags = with_imm ? VIRTIO_RDMA_WC_WITH_IMM : 0,
     };
 
@@ -627,7 +642,7 @@ static void op_write(Side *s, Side *t, uint32_t len, bool with_imm,
     Expect e = {
         .wr_id = wr_id + 1, .status = VIRTIO_RDMA_WC_SUCCESS,
         .opcode = VIRTIO_RDMA_WC_RECV_RDMA_WITH_IMM, .byte_len = len,
-        .ex = imm, .qp_num = t->qp->qpn, .src_qp = ANY,
+        .ex = imm, .qp_num = t->qp->wire_qpn, .src_qp = ANY,
         .wc_flags = VIRTIO_RDMA_WC_WITH_IMM,
     };
 
@@ -841,7 +856,7 @@ static void rc_pipeline(Side *a, Side *b)
         Expect e = {
             .wr_id = 0xf800 + i, .status = VIRTIO_RDMA_WC_SUCCESS,
             .opcode = VIRTIO_RDMA_WC_RECV, .byte_len = 100 + i * 13,
-            .qp_num = b->qp->qpn, .src_qp = ANY, .wc_flags = 0,
+            .qp_num = b->qp->wire_qpn, .src_qp = ANY, .wc_flags = 0,
         };
 
         expect_cqe(b, "pipelined RECV", &e);
@@ -902,7 +917,7 @@ static void test_loopback_unsignaled(void)
         Expect e = {
             .wr_id = i ? 0xb011 : 0xb001, .status = VIRTIO_RDMA_WC_SUCCESS,
             .opcode = VIRTIO_RDMA_WC_RECV, .byte_len = 100,
-            .qp_num = b.qp->qpn, .src_qp = ANY, .wc_flags = 0,
+            .qp_num = b.qp->wire_qpn, .src_qp = ANY, .wc_flags = 0,
         };
 
         expect_cqe(&b, i ? "second RECV" : "first RECV", &e);
@@ -945,7 +960,7 @@ static void expect_qp_error(Side *s, const char *what, uint64_t next_wr_id)
     struct virtio_rdma_sge src = sge_of(s, 0, 8);
     struct virtio_rdma_sq_req wr = qvrdma_wr_send(next_wr_id);
     Expect e = expect_err(next_wr_id, VIRTIO_RDMA_WC_WR_FLUSH_ERR,
-                          s->qp->qpn);
+                          s->qp->wire_qpn);
 
     g_assert_cmpuint(qvrdma_dp_qp_state(s->d, s->qp), ==,
                      VIRTIO_RDMA_QPS_ERR);
@@ -966,7 +981,7 @@ static void test_loopback_rem_access(void)
     wr = qvrdma_wr_rdma(VIRTIO_RDMA_WR_RDMA_WRITE, 0xd000, b.va + 0x100,
                         b.mr.rkey ^ 0x80);  /* same MR index, wrong tag */
     qvrdma_dp_post_send(a.qp, &wr, &src, 1);
-    e = expect_err(0xd000, VIRTIO_RDMA_WC_REM_ACCESS_ERR, a.qp->qpn);
+    e = expect_err(0xd000, VIRTIO_RDMA_WC_REM_ACCESS_ERR, a.qp->wire_qpn);
     expect_cqe(&a, "WRITE with a bad rkey", &e);
     expect_qp_error(&a, "SEND after REM_ACCESS_ERR", 0xd010);
     side_check_mem(&b, "WRITE with a bad rkey");
@@ -990,7 +1005,7 @@ static void test_loopback_rem_bounds(void)
     wr = qvrdma_wr_rdma(VIRTIO_RDMA_WR_RDMA_READ, 0xd100,
                         b.va + MR_LEN - 32, b.mr.rkey);
     qvrdma_dp_post_send(a.qp, &wr, &dst, 1);
-    e = expect_err(0xd100, VIRTIO_RDMA_WC_REM_ACCESS_ERR, a.qp->qpn);
+    e = expect_err(0xd100, VIRTIO_RDMA_WC_REM_ACCESS_ERR, a.qp->wire_qpn);
     expect_cqe(&a, "READ past the remote MR", &e);
     expect_qp_error(&a, "SEND after REM_ACCESS_ERR", 0xd110);
     side_check_mem(&a, "READ past the remote MR");
@@ -1013,7 +1028,7 @@ static void test_loopback_loc_prot(void)
     src.lkey = cpu_to_le32(a.mr.lkey + 0x1000);     /* another MR index */
     wr = qvrdma_wr_send(0xd200);
     qvrdma_dp_post_send(a.qp, &wr, &src, 1);
-    e = expect_err(0xd200, VIRTIO_RDMA_WC_LOC_PROT_ERR, a.qp->qpn);
+    e = expect_err(0xd200, VIRTIO_RDMA_WC_LOC_PROT_ERR, a.qp->wire_qpn);
     expect_cqe(&a, "SEND with a bad lkey", &e);
     expect_qp_error(&a, "SEND after LOC_PROT_ERR", 0xd210);
     /* Nothing reached B: its receive is still posted, its memory intact. */
@@ -1042,7 +1057,7 @@ static void test_loopback_recv_too_small(void)
     src = sge_of(&a, 0, 100);
     wr = qvrdma_wr_send(0xd300);
     qvrdma_dp_post_send(a.qp, &wr, &src, 1);
-    e = expect_err(0xd300, VIRTIO_RDMA_WC_REM_INV_REQ_ERR, a.qp->qpn);
+    e = expect_err(0xd300, VIRTIO_RDMA_WC_REM_INV_REQ_ERR, a.qp->wire_qpn);
     expect_cqe(&a, "SEND longer than the receive buffer", &e);
 
     qvrdma_dp_wait_cqe(b.cq, &c);
@@ -1050,7 +1065,7 @@ static void test_loopback_recv_too_small(void)
     g_test_message("receiver's completion: %s",
                    qvrdma_wc_status_name(st));
     g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0xd301);
-    g_assert_cmpuint(le32_to_cpu(c.qp_num), ==, b.qp->qpn);
+    g_assert_cmpuint(le32_to_cpu(c.qp_num), ==, b.qp->wire_qpn);
     g_assert_cmpstr(qvrdma_wc_status_name(st), ==, "LOC_LEN_ERR");
     g_assert_cmpuint(qvrdma_dp_qp_state(b.d, b.qp), ==, VIRTIO_RDMA_QPS_ERR);
     expect_qp_error(&a, "SEND after REM_INV_REQ_ERR", 0xd310);
@@ -1104,7 +1119,7 @@ static void test_loopback_rnr(void)
                  VIRTIO_RDMA_WC_SEND);
     e = (Expect) {
         .wr_id = 0xe001, .status = VIRTIO_RDMA_WC_SUCCESS,
-        .opcode = VIRTIO_RDMA_WC_RECV, .byte_len = 48, .qp_num = b.qp->qpn,
+        .opcode = VIRTIO_RDMA_WC_RECV, .byte_len = 48, .qp_num = b.qp->wire_qpn,
         .src_qp = ANY, .wc_flags = 0,
     };
     expect_cqe(&b, "late receive", &e);
@@ -1120,7 +1135,7 @@ static void test_loopback_rnr(void)
     src = sge_of(&a, 0, 48);
     t0 = g_get_monotonic_time();
     qvrdma_dp_post_send(a.qp, &wr, &src, 1);
-    e = expect_err(0xe100, VIRTIO_RDMA_WC_RNR_RETRY_EXC_ERR, a.qp->qpn);
+    e = expect_err(0xe100, VIRTIO_RDMA_WC_RNR_RETRY_EXC_ERR, a.qp->wire_qpn);
     expect_cqe(&a, "SEND to a QP that never posts a receive", &e);
     /* Two waits of at least 5.12 ms happened first. */
     g_assert_cmpint(g_get_monotonic_time() - t0, >=, 2 * 5120);
@@ -1155,7 +1170,7 @@ static void test_loopback_wqe_malformed(void)
     /* RESET: refused at once, the QP stays in RESET. */
     wr = qvrdma_wr_send(0xf000);
     qvrdma_dp_post_send(a.qp, &wr, &src, 1);
-    e = expect_err(0xf000, VIRTIO_RDMA_WC_LOC_QP_OP_ERR, a.qp->qpn);
+    e = expect_err(0xf000, VIRTIO_RDMA_WC_LOC_QP_OP_ERR, a.qp->wire_qpn);
     expect_cqe(&a, "SEND on a QP in RESET", &e);
     g_assert_cmpuint(qvrdma_dp_qp_state(a.d, a.qp), ==,
                      VIRTIO_RDMA_QPS_RESET);
@@ -1169,7 +1184,7 @@ static void test_loopback_wqe_malformed(void)
     memcpy(raw, &wr, sizeof(wr));
     memcpy(raw + sizeof(wr), &src, sizeof(src));
     qvrdma_dp_post_raw(&a.qp->sq, raw, sizeof(wr) + sizeof(src));
-    e = expect_err(0xf020, VIRTIO_RDMA_WC_LOC_QP_OP_ERR, a.qp->qpn);
+    e = expect_err(0xf020, VIRTIO_RDMA_WC_LOC_QP_OP_ERR, a.qp->wire_qpn);
     expect_cqe(&a, "SEND with num_sge 2 and one SGE", &e);
     expect_qp_error(&a, "SEND after a malformed WQE", 0xf030);
 
@@ -1177,7 +1192,7 @@ static void test_loopback_wqe_malformed(void)
     wr = qvrdma_wr_send(0xf040);
     wr.opcode = 0x17;
     qvrdma_dp_post_send(b.qp, &wr, &src, 0);
-    e = expect_err(0xf040, VIRTIO_RDMA_WC_LOC_QP_OP_ERR, b.qp->qpn);
+    e = expect_err(0xf040, VIRTIO_RDMA_WC_LOC_QP_OP_ERR, b.qp->wire_qpn);
     expect_cqe(&b, "WQE with opcode 0x17", &e);
 
     /* A receive WQE with more SGEs than the QP's max_recv_sge (4). */
@@ -1193,7 +1208,7 @@ static void test_loopback_wqe_malformed(void)
         qvrdma_dp_post_raw(&a.qp->rq, raw, sizeof(rq) + 5 * sizeof(s5));
     }
     /* a is in ERR by now: its receive queue flushes. */
-    e = expect_err(0xf051, VIRTIO_RDMA_WC_WR_FLUSH_ERR, a.qp->qpn);
+    e = expect_err(0xf051, VIRTIO_RDMA_WC_WR_FLUSH_ERR, a.qp->wire_qpn);
     expect_cqe(&a, "5-SGE receive on a QP in ERR", &e);
 
     expect_quiet(&a, "malformed WQEs");
@@ -1258,12 +1273,12 @@ static void ud_send(Side *a, Side *b, uint8_t sgid_index,
     Expect e = {
         .wr_id = wr_id + 1, .status = VIRTIO_RDMA_WC_SUCCESS,
         .opcode = VIRTIO_RDMA_WC_RECV, .byte_len = 40 + len,
-        .qp_num = b->ud->qpn, .src_qp = a->ud->qpn,
+        .qp_num = b->ud->wire_qpn, .src_qp = a->ud->wire_qpn,
         .wc_flags = VIRTIO_RDMA_WC_GRH, .wc_flags_mask = ~0u,
     };
 
     qvrdma_dp_post_recv(b->ud, wr_id + 1, &dst, 1);
-    wr.wr.ud.remote_qpn = b->ud->qpn;
+    wr.wr.ud.remote_qpn = b->ud->wire_qpn;
     wr.wr.ud.remote_qkey = QKEY;
     wr.wr.ud.av.port = 1;
     wr.wr.ud.av.pdn = a->pdn;
@@ -1347,7 +1362,7 @@ static void test_wire_not_ours_first(void)
     qvrdma_gid_ipv4(other, 10, 0, 0, 99);
     src = sge_of(&a, 0x200, 64);
     wr = qvrdma_wr_send(0x7100);
-    wr.wr.ud.remote_qpn = b.ud->qpn;
+    wr.wr.ud.remote_qpn = b.ud->wire_qpn;
     wr.wr.ud.remote_qkey = QKEY;
     wr.wr.ud.av.port = 1;
     wr.wr.ud.av.pdn = a.pdn;
@@ -1405,7 +1420,7 @@ static void test_wire_peer_gone(void)
 
     e = (Expect) {
         .wr_id = 0x8010, .status = VIRTIO_RDMA_WC_RETRY_EXC_ERR,
-        .opcode = ANY, .byte_len = ANY, .qp_num = a.qp->qpn, .src_qp = ANY,
+        .opcode = ANY, .byte_len = ANY, .qp_num = a.qp->wire_qpn, .src_qp = ANY,
         .wc_flags = ANY,
     };
     expect_cqe(&a, "SEND to a dead peer", &e);
@@ -1433,7 +1448,7 @@ static void test_wire_peer_gone(void)
         e = (Expect) {
             .wr_id = le64_to_cpu(c[i].wr_id) == 0x8020 ? 0x8020 : 0x80f0,
             .status = VIRTIO_RDMA_WC_WR_FLUSH_ERR, .opcode = ANY,
-            .byte_len = ANY, .qp_num = a.qp->qpn, .src_qp = ANY,
+            .byte_len = ANY, .qp_num = a.qp->wire_qpn, .src_qp = ANY,
             .wc_flags = ANY,
         };
         cqe_check("flush after RETRY_EXC_ERR", &c[i], &e);
@@ -1529,7 +1544,7 @@ static void test_cq_arm_next(void)
         Expect e = {
             .wr_id = 0x9901, .status = VIRTIO_RDMA_WC_SUCCESS,
             .opcode = VIRTIO_RDMA_WC_RECV, .byte_len = 32,
-            .qp_num = b.qp->qpn, .src_qp = ANY, .wc_flags = 0,
+            .qp_num = b.qp->wire_qpn, .src_qp = ANY, .wc_flags = 0,
         };
         expect_cqe(&b, "B RECV", &e);
     }
@@ -1843,6 +1858,32 @@ static const DpTest dp_tests[] = {
       NULL },
 };
 
+/*
+ * The same tests with VIRTIO_RDMA_F_WIRE_QPN negotiated on every device:
+ * QPs keep their queue index for commands and virtqueues, and are
+ * addressed by a random wire QPN (dest_qp_num, UD remote_qpn, CQE qp_num
+ * and src_qp), in loopback and across a wire.
+ */
+static const DpTest dp_wire_qpn_tests[] = {
+    { "wire-qpn/loopback/rc-send", run_loopback, rc_send, NULL },
+    { "wire-qpn/loopback/rc-read", run_loopback, rc_read, NULL },
+    { "wire-qpn/loopback/rc-rem-access-err", wrap_void,
+      test_loopback_rem_access, NULL },
+    { "wire-qpn/loopback/rc-rnr", wrap_void, test_loopback_rnr, NULL },
+    { "wire-qpn/wire/rc-write-imm", run_wire, rc_write_imm, NULL },
+    { "wire-qpn/wire/ud-send-ipv4", test_wire_ud, GINT_TO_POINTER(0), NULL },
+    { "wire-qpn/wire/ud-send-ipv6", test_wire_ud, GINT_TO_POINTER(1), NULL },
+};
+
+static void run_dp_wire_qpn_test(const void *opaque)
+{
+    const DpTest *t = opaque;
+
+    dp_features = 1ull << VIRTIO_RDMA_F_WIRE_QPN;
+    t->fn(t->data);
+    dp_features = 0;
+}
+
 static void run_dp_test(const void *opaque)
 {
     const DpTest *t = opaque;
@@ -1864,6 +1905,13 @@ int main(int argc, char **argv)
                                                 dp_tests[i].path);
 
         qtest_add_data_func(path, &dp_tests[i], run_dp_test);
+    }
+    for (i = 0; i < ARRAY_SIZE(dp_wire_qpn_tests); i++) {
+        g_autofree char *path = g_strdup_printf("/virtio-rdma-dp/%s",
+                                                dp_wire_qpn_tests[i].path);
+
+        qtest_add_data_func(path, &dp_wire_qpn_tests[i],
+                            run_dp_wire_qpn_test);
     }
     return g_test_run();
 }

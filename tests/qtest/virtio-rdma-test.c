@@ -298,6 +298,7 @@ static void test_config(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_true(f & (1ull << VIRTIO_F_VERSION_1));
     g_assert_true(f & (1ull << VIRTIO_RING_F_INDIRECT_DESC));
     g_assert_false(f & (1ull << VIRTIO_RING_F_EVENT_IDX));
+    g_assert_true(f & (1ull << VIRTIO_RDMA_F_WIRE_QPN));
 
     qvrdma_read_config(r, &cfg);
     g_assert_cmpuint(le32_to_cpu(cfg.phys_port_cnt), ==, 1);
@@ -1780,6 +1781,65 @@ static void test_props(void *obj, void *data, QGuestAllocator *alloc)
     test_gid_event(obj, (void *)PROPS_NETDEV, alloc);
 }
 
+/* ---- device features ---------------------------------------------------------- */
+
+/*
+ * VIRTIO_RDMA_F_WIRE_QPN: CREATE_QP answers 8 bytes (queue index, wire
+ * QPN) when it was negotiated and 4 when not; the GSI QP is wire QPN 1,
+ * the others random 24-bit numbers; commands keep naming the queue index.
+ */
+static void test_wire_qpn(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QVirtioRdma *r = obj;
+    struct virtio_rdma_cmd_create_qp req;
+    struct virtio_rdma_qp_attr attr;
+    uint32_t pdn, cqn, qpn, wire, gsi, gsi_wire;
+
+    qvrdma_renegotiate(r, 1ull << VIRTIO_RDMA_F_WIRE_QPN);
+    g_assert_true(qvrdma_has_feature(r, VIRTIO_RDMA_F_WIRE_QPN));
+    pdn = make_pd(r);
+    cqn = make_cq(r, 16);
+    req = qvrdma_qp_req(pdn, VIRTIO_RDMA_QPT_GSI, cqn);
+    MUST(qvrdma_create_qp_wire(r, &req, &gsi, &gsi_wire));
+    g_assert_cmpuint(gsi, ==, 1);
+    g_assert_cmpuint(gsi_wire, ==, 1);
+    req = qvrdma_qp_req(pdn, VIRTIO_RDMA_QPT_RC, cqn);
+    MUST(qvrdma_create_qp_wire(r, &req, &qpn, &wire));
+    g_assert_cmpuint(qpn, <, DEF_MAX_QP);
+    g_assert_cmpuint(wire, >=, 2);
+    g_assert_cmpuint(wire, <, 0xffffff);
+    g_assert_cmpuint(wire, !=, qpn);
+    MUST(qvrdma_query_qp(r, qpn, 0, &attr));
+    g_assert_cmpuint(le32_to_cpu(attr.qp_state), ==, VIRTIO_RDMA_QPS_RESET);
+    /* Room for the queue index only: refused, nothing created. */
+    g_assert_cmpuint(qvrdma_cmd(r, VIRTIO_RDMA_CMD_CREATE_QP, &req,
+                                sizeof(req), &qpn, 4), ==,
+                     VIRTIO_RDMA_EINVAL);
+    assert_objects(r->qts, 1, 1, 2, 0, 0);
+    MUST(qvrdma_destroy_qp(r, qpn));
+    MUST(qvrdma_destroy_qp(r, gsi));
+
+    /* Not negotiated (a reset forgets it): 4 bytes, wire = queue index. */
+    qvrdma_renegotiate(r, 0);
+    g_assert_false(qvrdma_has_feature(r, VIRTIO_RDMA_F_WIRE_QPN));
+    pdn = make_pd(r);
+    cqn = make_cq(r, 16);
+    req = qvrdma_qp_req(pdn, VIRTIO_RDMA_QPT_RC, cqn);
+    MUST(qvrdma_create_qp_wire(r, &req, &qpn, &wire));
+    g_assert_cmpuint(wire, ==, qpn);
+}
+
+/* wire-qpn=off: the feature is not offered. */
+static void test_features_off(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QVirtioRdma *r = obj;
+    uint64_t f = qvirtio_get_features(r->vdev);
+
+    g_assert_false(f & (1ull << VIRTIO_RDMA_F_WIRE_QPN));
+    qvrdma_renegotiate(r, 1ull << VIRTIO_RDMA_F_WIRE_QPN);
+    g_assert_false(qvrdma_has_feature(r, VIRTIO_RDMA_F_WIRE_QPN));
+}
+
 /* ---- command lines QEMU must refuse ---------------------------------------- */
 
 /*
@@ -1934,6 +1994,7 @@ static void test_device_help(void *obj, void *data, QGuestAllocator *alloc)
     static const char *const props[] = {
         "max-qp", "max-cq", "max-mr", "max-pd", "max-ah", "max-sge",
         "max-mr-size", "queue-size", "node-guid", "netdev", "iothread",
+        "wire-qpn",
     };
     g_autofree char *out = NULL;
     g_autofree char *err = NULL;
@@ -1968,6 +2029,9 @@ static void register_virtio_rdma_test(void)
         .edge.extra_device_opts = "iothread=qio0 -object iothread,id=qio0",
         .arg = (void *)"iothread",
     };
+    QOSGraphTestOptions features_off = {
+        .edge.extra_device_opts = "wire-qpn=off",
+    };
     QOSGraphTestOptions props = {
         .edge.extra_device_opts = "node-guid=" PROPS_GUID
                                   ",netdev=" PROPS_NETDEV,
@@ -2001,6 +2065,9 @@ static void register_virtio_rdma_test(void)
     qos_add_test("props", "virtio-rdma", test_props, &props);
     qos_add_test("realize-errors", "virtio-rdma", test_realize_errors, NULL);
     qos_add_test("device-help", "virtio-rdma", test_device_help, NULL);
+    qos_add_test("wire-qpn", "virtio-rdma", test_wire_qpn, NULL);
+    qos_add_test("features-off", "virtio-rdma", test_features_off,
+                 &features_off);
 }
 
 libqos_init(register_virtio_rdma_test);

@@ -390,9 +390,20 @@ uint32_t Node::create_qp(uint32_t pdn, uint8_t type, uint32_t scq,
     r.max_recv_wr = dp_limits().queue_size;
     r.max_recv_sge = max_sge;
     r.recv_cqn = rcq;
-    virtio_rdma_rsp_create_qp rsp{};
+    virtio_rdma_rsp_create_qp_wire rsp{};
     EXPECT_EQ(ctrl(VIRTIO_RDMA_CMD_CREATE_QP, r, &rsp), VIRTIO_RDMA_OK);
+    if (features & (1ull << VIRTIO_RDMA_F_WIRE_QPN)) {
+        wires[rsp.qpn] = rsp.wire_qpn;
+    } else {
+        wires.erase(rsp.qpn);
+    }
     return rsp.qpn;
+}
+
+void Node::set_features(uint64_t f)
+{
+    features = f;
+    vrdma_core_set_features(core, f);
 }
 
 uint8_t Node::destroy_qp(uint32_t qpn)
@@ -706,7 +717,7 @@ void DpTest::connect_pair(Node &x, uint32_t qx, Node &y, uint32_t qy,
               VIRTIO_RDMA_OK);
     a.qp_state = VIRTIO_RDMA_QPS_RTR;
     a.path_mtu = conn.mtu;
-    a.dest_qp_num = qy;
+    a.dest_qp_num = y.wire_qpn(qy);
     a.rq_psn = x_is_a ? conn.psn_b : conn.psn_a;
     a.max_dest_rd_atomic = conn.max_dest_rd_atomic;
     a.min_rnr_timer = conn.min_rnr_timer;

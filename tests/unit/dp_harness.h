@@ -198,6 +198,15 @@ public:
     uint32_t create_qp(uint32_t pdn, uint8_t type, uint32_t scq, uint32_t rcq,
                        uint32_t max_sge = 4, uint8_t sig = VIRTIO_RDMA_SIGNAL_REQ_WR);
     uint8_t destroy_qp(uint32_t qpn);
+    /* Negotiated device features (vrdma_core_set_features). */
+    void set_features(uint64_t f);
+    /* What peers address QP @qpn by: its wire QPN (the queue index without
+     * VIRTIO_RDMA_F_WIRE_QPN). */
+    uint32_t wire_qpn(uint32_t qpn) const
+    {
+        const auto it = wires.find(qpn);
+        return it == wires.end() ? qpn : it->second;
+    }
     uint8_t modify(uint32_t qpn, uint32_t mask, const virtio_rdma_qp_attr &a);
     uint8_t to_state(uint32_t qpn, uint32_t state);
     uint32_t qp_state(uint32_t qpn);
@@ -232,6 +241,8 @@ public:
     VrdmaCore *core = nullptr;
 
     std::map<uint32_t, std::deque<virtio_rdma_cq_req>> cqes;
+    uint64_t features = 0;
+    std::map<uint32_t, uint32_t> wires; /* queue index -> wire QPN */
     /* Every CQE pushed is counted; with keep_cqes false, not kept. */
     bool keep_cqes = true;
     uint64_t cqe_count = 0;

@@ -286,7 +286,7 @@ static int virtio_rdma_engine_cq_push(void *opaque, uint32_t cqn,
     if (cqn >= s->max_cq) {
         return -1;
     }
-    token = vrdma_core_qp_token(r->core, le32_to_cpu(cqe->qp_num));
+    token = vrdma_core_cqe_qp_token(r->core, le32_to_cpu(cqe->qp_num));
     WITH_QEMU_LOCK_GUARD(&s->lock) {
         if (s->cq_staged[cqn] >= s->cq_cap) {
             s->st.cq_full++;

@@ -405,9 +405,25 @@ static void virtio_rdma_get_config(VirtIODevice *vdev, uint8_t *config)
 static uint64_t virtio_rdma_get_features(VirtIODevice *vdev, uint64_t features,
                                          Error **errp)
 {
+    VirtIORdma *r = VIRTIO_RDMA(vdev);
+
     /* The userspace provider only understands VRING_USED_F_NO_NOTIFY. */
     virtio_clear_feature(&features, VIRTIO_RING_F_EVENT_IDX);
-    return features;
+    return features | r->host_features;
+}
+
+/* From feature negotiation, and with 0 after every reset. */
+static void virtio_rdma_set_features(VirtIODevice *vdev, uint64_t features)
+{
+    VirtIORdma *r = VIRTIO_RDMA(vdev);
+
+    trace_virtio_rdma_set_features(features);
+    if (!r->core) {
+        return;
+    }
+    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+        vrdma_core_set_features(r->core, features);
+    }
 }
 
 static void virtio_rdma_reset(VirtIODevice *vdev)
@@ -652,6 +668,8 @@ static const Property virtio_rdma_properties[] = {
                        VIRTIO_RDMA_MAPPED_PAGES_DEFAULT),
     DEFINE_PROP_UINT64("node-guid", VirtIORdma, conf.node_guid, 0),
     DEFINE_PROP_STRING("netdev", VirtIORdma, conf.netdev),
+    DEFINE_PROP_BIT64("wire-qpn", VirtIORdma, host_features,
+                      VIRTIO_RDMA_F_WIRE_QPN, true),
     DEFINE_PROP_LINK("iothread", VirtIORdma, conf.iothread, TYPE_IOTHREAD,
                      IOThread *),
 };
@@ -668,6 +686,7 @@ static void virtio_rdma_class_init(ObjectClass *klass, void *data)
     vdc->unrealize = virtio_rdma_device_unrealize;
     vdc->get_config = virtio_rdma_get_config;
     vdc->get_features = virtio_rdma_get_features;
+    vdc->set_features = virtio_rdma_set_features;
     vdc->reset = virtio_rdma_reset;
 }
 

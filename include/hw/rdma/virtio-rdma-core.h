@@ -159,6 +159,15 @@ void vrdma_core_free(VrdmaCore *core);
  */
 void vrdma_core_reset(VrdmaCore *core);
 
+/*
+ * The device feature bits the driver negotiated (bit n = VIRTIO_RDMA_F_*
+ * number n; transport bits are ignored).  vrdma_core_reset() clears them.
+ * VIRTIO_RDMA_F_WIRE_QPN: CREATE_QP answers virtio_rdma_rsp_create_qp_wire
+ * (its response room must hold 8 bytes), and every QP created from then on
+ * but the GSI QP gets a random wire QPN distinct from its queue index.
+ */
+void vrdma_core_set_features(VrdmaCore *core, uint64_t features);
+
 /* The config space this core presents, fields little-endian. */
 void vrdma_core_get_config(const VrdmaCore *core, struct virtio_rdma_config *cfg);
 
@@ -215,7 +224,7 @@ uint32_t vrdma_core_cq_armed(const VrdmaCore *core, uint32_t cqn);
 
 /*
  * One work request the driver placed on the send (receive) queue of QP
- * @qpn: the descriptor's bytes, copied out of guest memory once by the host
+ * @qpn (the queue index): the descriptor's bytes, copied out of guest memory once by the host
  * (virtio_rdma_sq_req / virtio_rdma_rq_req followed by num_sge SGEs).  The
  * host marks the descriptor used right away; from here on the core owns the
  * request.  A request that is malformed, or posted to a QP that cannot take
@@ -269,6 +278,12 @@ bool vrdma_core_net_receive(VrdmaCore *core, const void *frame, size_t len);
  * cq_push, to tag a completion it stages) under the same lock.
  */
 uint32_t vrdma_core_qp_token(const VrdmaCore *core, uint32_t qpn);
+
+/*
+ * vrdma_core_qp_token() of the QP that a completion's qp_num names (its
+ * wire QPN), or 0 if no live QP has that wire QPN.  Also a pure getter.
+ */
+uint32_t vrdma_core_cqe_qp_token(const VrdmaCore *core, uint32_t qp_num);
 
 /*
  * A completion that cq_push() accepted could not be written after all:

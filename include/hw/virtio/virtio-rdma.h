@@ -40,6 +40,7 @@ struct VirtIORdma {
     VirtIODevice parent_obj;
 
     VirtIORdmaConf conf;
+    uint64_t host_features; /* VIRTIO_RDMA_F_* offered (properties) */
     VirtIONet *nic;         /* function 0 of our slot; set by the proxy */
     char *netdev_name;      /* what RDMA_GID_STATUS_CHANGED reports */
     uint8_t mac[6];

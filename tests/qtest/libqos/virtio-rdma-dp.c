@@ -47,6 +47,19 @@ QVrdmaDev *qvrdma_dev_boot(const char *netdev_opts, const char *mac,
 QVrdmaDev *qvrdma_dev_boot_nic(const char *netdev_opts, const char *mac,
                                const char *nic_opts, const char *rdma_opts)
 {
+    return qvrdma_dev_boot_full(netdev_opts, mac, nic_opts, rdma_opts, 0);
+}
+
+QVrdmaDev *qvrdma_dev_boot_features(const char *netdev_opts, const char *mac,
+                                    const char *rdma_opts, uint64_t features)
+{
+    return qvrdma_dev_boot_full(netdev_opts, mac, "", rdma_opts, features);
+}
+
+QVrdmaDev *qvrdma_dev_boot_full(const char *netdev_opts, const char *mac,
+                                const char *nic_opts, const char *rdma_opts,
+                                uint64_t features)
+{
     QVrdmaDev *d = g_new0(QVrdmaDev, 1);
     QPCIAddress addr = { .devfn = QPCI_DEVFN(QVRDMA_SLOT, 1) };
     bool extra = rdma_opts && *rdma_opts;
@@ -75,7 +88,9 @@ QVrdmaDev *qvrdma_dev_boot_nic(const char *netdev_opts, const char *mac,
     qvirtio_start_device(&d->vpci->vdev);
     qpci_msix_enable(d->vpci->pdev);
     d->msix_entries = qpci_msix_table_size(d->vpci->pdev);
+    d->r.want_features = features;
     qvrdma_init(&d->r, &d->vpci->vdev, d->qts, &d->qs->alloc);
+    g_assert_cmphex(d->r.features, ==, features);
     qvrdma_read_config(&d->r, &d->cfg);
     d->max_cq = le32_to_cpu(d->cfg.max_cq);
     d->max_qp = le32_to_cpu(d->cfg.max_qp);
@@ -365,7 +380,7 @@ QVrdmaQp *qvrdma_dp_qp_create(QVrdmaDev *d, uint32_t pdn, uint8_t type,
     req.sq_sig_type = sq_sig_type;
     req.max_send_sge = max_sge;
     req.max_recv_sge = max_sge;
-    st = qvrdma_create_qp(&d->r, &req, &qp->qpn);
+    st = qvrdma_create_qp_wire(&d->r, &req, &qp->qpn, &qp->wire_qpn);
     g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
     qp->type = type;
     qp->max_send_sge = max_sge;

@@ -69,7 +69,9 @@ typedef struct QVrdmaCq {
 typedef struct QVrdmaQp {
     QVrdmaRing sq;
     QVrdmaRing rq;
-    uint32_t qpn;
+    uint32_t qpn;               /* queue index: commands and virtqueues */
+    uint32_t wire_qpn;          /* what peers address (= qpn without
+                                   VIRTIO_RDMA_F_WIRE_QPN) */
     uint8_t type;
     uint32_t max_send_sge;
     uint32_t max_recv_sge;
@@ -96,6 +98,15 @@ bool qvrdma_dp_engine_in_iothread(QVrdmaDev *d);
 /* The same, with @nic_opts appended to virtio-net-pci's (e.g. ",host_mtu=9000"). */
 QVrdmaDev *qvrdma_dev_boot_nic(const char *netdev_opts, const char *mac,
                                const char *nic_opts, const char *rdma_opts);
+/*
+ * Boots with @features (1 << VIRTIO_RDMA_F_*) negotiated; asserts the
+ * device offered them all.
+ */
+QVrdmaDev *qvrdma_dev_boot_features(const char *netdev_opts, const char *mac,
+                                    const char *rdma_opts, uint64_t features);
+QVrdmaDev *qvrdma_dev_boot_full(const char *netdev_opts, const char *mac,
+                                const char *nic_opts, const char *rdma_opts,
+                                uint64_t features);
 /* Two free UDP ports on 127.0.0.1 (both held until both are known). */
 void qvrdma_free_udp_ports(int *p1, int *p2);
 /* -netdev options (id n0) of a dgram wire from 127.0.0.1:@local to :@remote. */

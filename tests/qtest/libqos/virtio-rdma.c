@@ -20,8 +20,9 @@ static void qvrdma_setup(QVirtioRdma *r)
     uint64_t features = qvirtio_get_features(r->vdev);
 
     features &= (1ull << VIRTIO_F_VERSION_1) |
-                (1ull << VIRTIO_RING_F_INDIRECT_DESC);
+                (1ull << VIRTIO_RING_F_INDIRECT_DESC) | r->want_features;
     qvirtio_set_features(r->vdev, features);
+    r->features = features & ((1ull << VIRTIO_TRANSPORT_F_START) - 1);
     r->ctrl = qvirtqueue_setup(r->vdev, r->alloc, 0);
     qvirtio_set_driver_ok(r->vdev);
 }
@@ -64,6 +65,12 @@ void qvrdma_reinit(QVirtioRdma *r)
     qvrdma_free_ctrl(r);
     qvirtio_start_device(r->vdev);      /* reset, ACKNOWLEDGE, DRIVER */
     qvrdma_setup(r);
+}
+
+void qvrdma_renegotiate(QVirtioRdma *r, uint64_t want)
+{
+    r->want_features = want;
+    qvrdma_reinit(r);
 }
 
 uint8_t qvrdma_status(QVirtioRdma *r)
@@ -363,18 +370,34 @@ uint8_t qvrdma_dereg_mr(QVirtioRdma *r, uint32_t mrn)
 }
 
 /* The tests run on little-endian hosts only (x86); structs go as they are. */
+uint8_t qvrdma_create_qp_wire(QVirtioRdma *r,
+                              const struct virtio_rdma_cmd_create_qp *req,
+                              uint32_t *qpn, uint32_t *wire_qpn)
+{
+    struct virtio_rdma_rsp_create_qp_wire rsp = { 0 };
+    bool wire = qvrdma_has_feature(r, VIRTIO_RDMA_F_WIRE_QPN);
+    size_t len = wire ? sizeof(struct virtio_rdma_rsp_create_qp_wire) :
+                 sizeof(struct virtio_rdma_rsp_create_qp);
+    uint8_t st = qvrdma_cmd(r, VIRTIO_RDMA_CMD_CREATE_QP, req, sizeof(*req),
+                            &rsp, len);
+
+    if (st == VIRTIO_RDMA_OK) {
+        g_assert_cmpuint(r->last_used_len, ==, 1 + len);
+    }
+    if (qpn) {
+        *qpn = le32_to_cpu(rsp.qpn);
+    }
+    if (wire_qpn) {
+        *wire_qpn = wire ? le32_to_cpu(rsp.wire_qpn) : le32_to_cpu(rsp.qpn);
+    }
+    return st;
+}
+
 uint8_t qvrdma_create_qp(QVirtioRdma *r,
                          const struct virtio_rdma_cmd_create_qp *req,
                          uint32_t *qpn)
 {
-    struct virtio_rdma_rsp_create_qp rsp = { 0 };
-    uint8_t st = qvrdma_cmd(r, VIRTIO_RDMA_CMD_CREATE_QP, req, sizeof(*req),
-                            &rsp, sizeof(rsp));
-
-    if (qpn) {
-        *qpn = le32_to_cpu(rsp.qpn);
-    }
-    return st;
+    return qvrdma_create_qp_wire(r, req, qpn, NULL);
 }
 
 uint8_t qvrdma_modify_qp(QVirtioRdma *r, uint32_t qpn, uint32_t attr_mask,

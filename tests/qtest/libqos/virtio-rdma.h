@@ -37,6 +37,12 @@ typedef struct QVirtioRdma {
     QVirtQueue *ctrl;           /* vq 0; NULL until qvrdma_init() */
     uint64_t buf;               /* 2 * QVRDMA_BUF_SIZE: out half, then in half */
     uint32_t last_used_len;     /* used.len of the last completed chain */
+    /*
+     * Device feature bits (1 << VIRTIO_RDMA_F_*) to negotiate if offered
+     * (0: none, the RFC-era behaviour), and those negotiated.
+     */
+    uint64_t want_features;
+    uint64_t features;
 } QVirtioRdma;
 
 typedef struct QVirtioRdmaPCI {
@@ -59,6 +65,13 @@ void qvrdma_cleanup(QVirtioRdma *r);
 void qvrdma_reset(QVirtioRdma *r);
 /* Reset, then the whole init sequence again (new control queue). */
 void qvrdma_reinit(QVirtioRdma *r);
+/* qvrdma_reinit() negotiating @want (device feature bits) if offered. */
+void qvrdma_renegotiate(QVirtioRdma *r, uint64_t want);
+/* Whether VIRTIO_RDMA_F_@bit was negotiated. */
+static inline bool qvrdma_has_feature(QVirtioRdma *r, unsigned bit)
+{
+    return r->features & (1ull << bit);
+}
 /* The virtio status byte (VIRTIO_CONFIG_S_*). */
 uint8_t qvrdma_status(QVirtioRdma *r);
 /* The whole config space, read byte by byte. */
@@ -127,6 +140,15 @@ uint8_t qvrdma_dereg_mr(QVirtioRdma *r, uint32_t mrn);
 uint8_t qvrdma_create_qp(QVirtioRdma *r,
                          const struct virtio_rdma_cmd_create_qp *req,
                          uint32_t *qpn);
+/*
+ * The same, with the wire QPN in *@wire_qpn: with VIRTIO_RDMA_F_WIRE_QPN
+ * the response is virtio_rdma_rsp_create_qp_wire (asserts 8 bytes came
+ * back), else virtio_rdma_rsp_create_qp (4 bytes) and the wire QPN is the
+ * queue index.
+ */
+uint8_t qvrdma_create_qp_wire(QVirtioRdma *r,
+                              const struct virtio_rdma_cmd_create_qp *req,
+                              uint32_t *qpn, uint32_t *wire_qpn);
 uint8_t qvrdma_modify_qp(QVirtioRdma *r, uint32_t qpn, uint32_t attr_mask,
                          const struct virtio_rdma_qp_attr *attr);
 uint8_t qvrdma_query_qp(QVirtioRdma *r, uint32_t qpn, uint32_t attr_mask,

@@ -12,7 +12,9 @@
  */
 #include "core.h"
 
+#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <type_traits>
@@ -26,7 +28,8 @@ using vrdma::Status;
 VrdmaCore::VrdmaCore(const VrdmaLimits &lim_, const VrdmaHostOps &ops_)
     : lim(lim_), ops(ops_), caps(vrdma::device_caps(lim_)),
       rng(lim_.rng_seed), pds(lim_.max_pd), cqs(lim_.max_cq),
-      mrs(lim_.max_mr), qps(lim_.max_qp), qp_epoch(lim_.max_qp, 1),
+      mrs(lim_.max_mr), qps(lim_.max_qp), wires(lim_.max_qp),
+      qp_epoch(lim_.max_qp, 1),
       port(lim_.phys_mtu), dp(lim_)
 {
     mrs.seed_keys(rng);
@@ -44,6 +47,8 @@ void VrdmaCore::reset()
         qp_instance_ended(qpn);
     });
     qps.clear();
+    wires.clear();
+    features = 0; /* the driver negotiates again */
     vrdma::dp::engine_reset(*this); /* outstanding work goes with its QP */
     mrs.clear();
     mrs.seed_keys(rng); /* the stream goes on: new keys, not the old ones */
@@ -71,7 +76,9 @@ constexpr size_t wire_size()
     }
 }
 
-using Runner = Status (*)(VrdmaCore &, const void *req, void *rsp);
+/* @rsp_len: how many bytes of the response the guest gets. */
+using Runner = Status (*)(VrdmaCore &, const void *req, void *rsp,
+                          size_t rsp_len);
 
 struct Command {
     size_t req_size = 0;
@@ -85,7 +92,8 @@ struct Command {
  */
 template <typename Req, typename Rsp,
           Status (*F)(VrdmaCore &, const Req &, Rsp &)>
-Status run(VrdmaCore &c, const void *req_bytes, void *rsp_bytes)
+Status run(VrdmaCore &c, const void *req_bytes, void *rsp_bytes,
+           size_t rsp_len)
 {
     Req req{};
     Rsp rsp{};
@@ -97,7 +105,7 @@ Status run(VrdmaCore &c, const void *req_bytes, void *rsp_bytes)
     const Status s = F(c, req, rsp);
     if (s.ok() && wire_size<Rsp>() != 0) {
         vrdma::le_fields(rsp);
-        std::memcpy(rsp_bytes, &rsp, wire_size<Rsp>());
+        std::memcpy(rsp_bytes, &rsp, std::min(rsp_len, wire_size<Rsp>()));
     }
     return s;
 }
@@ -140,7 +148,7 @@ constexpr auto kCommands = [] {
     t[VIRTIO_RDMA_CMD_DEREG_MR] =
         command<virtio_rdma_cmd_dereg_mr, NoPayload, cmd_dereg_mr>();
     t[VIRTIO_RDMA_CMD_CREATE_QP] =
-        command<virtio_rdma_cmd_create_qp, virtio_rdma_rsp_create_qp,
+        command<virtio_rdma_cmd_create_qp, virtio_rdma_rsp_create_qp_wire,
                 cmd_create_qp>();
     t[VIRTIO_RDMA_CMD_MODIFY_QP] =
         command<virtio_rdma_cmd_modify_qp, NoPayload, cmd_modify_qp>();
@@ -180,12 +188,17 @@ Status dispatch(VrdmaCore &c, uint8_t cmd, const void *req, size_t req_len,
     if (req_len != command->req_size) {
         return vrdma::fail(VRDMA_ERR_REQ_SIZE, req_len, command->req_size);
     }
-    if (rsp_cap < command->rsp_size) {
-        return vrdma::fail(VRDMA_ERR_RSP_SIZE, rsp_cap, command->rsp_size);
+    size_t rsp_size = command->rsp_size;
+    if (cmd == VIRTIO_RDMA_CMD_CREATE_QP &&
+        !c.has_feature(VIRTIO_RDMA_F_WIRE_QPN)) {
+        rsp_size = sizeof(virtio_rdma_rsp_create_qp); /* the queue index */
     }
-    const Status s = command->run(c, req, rsp);
+    if (rsp_cap < rsp_size) {
+        return vrdma::fail(VRDMA_ERR_RSP_SIZE, rsp_cap, rsp_size);
+    }
+    const Status s = command->run(c, req, rsp, rsp_size);
     if (s.ok()) {
-        rsp_len = command->rsp_size;
+        rsp_len = rsp_size;
     }
     return s;
 }
@@ -193,6 +206,8 @@ Status dispatch(VrdmaCore &c, uint8_t cmd, const void *req, size_t req_len,
 } // namespace
 
 static_assert(sizeof(virtio_rdma_cmd_modify_qp) <= VRDMA_CTRL_REQ_MAX);
+static_assert(offsetof(virtio_rdma_rsp_create_qp_wire, qpn) ==
+              offsetof(virtio_rdma_rsp_create_qp, qpn));
 static_assert(sizeof(virtio_rdma_port_attr) <= VRDMA_CTRL_RSP_MAX);
 static_assert(sizeof(virtio_rdma_qp_attr) <= VRDMA_CTRL_RSP_MAX);
 
@@ -267,6 +282,17 @@ uint32_t vrdma_core_qp_token(const VrdmaCore *core, uint32_t qpn)
         return 0;
     }
     return uint32_t{core->qp_epoch[qpn]} << vrdma::kHandleIndexBits | qpn;
+}
+
+uint32_t vrdma_core_cqe_qp_token(const VrdmaCore *core, uint32_t qp_num)
+{
+    const auto qpn = core->wires.find(qp_num);
+    return qpn ? vrdma_core_qp_token(core, *qpn) : 0;
+}
+
+void vrdma_core_set_features(VrdmaCore *core, uint64_t features)
+{
+    core->features = features;
 }
 
 uint32_t vrdma_core_cq_armed(const VrdmaCore *core, uint32_t cqn)

@@ -20,6 +20,7 @@
 #include "port.h"
 #include "qp.h"
 #include "rng.h"
+#include "wire_qpn.h"
 
 struct VrdmaCore {
     VrdmaCore(const VrdmaLimits &lim_, const VrdmaHostOps &ops_);
@@ -40,6 +41,15 @@ struct VrdmaCore {
         e = e == UINT16_MAX ? 1 : static_cast<uint16_t>(e + 1);
     }
 
+    bool has_feature(unsigned bit) const { return (features >> bit) & 1; }
+
+    /* The live QP that peers address as @wire (BTH destination QP). */
+    vrdma::Qp *qp_by_wire(uint32_t wire)
+    {
+        const auto qpn = wires.find(wire);
+        return qpn ? qps.at(*qpn) : nullptr;
+    }
+
     void gid_changed(uint32_t index, const vrdma::GidEntry &e, bool added) const
     {
         if (ops.gid_changed) {
@@ -57,6 +67,13 @@ struct VrdmaCore {
     vrdma::ObjectTable<vrdma::Cq> cqs;
     vrdma::MrTable mrs;
     vrdma::ObjectTable<vrdma::Qp> qps;
+    /* Wire QPN -> queue index of every live QP (wire_qpn.h). */
+    vrdma::WireQpnTable wires;
+    /*
+     * Device feature bits the driver negotiated (VIRTIO_RDMA_F_*, by bit
+     * number); 0 after reset.
+     */
+    uint64_t features = 0;
     /*
      * Per QP slot, the instance now in it: bumped whenever a QP instance
      * ends (destroy, MODIFY_QP to RESET, device reset), never restarted,

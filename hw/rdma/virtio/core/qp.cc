@@ -36,8 +36,8 @@ bool qp_type_supported(uint8_t type)
 
 /*
  * A free slot of 2..max_qp-1 for a new QP: one at random, so a peer cannot
- * guess the QP numbers in use (the slot is the QP number on the wire); the
- * lowest at seed 0.
+ * guess the QP numbers in use (without WIRE_QPN the slot is the QP number
+ * on the wire); the lowest at seed 0.
  */
 std::optional<uint32_t> pick_qp_slot(VrdmaCore &c)
 {
@@ -188,7 +188,7 @@ void Qp::reset_attrs()
 }
 
 Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
-                     virtio_rdma_rsp_create_qp &rsp)
+                     virtio_rdma_rsp_create_qp_wire &rsp)
 {
     const uint32_t qs = c.lim.queue_size;
 
@@ -250,9 +250,16 @@ Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
     c.pds.at(qp->pd_index)->refs++;
     c.cqs.at(qp->send_cqn)->refs++;
     c.cqs.at(qp->recv_cqn)->refs++;
+    /* GSI is wire QPN 1 either way (IBA: QP1). */
+    const uint32_t wire =
+        c.has_feature(VIRTIO_RDMA_F_WIRE_QPN) && qpn != kGsiQpn ?
+        c.wires.pick(c.rng) : qpn;
     Qp *live = c.qps.insert(qpn, std::move(qp));
     dp::qp_create(c, qpn, *live);
+    live->dp.wire = wire;
+    c.wires.insert(wire, qpn);
     rsp.qpn = qpn;
+    rsp.wire_qpn = wire;
     return kOk;
 }
 
@@ -313,6 +320,7 @@ Status cmd_destroy_qp(VrdmaCore &c, const virtio_rdma_cmd_destroy_qp &req,
         return fail(VRDMA_ERR_BAD_HANDLE, req.qpn);
     }
     dp::qp_destroy(c, req.qpn, *qp); /* outstanding work is dropped */
+    c.wires.release(qp->dp.wire);
     c.pds.at(qp->pd_index)->refs--;
     c.cqs.at(qp->send_cqn)->refs--;
     c.cqs.at(qp->recv_cqn)->refs--;

@@ -1,6 +1,8 @@
 /*
- * virtio-rdma core: queue pairs.  QP number n (0 unused, 1 = the GSI QP)
- * has its send queue at virtqueue 1 + max_cq + 2n, its receive queue next.
+ * virtio-rdma core: queue pairs.  QP number (queue index) n (0 unused,
+ * 1 = the GSI QP) has its send queue at virtqueue 1 + max_cq + 2n, its
+ * receive queue next.  Peers address it by its wire QPN (wire_qpn.h):
+ * n itself, unless the driver negotiated VIRTIO_RDMA_F_WIRE_QPN.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -35,8 +37,9 @@ struct Qp {
     void reset_attrs();
 };
 
+/* The response is the queue index, and with WIRE_QPN the wire QPN too. */
 Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
-                     virtio_rdma_rsp_create_qp &rsp);
+                     virtio_rdma_rsp_create_qp_wire &rsp);
 Status cmd_modify_qp(VrdmaCore &c, const virtio_rdma_cmd_modify_qp &req,
                      NoPayload &rsp);
 Status cmd_query_qp(VrdmaCore &c, const virtio_rdma_cmd_query_qp &req,

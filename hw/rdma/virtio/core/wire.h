@@ -127,6 +127,11 @@ inline void le_fields(virtio_rdma_cmd_create_qp &r)
 }
 
 inline void le_fields(virtio_rdma_rsp_create_qp &r) { VRDMA_LE(r.qpn); }
+inline void le_fields(virtio_rdma_rsp_create_qp_wire &r)
+{
+    VRDMA_LE(r.qpn);
+    VRDMA_LE(r.wire_qpn);
+}
 
 inline void le_fields(virtio_rdma_ah_attr &r)
 {

@@ -103,7 +103,7 @@ static bool send_cqe(VrdmaCore &c, Qp &qp, const SendWqe &w, uint8_t status)
     cqe.status = status;
     cqe.opcode = wc_opcode_of(w.opcode);
     cqe.byte_len = w.length;
-    cqe.qp_num = qp.dp.qpn;
+    cqe.qp_num = qp.dp.wire;
     if (w.opcode == VIRTIO_RDMA_WR_SEND_WITH_IMM ||
         w.opcode == VIRTIO_RDMA_WR_RDMA_WRITE_WITH_IMM) {
         cqe.wc_flags = VIRTIO_RDMA_WC_WITH_IMM;
@@ -155,7 +155,7 @@ void flush_queues(VrdmaCore &c, Qp &qp)
         cqe.wr_id = w.wr_id;
         cqe.status = VIRTIO_RDMA_WC_WR_FLUSH_ERR;
         cqe.opcode = VIRTIO_RDMA_WC_RECV;
-        cqe.qp_num = e.qpn;
+        cqe.qp_num = e.wire;
         e.rq_head++;
         push(c, qp.recv_cqn, cqe, false);
     }

@@ -249,7 +249,8 @@ struct RespState {
 };
 
 struct QpEngine {
-    uint32_t qpn = 0;
+    uint32_t qpn = 0;        /* queue index: virtqueues, control commands */
+    uint32_t wire = 0;       /* what peers address; CQE qp_num */
     /* ring capacity - 1: max_send_wr / max_recv_wr rounded up to 2^n */
     uint32_t sq_mask = 0;
     uint32_t rq_mask = 0;

@@ -47,7 +47,7 @@ bool addr_for_qp(VrdmaCore &c, const Qp &qp, roce::FrameAddr *a)
     a->hop_limit = ah.grh.hop_limit;
     a->flow_label = 0; /* rxe sends 0; the label only picks the port */
     a->ip_id = c.dp.ip_id++;
-    a->sport = roce::udp_sport_for_av(ah.grh.flow_label, qp.dp.qpn,
+    a->sport = roce::udp_sport_for_av(ah.grh.flow_label, qp.dp.wire,
                                       qp.attr.dest_qp_num);
     return sgid_of(c, ah.grh.sgid_index, a);
 }
@@ -61,7 +61,7 @@ bool addr_for_ud(VrdmaCore &c, const Qp &qp, const Av &av, roce::FrameAddr *a)
     a->tclass = av.tclass;
     a->hop_limit = av.hop_limit;
     a->ip_id = c.dp.ip_id++;
-    a->sport = roce::udp_sport_for_qpn(qp.dp.qpn);
+    a->sport = roce::udp_sport_for_qpn(qp.dp.wire);
     return sgid_of(c, av.gid_index, a);
 }
 

@@ -128,7 +128,7 @@ bool receive(VrdmaCore &c, std::span<const uint8_t> frame, bool loopback)
         drop(c, VRDMA_DROP_PKEY, qpn);
         return true;
     }
-    Qp *qp = qpn ? c.qps.at(qpn) : nullptr;
+    Qp *qp = c.qp_by_wire(qpn); /* the wire QPN, not the queue index */
     if (!qp) {
         drop(c, VRDMA_DROP_NO_QP, qpn);
         return true;

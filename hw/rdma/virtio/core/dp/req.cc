@@ -203,7 +203,7 @@ uint8_t send_packet(VrdmaCore &c, Qp &qp, SendWqe &w, uint32_t mtu,
             qkey = qp.attr.qkey;
         }
         f.deth().set_qkey(qkey);
-        f.deth().set_sqp(e.qpn);
+        f.deth().set_sqp(e.wire);
     }
     if (payload) {
         const uint8_t st = sgl_copy(c, qp, e.ssge(e.sq_req), w.num_sge,

@@ -589,7 +589,7 @@ St complete(Ctx &x)
     cqe.wr_id = w.wr_id;
     cqe.status = x.recv_status;
     cqe.opcode = VIRTIO_RDMA_WC_RECV;
-    cqe.qp_num = e.qpn;
+    cqe.qp_num = e.wire;
     cqe.port_num = kPortNum;
     if (x.recv_status == VIRTIO_RDMA_WC_SUCCESS) {
         const bool write_imm = (x.mask & kMaskWrite) && (x.mask & kMaskImmDt);

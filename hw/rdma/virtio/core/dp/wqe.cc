@@ -124,7 +124,7 @@ void complete_now(VrdmaCore &c, Qp &qp, uint32_t cqn, uint64_t wr_id,
     cqe.wr_id = wr_id;
     cqe.status = status;
     cqe.opcode = wc_opcode;
-    cqe.qp_num = qp.dp.qpn;
+    cqe.qp_num = qp.dp.wire;
     cq_post(c, cqn, cqe, false);
 }
 

@@ -14,10 +14,13 @@
 #                  runner without the driver (the device checks then fail)
 #   LAB_DRV_TMO    seconds a case may take (default 90)
 #   LAB_DRV_MAXFAIL  consecutive failed cases that end a pair (default 8)
-#   LAB_DRV_ONLY   regex on the case names
+#   LAB_DRV_ONLY   regex on PAIR/CASE (e.g. '^vv/v4-')
+#   LAB_DRV_OUTS   outstanding reads/atomics of read_* and atomic_* (default
+#                  16: what our device offers)
 # shellcheck shell=bash
 LAB_DRV_TMO=${LAB_DRV_TMO:-90}
 LAB_DRV_MAXFAIL=${LAB_DRV_MAXFAIL:-8}
+LAB_DRV_OUTS=${LAB_DRV_OUTS:-16}
 
 lab_driver() {
     local dir=$1 t0
@@ -52,6 +55,13 @@ lab_drv_pair() {
                 [ -n "${LAB_DRV_ONLY:-}" ] && ! [[ $pair/$name =~ $LAB_DRV_ONLY ]] && continue
                 port=$((port + 1))
                 args=$(lab_tool_args "$tool"); cargs=$(lab_tool_args "$tool" cli)
+                # perftest sets a QP's max_rd_atomic to the peer's outstanding
+                # reads (its device maximum by default: rxe 128); ours offers
+                # fewer and refuses more, as hardware does.  Both sides ask
+                # for LAB_DRV_OUTS.
+                case $tool in read_*|atomic_*)
+                    args="$args -o $LAB_DRV_OUTS"; cargs="$cargs -o $LAB_DRV_OUTS" ;;
+                esac
                 args=${args//@G@/@G$fam@}; args=${args//@P@/$port}
                 cargs=${cargs//@G@/@G$fam@}; cargs=${cargs//@P@/$port}
                 if [ "$s" = a ]; then sa=A sc=B addr=$ip4a; else sa=B sc=A addr=$ip4b; fi

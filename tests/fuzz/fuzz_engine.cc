@@ -23,7 +23,9 @@
  *   9 faults       the wire loses, duplicates, reorders, corrupts
  *
  * with a 2-byte length before the bytes of 0 -- 4.  At the end the wire
- * runs until idle.  Besides the sanitizers' findings, any harness check
+ * runs until idle.  Inputs of odd length run with VIRTIO_RDMA_F_WIRE_QPN
+ * negotiated on both cores (QPs then have random wire QPNs, which packets
+ * and UD work requests address).  Besides the sanitizers' findings, any harness check
  * that fails (e.g. guest mappings leaked when a node is destroyed) aborts.
  *
  *   scripts/fuzz.sh [seconds]
@@ -93,11 +95,14 @@ struct Setup {
     uint32_t qa_rc = 0, qb_rc = 0, qa_ud = 0, qb_ud = 0;
     MrInfo src, dst, fmr;
 
-    Setup()
+    explicit Setup(bool wire_qpn)
     {
         for (Node *n : {&a, &b}) {
             n->keep_cqes = false;
             n->add_gid(0, n->gid);
+            if (wire_qpn) {
+                n->set_features(1ull << VIRTIO_RDMA_F_WIRE_QPN);
+            }
         }
         const uint32_t pa = a.create_pd(), pb = b.create_pd();
         const uint32_t ca = a.create_cq(64), cb = b.create_cq(64);
@@ -176,8 +181,8 @@ struct Setup {
              * to one of its QPs. */
             bth[1] = static_cast<uint8_t>((bth[1] & 0xC0) | f.pad << 4);
             bth[2] = bth[3] = 0xFF;
-            const uint32_t qpn =
-                qp(static_cast<uint8_t>(to_a ? sel & ~1 : sel | 1));
+            const uint32_t qpn = to.wire_qpn(
+                qp(static_cast<uint8_t>(to_a ? sel & ~1 : sel | 1)));
             bth[5] = static_cast<uint8_t>(qpn >> 16);
             bth[6] = static_cast<uint8_t>(qpn >> 8);
             bth[7] = static_cast<uint8_t>(qpn);
@@ -221,7 +226,7 @@ struct Setup {
             w.rdma(dst.addr + roff, flags & 0x10 ? fmr.rkey : dst.rkey);
         }
         if (sel & 2) {
-            w.ud(qb_ud, kQkey, b.gid, b.mac);
+            w.ud(b.wire_qpn(qb_ud), kQkey, b.gid, b.mac);
             a.post_send(qa_ud, w);
         } else if (op == VIRTIO_RDMA_WR_REG_MR ||
                    op == VIRTIO_RDMA_WR_LOCAL_INV) {
@@ -295,7 +300,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const int failures = harness_failures();
     {
-        Setup s;
+        Setup s(size & 1);
         if (harness_failures() != failures) {
             std::abort(); /* the set-up itself broke */
         }

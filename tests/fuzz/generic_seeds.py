@@ -50,12 +50,16 @@ def desc(addr, length, flags, nxt):
     return struct.pack("<QIHH", addr, length, flags, nxt)
 
 
-def bring_up(dev, queues, ring_base):
-    """Reset, negotiate VERSION_1, give each queue rings at ring_base, DRIVER_OK."""
+def bring_up(dev, queues, ring_base, dev_features=0):
+    """Reset, negotiate VERSION_1 (and dev_features, bits 0..31), give each
+    queue rings at ring_base, DRIVER_OK."""
     c = dev * 6 + COMMON
     ops = [write(c, STATUS, BYTE, 0), write(c, STATUS, BYTE, ACK | DRIVER),
-           write(c, DRV_FEAT_SEL, LONG, 1), write(c, DRV_FEAT, LONG, 1),
-           write(c, STATUS, BYTE, ACK | DRIVER | FEATURES_OK)]
+           write(c, DRV_FEAT_SEL, LONG, 1), write(c, DRV_FEAT, LONG, 1)]
+    if dev_features:
+        ops += [write(c, DRV_FEAT_SEL, LONG, 0),
+                write(c, DRV_FEAT, LONG, dev_features)]
+    ops.append(write(c, STATUS, BYTE, ACK | DRIVER | FEATURES_OK))
     for i, q in enumerate(queues):
         base = ring_base + i * 0x3000
         ops += [write(c, Q_SELECT, WORD, q), write(c, Q_SIZE, WORD, QSIZE),
@@ -199,9 +203,11 @@ def main():
         for cmd in range(1, 18):
             seeds[f"rdma{dev}-ctrl-{cmd:02d}"] = (
                 bring_up(dev, [0], 0x100000) + chain_patterns(cmd) + [kick(dev, 0)])
-        # Every queue of max-cq=4, max-qp=8 (1 + 4 + 16) up and kicked.
-        ops = bring_up(dev, range(21), 0x200000) + chain_patterns(1)
-        seeds[f"rdma{dev}-all-queues"] = ops + [kick(dev, q) for q in range(21)]
+        # Every queue of max-cq=4, max-qp=8 (1 + 4 + 16, then the event
+        # queue, 21) up and kicked, with WIRE_QPN (bit 0) and EVENT_QUEUE
+        # (bit 1) negotiated.
+        ops = bring_up(dev, range(22), 0x200000, 3) + chain_patterns(1)
+        seeds[f"rdma{dev}-all-queues"] = ops + [kick(dev, q) for q in range(22)]
     for dev in (0, 1):
         seeds[f"rdma{dev}-setup"] = setup(dev)
         # The control queue, both CQs, and the SQ and RQ of QPs 2..7.

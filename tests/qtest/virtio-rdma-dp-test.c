@@ -1795,6 +1795,189 @@ static void test_cq_arm_flushes(void)
     qvrdma_dev_quit(d);
 }
 
+/* ---- the event queue (VIRTIO_RDMA_F_EVENT_QUEUE) ---------------------------------- */
+
+#define EQ_FEATURE  (1ull << VIRTIO_RDMA_F_EVENT_QUEUE)
+#define EV_LEN      sizeof(struct virtio_rdma_event)
+
+static void eq_loopback(Side *a, Side *b)
+{
+    dp_features = EQ_FEATURE;
+    loopback_setup(a, b);
+    dp_features = 0;
+}
+
+static void expect_event(QVrdmaEq *eq, uint32_t cqn, const char *when)
+{
+    struct virtio_rdma_event ev;
+
+    if (!qvrdma_dp_eq_poll(eq, &ev, QVRDMA_DP_TIMEOUT_US)) {
+        g_error("%s: no event for CQ %u", when, cqn);
+    }
+    g_assert_cmpuint(le32_to_cpu(ev.type), ==, VIRTIO_RDMA_EVENT_CQ);
+    g_assert_cmpuint(le32_to_cpu(ev.handle), ==, cqn);
+    g_assert_cmpuint(ev.reserved[0] | ev.reserved[1], ==, 0);
+}
+
+static void expect_no_event(QVrdmaEq *eq, const char *when)
+{
+    struct virtio_rdma_event ev;
+
+    if (qvrdma_dp_eq_poll(eq, &ev, QUIET_US)) {
+        g_error("%s: unexpected event type %u handle %u", when,
+                le32_to_cpu(ev.type), le32_to_cpu(ev.handle));
+    }
+}
+
+/*
+ * An armed CQ that fires writes one record {CQ, cqn} to the event queue
+ * and notifies the event queue; the CQ's own virtqueue is not notified.
+ * Arming stays one-shot.
+ */
+static void test_eq_cq_event(void)
+{
+    Side a, b;
+    QVrdmaEq *eq;
+    uint64_t wr = 0xc000;
+    struct virtio_rdma_event ev[2];
+
+    eq_loopback(&a, &b);
+    eq = qvrdma_dp_eq_create(a.d, 8, EV_LEN, 8);
+    g_assert_true(eq->has_msix && a.cq->has_msix && b.cq->has_msix);
+
+    arm_send(&a, &b, 0, wr += 0x10);
+    expect_no_event(eq, "not armed");
+
+    arm(&b, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
+    arm_send(&a, &b, 0, wr += 0x10);
+    expect_event(eq, b.cq->cqn, "B armed NEXT");
+    g_assert_true(qvrdma_dp_eq_irq(eq));
+    g_assert_false(qvrdma_dp_cq_irq(b.cq));
+    g_assert_false(qvrdma_dp_cq_irq(a.cq));
+
+    arm_send(&a, &b, 0, wr += 0x10);
+    expect_no_event(eq, "B fired once");
+    g_assert_false(qvrdma_dp_eq_irq(eq));
+
+    /* Both armed: one event each. */
+    arm(&a, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
+    arm(&b, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
+    arm_send(&a, &b, 0, wr += 0x10);
+    g_assert_true(qvrdma_dp_eq_poll(eq, &ev[0], QVRDMA_DP_TIMEOUT_US));
+    g_assert_true(qvrdma_dp_eq_poll(eq, &ev[1], QVRDMA_DP_TIMEOUT_US));
+    g_assert_cmpuint(le32_to_cpu(ev[0].handle) ^ le32_to_cpu(ev[1].handle),
+                     ==, a.cq->cqn ^ b.cq->cqn);
+    g_assert_cmpuint(le32_to_cpu(ev[0].handle), !=,
+                     le32_to_cpu(ev[1].handle));
+    expect_no_event(eq, "both fired");
+    g_assert_false(qvrdma_dp_cq_irq(b.cq));
+    qvrdma_dp_eq_free(eq);
+    teardown(&a, &b);
+}
+
+/*
+ * No event buffer: the event waits (one per CQ however often it fires)
+ * and goes out when the driver posts buffers and kicks.
+ */
+static void test_eq_no_buffer(void)
+{
+    Side a, b;
+    QVrdmaEq *eq;
+    uint64_t wr = 0xc100;
+
+    eq_loopback(&a, &b);
+    eq = qvrdma_dp_eq_create(a.d, 4, EV_LEN, 0);
+    arm(&b, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
+    arm_send(&a, &b, 0, wr += 0x10);
+    arm(&b, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
+    arm_send(&a, &b, 0, wr += 0x10);
+    expect_no_event(eq, "no buffer posted");
+    g_assert_false(qvrdma_dp_cq_irq(b.cq));
+
+    qvrdma_dp_eq_post_all(eq);
+    expect_event(eq, b.cq->cqn, "buffers posted");
+    expect_no_event(eq, "one pending event per CQ");
+    qvrdma_dp_eq_free(eq);
+    teardown(&a, &b);
+}
+
+/*
+ * A CQ destroyed with its event pending: the event is dropped, and the CQ
+ * that takes its number next gets none.
+ */
+static void test_eq_destroyed_cq(void)
+{
+    Side a, b;
+    QVrdmaEq *eq;
+    QVrdmaCq *cq, *cq2;
+    QVrdmaQp *qp;
+    uint32_t cqn;
+
+    eq_loopback(&a, &b);
+    eq = qvrdma_dp_eq_create(a.d, 4, EV_LEN, 0);
+    cq = qvrdma_dp_cq_create(a.d, 16);
+    cqn = cq->cqn;
+    qp = qvrdma_dp_qp_create(a.d, a.pdn, VIRTIO_RDMA_QPT_RC, cq, cq, 1,
+                             VIRTIO_RDMA_SIGNAL_ALL_WR);
+    qp_to_state(a.d, qp->qpn, VIRTIO_RDMA_QPS_INIT);
+    qvrdma_dp_post_recv(qp, 0xc201, NULL, 0);
+    g_assert_cmpuint(qvrdma_req_notify_cq(&a.d->r, cqn,
+                                          VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION),
+                     ==, 0);
+    qp_to_state(a.d, qp->qpn, VIRTIO_RDMA_QPS_ERR);   /* flushes the RECV */
+    {
+        struct virtio_rdma_cq_req c;
+
+        qvrdma_dp_wait_cqe(cq, &c);
+        g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0xc201);
+    }
+    g_assert_cmpuint(qvrdma_destroy_qp(&a.d->r, qp->qpn), ==, 0);
+    g_assert_cmpuint(qvrdma_destroy_cq(&a.d->r, cqn), ==, 0);
+    qvrdma_dp_qp_free(qp);
+    qvrdma_dp_cq_free(cq);
+    cq2 = qvrdma_dp_cq_create(a.d, 16);
+    g_assert_cmpuint(cq2->cqn, ==, cqn);
+
+    qvrdma_dp_eq_post_all(eq);
+    expect_no_event(eq, "the CQ was destroyed");
+    g_assert_cmpuint(qvrdma_destroy_cq(&a.d->r, cq2->cqn), ==, 0);
+    qvrdma_dp_cq_free(cq2);
+    qvrdma_dp_eq_free(eq);
+    /* Not teardown(): its counters do not know the extra CQ's completion. */
+    side_free(&b);
+    side_free(&a);
+}
+
+/* An event buffer shorter than a record breaks the device (NEEDS_RESET). */
+static void test_eq_short_buffer(void)
+{
+    Side a, b;
+    QVrdmaEq *eq;
+    gint64 t0;
+
+    eq_loopback(&a, &b);
+    eq = qvrdma_dp_eq_create(a.d, 4, EV_LEN - 1, 4);
+    arm(&b, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
+    {
+        struct virtio_rdma_sq_req w = qvrdma_wr_send(0xc300);
+        struct virtio_rdma_sge s = sge_of(&a, 0, 32);
+
+        qvrdma_dp_post_recv(b.qp, 0xc301, (struct virtio_rdma_sge[]) {
+                                sge_of(&b, 0x1000, 64) }, 1);
+        qvrdma_dp_post_send(a.qp, &w, &s, 1);
+    }
+    t0 = g_get_monotonic_time();
+    while (!(qvrdma_status(&a.d->r) & VIRTIO_CONFIG_S_NEEDS_RESET)) {
+        g_assert_cmpint(g_get_monotonic_time() - t0, <, QVRDMA_DP_TIMEOUT_US);
+        g_usleep(1000);
+    }
+    g_assert_cmpuint(qtest_readw(a.d->qts, eq->ring.vq->used + 2), ==, 0);
+    qvrdma_dp_eq_free(eq);
+    /* The device is broken: no counters to check, just free the sides. */
+    side_free(&b);
+    side_free(&a);
+}
+
 /* ---- registration ---------------------------------------------------------------- */
 
 /*
@@ -1856,6 +2039,10 @@ static const DpTest dp_tests[] = {
       NULL },
     { "cq-arm/answered-after-earlier-cqes", wrap_void, test_cq_arm_flushes,
       NULL },
+    { "event-queue/cq-event", wrap_void, test_eq_cq_event, NULL },
+    { "event-queue/no-buffer", wrap_void, test_eq_no_buffer, NULL },
+    { "event-queue/destroyed-cq", wrap_void, test_eq_destroyed_cq, NULL },
+    { "event-queue/short-buffer", wrap_void, test_eq_short_buffer, NULL },
 };
 
 /*

@@ -299,6 +299,7 @@ static void test_config(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_true(f & (1ull << VIRTIO_RING_F_INDIRECT_DESC));
     g_assert_false(f & (1ull << VIRTIO_RING_F_EVENT_IDX));
     g_assert_true(f & (1ull << VIRTIO_RDMA_F_WIRE_QPN));
+    g_assert_true(f & (1ull << VIRTIO_RDMA_F_EVENT_QUEUE));
 
     qvrdma_read_config(r, &cfg);
     g_assert_cmpuint(le32_to_cpu(cfg.phys_port_cnt), ==, 1);
@@ -322,13 +323,14 @@ static void test_config(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(qvirtio_config_readb(r->vdev, sizeof(cfg)), ==, 0xff);
 
     /*
-     * Virtqueues: control, 64 CQs, 2 * 64 QP queues, nothing beyond.  (Their
-     * ring size is not checked: Debian's QEMU 10.0.13 makes virtio_add_queue
-     * offer VIRTQUEUE_MAX_SIZE whatever the device asks for.)
+     * Virtqueues: control, 64 CQs, 2 * 64 QP queues, the event queue,
+     * nothing beyond.
      */
-    g_assert_cmpuint(queue_size(r, 1 + DEF_MAX_CQ + 2 * DEF_MAX_QP - 1), >=,
+    g_assert_cmpuint(queue_size(r, 1 + DEF_MAX_CQ + 2 * DEF_MAX_QP - 1), ==,
                      DEF_QUEUE_SIZE);
-    g_assert_cmpuint(queue_size(r, 1 + DEF_MAX_CQ + 2 * DEF_MAX_QP), ==, 0);
+    g_assert_cmpuint(queue_size(r, 1 + DEF_MAX_CQ + 2 * DEF_MAX_QP), ==,
+                     DEF_QUEUE_SIZE);
+    g_assert_cmpuint(queue_size(r, 2 + DEF_MAX_CQ + 2 * DEF_MAX_QP), ==, 0);
 }
 
 /* ---- success paths ---------------------------------------------------------- */
@@ -1707,9 +1709,9 @@ static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(le32_to_cpu(cfg.max_send_sge), ==, 2);
     g_assert_cmpuint(le32_to_cpu(cfg.max_ah), ==, 7);
     g_assert_cmphex(le64_to_cpu(cfg.max_mr_size), ==, 8192);
-    /* 1 + 2 CQs + 2 * 3 QP queues = 9 virtqueues. */
-    g_assert_cmpuint(queue_size(r, 8), >=, 16);
-    g_assert_cmpuint(queue_size(r, 9), ==, 0);
+    /* 1 + 2 CQs + 2 * 3 QP queues + the event queue = 10 virtqueues. */
+    g_assert_cmpuint(queue_size(r, 9), >=, 16);
+    g_assert_cmpuint(queue_size(r, 10), ==, 0);
 
     /* PD table. */
     pd0 = make_pd(r);
@@ -1829,15 +1831,17 @@ static void test_wire_qpn(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(wire, ==, qpn);
 }
 
-/* wire-qpn=off: the feature is not offered. */
+/* wire-qpn=off,event-queue=off: neither feature is offered. */
 static void test_features_off(void *obj, void *data, QGuestAllocator *alloc)
 {
     QVirtioRdma *r = obj;
     uint64_t f = qvirtio_get_features(r->vdev);
 
     g_assert_false(f & (1ull << VIRTIO_RDMA_F_WIRE_QPN));
-    qvrdma_renegotiate(r, 1ull << VIRTIO_RDMA_F_WIRE_QPN);
-    g_assert_false(qvrdma_has_feature(r, VIRTIO_RDMA_F_WIRE_QPN));
+    g_assert_false(f & (1ull << VIRTIO_RDMA_F_EVENT_QUEUE));
+    qvrdma_renegotiate(r, (1ull << VIRTIO_RDMA_F_WIRE_QPN) |
+                          (1ull << VIRTIO_RDMA_F_EVENT_QUEUE));
+    g_assert_cmphex(r->features, ==, 0);
 }
 
 /* ---- command lines QEMU must refuse ---------------------------------------- */
@@ -1956,9 +1960,13 @@ static void test_realize_errors(void *obj, void *data, QGuestAllocator *alloc)
                        "-device virtio-rdma-pci,addr=05.1",
                        "needs virtio-net-pci at function 0");
     }
-    /* Too many virtqueues: 1 + max-cq + 2 * max-qp > 1024. */
+    /* Too many virtqueues: 1 + max-cq + 2 * max-qp + 1 > 1024. */
     expect_refused(NIC_AT("05") "-device virtio-rdma-pci,addr=05.1,"
                    "max-cq=1000", "more than QEMU's limit");
+    /* 1025 with the event queue: one too many. */
+    expect_refused(NIC_AT("05") "-device virtio-rdma-pci,addr=05.1,"
+                   "max-cq=63,max-qp=480", "1 + max-cq + 2 * max-qp + 1 = "
+                   "1025 virtqueues");
     expect_refused(NIC_AT("05") "-device virtio-rdma-pci,addr=05.1,"
                    "max-cq=64,max-qp=480", "more than QEMU's limit");
     /* Limits outside 1..16384 (max-qp >= 2). */
@@ -1994,7 +2002,7 @@ static void test_device_help(void *obj, void *data, QGuestAllocator *alloc)
     static const char *const props[] = {
         "max-qp", "max-cq", "max-mr", "max-pd", "max-ah", "max-sge",
         "max-mr-size", "queue-size", "node-guid", "netdev", "iothread",
-        "wire-qpn",
+        "wire-qpn", "event-queue",
     };
     g_autofree char *out = NULL;
     g_autofree char *err = NULL;
@@ -2030,7 +2038,7 @@ static void register_virtio_rdma_test(void)
         .arg = (void *)"iothread",
     };
     QOSGraphTestOptions features_off = {
-        .edge.extra_device_opts = "wire-qpn=off",
+        .edge.extra_device_opts = "wire-qpn=off,event-queue=off",
     };
     QOSGraphTestOptions props = {
         .edge.extra_device_opts = "node-guid=" PROPS_GUID

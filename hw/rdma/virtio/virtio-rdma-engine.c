@@ -650,6 +650,29 @@ void virtio_rdma_engine_cq_flush(VirtIORdma *r, uint32_t cqn)
 }
 
 /*
+ * DESTROY_CQ @cqn (main loop, core_lock not held): an interrupt staged for
+ * it would reach whichever CQ takes the number next.
+ */
+void virtio_rdma_engine_cq_destroyed(VirtIORdma *r, uint32_t cqn)
+{
+    VirtIORdmaStage *s = r->stage;
+    VrdmaStagedCqe *c;
+
+    assert(bql_locked());
+    if (cqn >= s->max_cq) {
+        return;
+    }
+    WITH_QEMU_LOCK_GUARD(&s->lock) {
+        c = s->cq_irq[cqn];
+        if (c) {
+            QTAILQ_REMOVE(&s->cq, c, next);
+            s->cq_irq[cqn] = NULL;
+            QTAILQ_INSERT_TAIL(&s->spare, c, next);
+        }
+    }
+}
+
+/*
  * DESTROY_QP (main loop, core_lock not held): the completions of the QP
  * instance @qp_token that still wait for dp_bh are dropped, so none of the
  * destroyed QP's completions reaches a CQ after the command.  The list is

@@ -80,9 +80,12 @@ static void virtio_rdma_pci_realize(VirtIOPCIProxy *vpci_dev, Error **errp)
     }
     virtio_rdma_set_nic(&dev->vdev, nic);
 
-    /* One vector for the control queue, one per CQ, one for config. */
+    /*
+     * One vector for config, one per CQ, one for the control queue, one for
+     * the event queue.
+     */
     if (vpci_dev->nvectors == DEV_NVECTORS_UNSPECIFIED) {
-        vpci_dev->nvectors = dev->vdev.conf.max_cq + 2;
+        vpci_dev->nvectors = dev->vdev.conf.max_cq + 3;
     }
     virtio_pci_force_virtio_1(vpci_dev);
     qdev_realize(DEVICE(&dev->vdev), BUS(&vpci_dev->bus), errp);

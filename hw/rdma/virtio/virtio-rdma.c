@@ -120,14 +120,92 @@ int virtio_rdma_cq_write(VirtIORdma *r, uint32_t cqn,
     return 0;
 }
 
+/*
+ * An armed CQ fired, after its completions are in its ring.  With
+ * VIRTIO_RDMA_F_EVENT_QUEUE the notification is a record on the event
+ * queue (virtio_rdma_event_flush, at the end of this dp_bh turn) and the
+ * CQ's own virtqueue is never notified; without it, the CQ's virtqueue
+ * interrupts.
+ */
 void virtio_rdma_cq_interrupt(VirtIORdma *r, uint32_t cqn)
 {
+    VirtIODevice *vdev = VIRTIO_DEVICE(r);
     VirtQueue *vq = virtio_rdma_cq_vq(r, cqn);
 
     assert(bql_locked());
-    if (vq) {
-        virtio_notify(VIRTIO_DEVICE(r), vq);
+    if (!vq) {
+        return;
     }
+    if (virtio_vdev_has_feature(vdev, VIRTIO_RDMA_F_EVENT_QUEUE)) {
+        set_bit(cqn, r->ev_pending);
+    } else {
+        virtio_notify(vdev, vq);
+    }
+}
+
+/*
+ * The pending CQ events, each into the next buffer the driver posted on
+ * the event queue, then one notification.  At most one event per CQ waits
+ * (the bitmap; arming is one-shot); with no buffer left the rest stay
+ * pending until the driver adds buffers and kicks.  A buffer shorter than
+ * a record means the ring is broken, as for CQ buffers.
+ */
+static void virtio_rdma_event_flush(VirtIORdma *r)
+{
+    VirtIODevice *vdev = VIRTIO_DEVICE(r);
+    VirtQueue *vq = r->event_vq;
+    VirtQueueElement *elem;
+    unsigned long cqn;
+    unsigned n = 0;
+
+    assert(bql_locked());
+    if (vdev->broken ||
+        !virtio_vdev_has_feature(vdev, VIRTIO_RDMA_F_EVENT_QUEUE)) {
+        return;
+    }
+    for (cqn = find_first_bit(r->ev_pending, r->conf.max_cq);
+         cqn < r->conf.max_cq;
+         cqn = find_next_bit(r->ev_pending, r->conf.max_cq, cqn + 1)) {
+        struct virtio_rdma_event ev = {
+            .type = cpu_to_le32(VIRTIO_RDMA_EVENT_CQ),
+            .handle = cpu_to_le32(cqn),
+        };
+
+        elem = virtqueue_pop(vq, sizeof(*elem));
+        if (!elem) {
+            trace_virtio_rdma_event_no_buffer(cqn);
+            break;
+        }
+        if (!virtio_rdma_elem_in_ram(elem)) {
+            virtio_rdma_not_ram(r, vq, elem);
+            g_free(elem);
+            break;
+        }
+        if (iov_size(elem->in_sg, elem->in_num) < sizeof(ev)) {
+            trace_virtio_rdma_err_event_buffer(
+                iov_size(elem->in_sg, elem->in_num));
+            virtio_error(vdev, "virtio-rdma: event queue buffer too small "
+                         "for an event");
+            virtqueue_detach_element(vq, elem, 0);
+            g_free(elem);
+            break;
+        }
+        iov_from_buf(elem->in_sg, elem->in_num, 0, &ev, sizeof(ev));
+        virtqueue_push(vq, elem, sizeof(ev));
+        g_free(elem);
+        clear_bit(cqn, r->ev_pending);
+        trace_virtio_rdma_event_cq(cqn);
+        n++;
+    }
+    if (n) {
+        virtio_notify(vdev, vq);
+    }
+}
+
+/* The driver added event buffers: pending events go out in dp_bh. */
+static void virtio_rdma_handle_event(VirtIODevice *vdev, VirtQueue *vq)
+{
+    qemu_bh_schedule(VIRTIO_RDMA(vdev)->dp_bh);
 }
 
 /* ---- control queue ---------------------------------------------------------- */
@@ -196,7 +274,7 @@ static bool virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
     size_t out_len = iov_size(elem->out_sg, elem->out_num);
     size_t in_len = iov_size(elem->in_sg, elem->in_num);
     size_t req_len, rsp_len = 0;
-    uint32_t qpn = 0, qp_token = 0;
+    uint32_t qpn = 0, qp_token = 0, cqn = 0;
     bool destroy_qp;
     uint8_t status;
 
@@ -231,6 +309,13 @@ static bool virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
         req_len == 1 + sizeof(struct virtio_rdma_cmd_req_notify)) {
         /* Answered only once every earlier completion is in the CQ's ring. */
         virtio_rdma_engine_cq_flush(r, ldl_le_p(req + 1));
+    }
+    if (status == VIRTIO_RDMA_OK &&
+        virtio_rdma_destroy_handle(req, req_len, VIRTIO_RDMA_CMD_DESTROY_CQ,
+                                   &cqn) && cqn < r->conf.max_cq) {
+        /* Its pending event goes with it: a new CQ may take the number. */
+        clear_bit(cqn, r->ev_pending);
+        virtio_rdma_engine_cq_destroyed(r, cqn);
     }
     if (destroy_qp && status == VIRTIO_RDMA_OK) {
         /*
@@ -387,6 +472,7 @@ static void virtio_rdma_dp_bh(void *opaque)
         }
     }
     virtio_rdma_engine_flush(r);
+    virtio_rdma_event_flush(r);
 }
 
 /* ---- virtio device ---------------------------------------------------------- */
@@ -434,6 +520,7 @@ static void virtio_rdma_reset(VirtIODevice *vdev)
     assert(bql_locked());
     qemu_bh_cancel(r->ctrl_bh);
     bitmap_zero(r->dp_pending, r->num_data_vqs);
+    bitmap_zero(r->ev_pending, r->conf.max_cq);
     WITH_QEMU_LOCK_GUARD(&r->core_lock) {
         vrdma_core_get_stats(r->core, &st);
         trace_virtio_rdma_reset(st.pds, st.cqs, st.qps, st.mrs);
@@ -489,9 +576,10 @@ static bool virtio_rdma_check_conf(const VirtIORdmaConf *c, Error **errp)
                    c->queue_size);
         return false;
     }
-    nvq = 1 + (uint64_t)c->max_cq + 2 * (uint64_t)c->max_qp;
+    /* Control, CQs, SQ/RQ pairs, the event queue. */
+    nvq = 1 + (uint64_t)c->max_cq + 2 * (uint64_t)c->max_qp + 1;
     if (nvq > VIRTIO_QUEUE_MAX) {
-        error_setg(errp, "virtio-rdma: 1 + max-cq + 2 * max-qp = %" PRIu64
+        error_setg(errp, "virtio-rdma: 1 + max-cq + 2 * max-qp + 1 = %" PRIu64
                    " virtqueues, more than QEMU's limit of %d", nvq,
                    VIRTIO_QUEUE_MAX);
         error_append_hint(errp, "Lower max-cq or max-qp (max-cq=%u max-qp=%u)"
@@ -598,7 +686,14 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
                                           virtio_rdma_handle_wq);
     }
     r->dp_pending = bitmap_new(r->num_data_vqs);
-    trace_virtio_rdma_realize(c->max_qp, c->max_cq, 1 + r->num_data_vqs,
+    /*
+     * The event queue, 1 + max_cq + 2 * max_qp: always there, used only
+     * with VIRTIO_RDMA_F_EVENT_QUEUE.
+     */
+    r->event_vq = virtio_add_queue(vdev, c->queue_size,
+                                   virtio_rdma_handle_event);
+    r->ev_pending = bitmap_new(c->max_cq);
+    trace_virtio_rdma_realize(c->max_qp, c->max_cq, 2 + r->num_data_vqs,
                               r->netdev_name);
     return;
 
@@ -631,6 +726,8 @@ static void virtio_rdma_device_unrealize(DeviceState *dev)
     qemu_bh_delete(r->dp_bh);
     qemu_mutex_destroy(&r->core_lock);
     g_free(r->dp_pending);
+    g_free(r->ev_pending);
+    virtio_delete_queue(r->event_vq);
     for (i = 0; i < r->num_data_vqs; i++) {
         virtio_delete_queue(r->data_vqs[i]);
     }
@@ -670,6 +767,8 @@ static const Property virtio_rdma_properties[] = {
     DEFINE_PROP_STRING("netdev", VirtIORdma, conf.netdev),
     DEFINE_PROP_BIT64("wire-qpn", VirtIORdma, host_features,
                       VIRTIO_RDMA_F_WIRE_QPN, true),
+    DEFINE_PROP_BIT64("event-queue", VirtIORdma, host_features,
+                      VIRTIO_RDMA_F_EVENT_QUEUE, true),
     DEFINE_PROP_LINK("iothread", VirtIORdma, conf.iothread, TYPE_IOTHREAD,
                      IOThread *),
 };

@@ -61,6 +61,9 @@ struct VirtIORdma {
     QEMUBH *dp_bh;          /* kicked send/receive queues, the engine (main
                                loop placement), everything staged */
     unsigned long *dp_pending; /* data vqs (index - 1) kicked, not yet done */
+    VirtQueue *event_vq;    /* 1 + max_cq + 2 * max_qp */
+    unsigned long *ev_pending; /* CQs whose event waits for an event buffer
+                                  (VIRTIO_RDMA_F_EVENT_QUEUE; BQL) */
     uint64_t kick_pages_max;   /* most guest pages one ctrl_bh turn maps */
 
     Object *wire;           /* net filter on the paired NIC's netdev; NULL
@@ -115,6 +118,8 @@ bool virtio_rdma_engine_rx(VirtIORdma *r, const struct iovec *iov, int iovcnt,
 void virtio_rdma_engine_flush(VirtIORdma *r);
 /* REQ_NOTIFY_CQ on @cqn succeeded: its staged completions are written now. */
 void virtio_rdma_engine_cq_flush(VirtIORdma *r, uint32_t cqn);
+/* DESTROY_CQ @cqn succeeded: its staged interrupt is dropped. */
+void virtio_rdma_engine_cq_destroyed(VirtIORdma *r, uint32_t cqn);
 /* DESTROY_QP of the instance @qp_token (vrdma_core_qp_token) succeeded. */
 void virtio_rdma_engine_qp_destroyed(VirtIORdma *r, uint32_t qp_token);
 void virtio_rdma_engine_stats(VirtIORdma *r, VirtIORdmaStageStats *st);

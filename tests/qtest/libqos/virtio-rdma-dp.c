@@ -96,8 +96,8 @@ QVrdmaDev *qvrdma_dev_boot_full(const char *netdev_opts, const char *mac,
     d->max_qp = le32_to_cpu(d->cfg.max_qp);
 
     /*
-     * The proxy has max_cq + 2 vectors: configuration, one per CQ, control.
-     * The control queue's last one shows the MSI-X path works at all.
+     * The proxy has max_cq + 3 vectors: configuration, one per CQ, control,
+     * events.  The control queue's shows the MSI-X path works at all.
      */
     if (d->msix_entries >= d->max_cq + 2) {
         QVirtQueuePCI *vqpci = container_of(d->r.ctrl, QVirtQueuePCI, vq);
@@ -582,6 +582,92 @@ void qvrdma_dp_assert_cq_empty(QVrdmaCq *cq, gint64 quiet_us)
         g_error("virtio-rdma: unexpected completion on CQ %u: %s", cq->cqn,
                 s);
     }
+}
+
+/* ---- the event queue ---------------------------------------------------------- */
+
+uint16_t qvrdma_eq_vq_index(QVrdmaDev *d)
+{
+    return 1 + d->max_cq + 2 * d->max_qp;
+}
+
+QVrdmaEq *qvrdma_dp_eq_create(QVrdmaDev *d, uint32_t nbufs, uint32_t len,
+                              uint32_t post)
+{
+    QVrdmaEq *eq = g_new0(QVrdmaEq, 1);
+    QVrdmaRing *ring = &eq->ring;
+    uint16_t entry = d->max_cq + 2;
+    uint32_t i;
+
+    g_assert_true(qvrdma_has_feature(&d->r, VIRTIO_RDMA_F_EVENT_QUEUE));
+    ring_init(ring, d, qvrdma_eq_vq_index(d), nbufs, len);
+    if (d->msix_entries && entry < d->msix_entries) {
+        qvirtqueue_pci_msix_setup(d->vpci, ring_vqpci(ring), &d->qs->alloc,
+                                  entry);
+        qtest_writel(d->qts, ring_vqpci(ring)->msix_addr, 0);
+        eq->has_msix = true;
+    }
+    qtest_memset(d->qts, ring->bufs, 0xa5, (size_t)ring->n * ring->slot);
+    for (i = 0; i < ring->n; i++) {
+        ring_write_desc(ring, i, len, true);
+    }
+    for (i = 0; i < MIN(post, ring->n); i++) {
+        ring->busy[i] = true;
+        ring_add_avail(ring, i);
+    }
+    ring_publish_and_kick(ring);
+    return eq;
+}
+
+void qvrdma_dp_eq_post_all(QVrdmaEq *eq)
+{
+    QVrdmaRing *ring = &eq->ring;
+    uint32_t i;
+
+    for (i = 0; i < ring->n; i++) {
+        if (!ring->busy[i]) {
+            ring->busy[i] = true;
+            ring_add_avail(ring, i);
+        }
+    }
+    ring_publish_and_kick(ring);
+}
+
+bool qvrdma_dp_eq_poll(QVrdmaEq *eq, struct virtio_rdma_event *ev,
+                       gint64 timeout_us)
+{
+    QVrdmaRing *ring = &eq->ring;
+    QTestState *qts = ring->dev->qts;
+    gint64 start = g_get_monotonic_time();
+    uint32_t id, len;
+
+    while (ring_used_idx(ring) == ring->used_idx) {
+        if (g_get_monotonic_time() - start >= timeout_us) {
+            return false;
+        }
+        g_usleep(QVRDMA_DP_POLL_US);
+    }
+    ring_take_used(ring, &id, &len);
+    g_assert_cmpuint(len, ==, sizeof(*ev));
+    qtest_memread(qts, ring_buf(ring, id), ev, sizeof(*ev));
+    qtest_memset(qts, ring_buf(ring, id), 0xa5, ring->slot);
+    ring_add_avail(ring, id);
+    ring_publish_and_kick(ring);
+    return true;
+}
+
+bool qvrdma_dp_eq_irq(QVrdmaEq *eq)
+{
+    QVirtioDevice *vdev = &eq->ring.dev->vpci->vdev;
+
+    g_assert_true(eq->has_msix);
+    return vdev->bus->get_queue_isr_status(vdev, eq->ring.vq);
+}
+
+void qvrdma_dp_eq_free(QVrdmaEq *eq)
+{
+    ring_free(&eq->ring);
+    g_free(eq);
 }
 
 bool qvrdma_dp_cq_irq(QVrdmaCq *cq)

@@ -57,6 +57,12 @@ typedef struct QVrdmaRing {
     bool batch;                 /* posts are published by batch_end */
 } QVrdmaRing;
 
+/* The event queue (VIRTIO_RDMA_F_EVENT_QUEUE). */
+typedef struct QVrdmaEq {
+    QVrdmaRing ring;
+    bool has_msix;              /* MSI-X entry max_cq + 2 */
+} QVrdmaEq;
+
 typedef struct QVrdmaCq {
     QVrdmaRing ring;
     uint32_t cqn;
@@ -210,6 +216,28 @@ uint16_t qvrdma_dp_cq_pending(QVrdmaCq *cq);
 bool qvrdma_dp_cq_irq(QVrdmaCq *cq);
 /* Waits up to @timeout_us for the CQ's interrupt. */
 bool qvrdma_dp_wait_cq_irq(QVrdmaCq *cq, gint64 timeout_us);
+
+/* ---- the event queue (VIRTIO_RDMA_F_EVENT_QUEUE) ------------------------------ */
+
+uint16_t qvrdma_eq_vq_index(QVrdmaDev *d);
+/*
+ * Sets up the event queue with @nbufs device-writable buffers of @len
+ * bytes (descriptors; @post of them posted now), MSI-X entry max_cq + 2 if
+ * the table has room.
+ */
+QVrdmaEq *qvrdma_dp_eq_create(QVrdmaDev *d, uint32_t nbufs, uint32_t len,
+                              uint32_t post);
+/* Posts the buffers not posted yet, and kicks. */
+void qvrdma_dp_eq_post_all(QVrdmaEq *eq);
+/*
+ * Takes the next event within @timeout_us (0: look once), asserting its
+ * used length is a whole record, and posts its buffer again.
+ */
+bool qvrdma_dp_eq_poll(QVrdmaEq *eq, struct virtio_rdma_event *ev,
+                       gint64 timeout_us);
+/* Whether the event queue's MSI-X vector fired since the last call. */
+bool qvrdma_dp_eq_irq(QVrdmaEq *eq);
+void qvrdma_dp_eq_free(QVrdmaEq *eq);
 
 /* ---- connections -------------------------------------------------------------- */
 

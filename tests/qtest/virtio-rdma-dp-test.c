@@ -1278,6 +1278,12 @@ static void ud_send(Side *a, Side *b, uint8_t sgid_index,
     };
 
     qvrdma_dp_post_recv(b->ud, wr_id + 1, &dst, 1);
+    /*
+     * A UD datagram that finds no receive is dropped, not retried: with
+     * ioeventfd, B's QEMU takes the RECV in its own time, so wait for it
+     * before A sends (a loaded host lost the race).
+     */
+    qvrdma_dp_wait_ring_idle(&b->ud->rq);
     wr.wr.ud.remote_qpn = b->ud->wire_qpn;
     wr.wr.ud.remote_qkey = QKEY;
     wr.wr.ud.av.port = 1;

@@ -448,6 +448,17 @@ uint32_t qvrdma_dp_ring_in_flight(QVrdmaRing *ring)
     return ring->in_flight;
 }
 
+void qvrdma_dp_wait_ring_idle(QVrdmaRing *ring)
+{
+    gint64 start = g_get_monotonic_time();
+
+    while (qvrdma_dp_ring_in_flight(ring)) {
+        g_assert_cmpint(g_get_monotonic_time() - start, <=,
+                        QVRDMA_DP_TIMEOUT_US);
+        g_usleep(QVRDMA_DP_POLL_US);
+    }
+}
+
 void qvrdma_dp_post_raw(QVrdmaRing *ring, const void *wqe, uint32_t len)
 {
     qvrdma_dp_post_desc(ring, wqe, len, false);

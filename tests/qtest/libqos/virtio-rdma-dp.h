@@ -181,6 +181,12 @@ void qvrdma_dp_batch_end(QVrdmaRing *ring);
 void qvrdma_dp_batch_publish(QVrdmaRing *ring);
 /* Descriptors of @ring the device has not given back yet. */
 uint32_t qvrdma_dp_ring_in_flight(QVrdmaRing *ring);
+/*
+ * Waits until the device has given back every descriptor of @ring: the
+ * work requests are in its engine (with ioeventfd a kick is processed
+ * later, in the device's own time).
+ */
+void qvrdma_dp_wait_ring_idle(QVrdmaRing *ring);
 /* The same with the descriptor's WRITE flag as given (a broken driver). */
 void qvrdma_dp_post_desc(QVrdmaRing *ring, const void *wqe, uint32_t len,
                          bool device_writable);

@@ -31,17 +31,33 @@ lab_driver() {
         ls "$LAB_DRV_PROV"/lib*-rdmav*.so >/dev/null 2>&1 ||
             { lab_result FAIL driver/provider "no provider lib*-rdmav*.so in $LAB_DRV_PROV (scripts/build-guest.sh)"; return; }
     fi
+    lab_drv_abuse_build
     t0=$(date +%s)
-    lab_drv_pair "$dir/vv" vrdma vrdma "a"
+    lab_drv_pair "$dir/vv" vrdma vrdma "a" "kill abuse"
     echo "lab: driver/vv took $(( $(date +%s) - t0 )) s"; t0=$(date +%s)
     lab_drv_pair "$dir/vr" vrdma rxe "a b"
     echo "lab: driver/vr took $(( $(date +%s) - t0 )) s"
 }
 
-# lab_drv_pair DIR KIND-A KIND-B SERVERS: boots guests A and B (KIND vrdma or
-# rxe), runs every case with A as server ("a") and/or B as server ("b").
+# guest/tests/vrdma-abuse (what a hostile local user tries), built against
+# the host's libibverbs into LAB_DRV_ABUSE; empty when it cannot be built.
+lab_drv_abuse_build() {
+    local src=$top/guest/tests/vrdma-abuse.c
+    LAB_DRV_ABUSE=${LAB_DRV_ABUSE:-$LAB/vrdma-abuse}
+    [ -f "$src" ] || { LAB_DRV_ABUSE=; return; }
+    if [ ! -x "$LAB_DRV_ABUSE" ] || [ "$src" -nt "$LAB_DRV_ABUSE" ]; then
+        timeout 300 gcc -O2 -g -Wall -o "$LAB_DRV_ABUSE" "$src" -libverbs -lpthread \
+            > "$LAB/vrdma-abuse.log" 2>&1 || { rm -f "$LAB_DRV_ABUSE"; LAB_DRV_ABUSE=; }
+    fi
+}
+
+# lab_drv_pair DIR KIND-A KIND-B SERVERS [EXTRAS]: boots guests A and B (KIND
+# vrdma or rxe), runs every case with A as server ("a") and/or B as server
+# ("b").  EXTRAS: "kill" = ib_send_bw killed (SIGKILL) on both sides in the
+# middle of its transfer (the device check then shows whether everything was
+# freed); "abuse" = vrdma-abuse in each guest, on its own device.
 lab_drv_pair() {
-    local dir=$1 ka=$2 kb=$3 servers=$4 pair=${1##*/}
+    local dir=$1 ka=$2 kb=$3 servers=$4 extras=${5:-} pair=${1##*/}
     local fam tool s name port=18600 sa sc addr args cargs g
     local -a names=() srvside=()
     local ip4a=10.77.0.31 ip4b=10.77.0.32 ip6a=fd77::31 ip6b=fd77::32
@@ -77,7 +93,25 @@ lab_drv_pair() {
             done
         done
     done
-    [ ${#names[@]} -gt 0 ] || return 0
+    name=v4-send_bw-killed
+    if [[ " $extras " == *" kill "* ]] && { [ -z "${LAB_DRV_ONLY:-}" ] || [[ $pair/$name =~ $LAB_DRV_ONLY ]]; }; then
+        port=$((port + 1))
+        args=$(lab_tool_args send_bw); args=${args//@G@/@G4@}; args="/lab/kill-mid.sh 3 ${args//@P@/$port} -D 60"
+        echo "srv $name $LAB_DRV_TMO $args" >> "$dir/A/cases"
+        echo "cli $name $LAB_DRV_TMO $args $ip4a" >> "$dir/B/cases"
+        names+=("$name"); srvside+=("A")
+    fi
+    local solo=()
+    if [[ " $extras " == *" abuse "* ]] && { [ -z "${LAB_DRV_ONLY:-}" ] || [[ $pair/abuse =~ $LAB_DRV_ONLY ]]; }; then
+        if [ -n "$LAB_DRV_ABUSE" ]; then
+            echo "srv abuse 300 $LAB_DRV_ABUSE @D@ @G4@" >> "$dir/A/cases"
+            echo "srv abuse 300 $LAB_DRV_ABUSE @D@ @G4@" >> "$dir/B/cases"
+            solo+=(abuse)
+        else
+            lab_result FAIL "driver/$pair/abuse" "vrdma-abuse did not build ($LAB/vrdma-abuse.log)"
+        fi
+    fi
+    [ ${#names[@]} -gt 0 ] || [ ${#solo[@]} -gt 0 ] || return 0
     local pa pb ga gb qa= qb= u0 u1 tmo=$(( ${#names[@]} * LAB_DRV_TMO + 300 ))
     pa=$(lab_free_port udp); pb=$(lab_free_port udp)
     u0=$(lab_udp_rcvbuf_errors)
@@ -93,6 +127,9 @@ lab_drv_pair() {
     [ "$kb" = rxe ] || [ "${LAB_DRV_AS:-}" = rxe ] && rxe_dirs+=("$dir/B")
     for i in "${!names[@]}"; do
         lab_drv_judge "driver/$pair/${names[$i]}" "$dir" "${names[$i]}" "${srvside[$i]}" $((u1 - u0)) "${rxe_dirs[@]}"
+    done
+    for name in "${solo[@]}"; do
+        for g in A B; do lab_drv_solo_judge "driver/$pair/$g-$name" "$dir/$g" "$name"; done
     done
     for g in A B; do
         local k=$ka; [ $g = B ] && k=$kb
@@ -124,7 +161,7 @@ lab_drv_watch() {
         for i in 0 1; do
             g=$([ $i = 0 ] && echo A || echo B); q=${qmps[$i]}
             [ -n "$q" ] || continue
-            for p in up done unloaded; do
+            for p in up done held unloaded reloaded; do
                 f=$dir/$g/sync.$p
                 [ -f "$f" ] && [ ! -e "$f.ok" ] || continue
                 timeout 30 python3 "$top/tests/lab/qmp.py" query "$q" "$dir/$g/info-$p" 2> "$dir/$g/info-$p.err"
@@ -183,23 +220,45 @@ lab_drv_judge() {
     lab_result "$res" "$full" "$fig$cnt${why:+ |$why}"
 }
 
+# A case one guest ran alone (TAP output): its exit status, and the counts.
+lab_drv_solo_judge() {
+    local full=$1 d=$2 name=$3 rc ok nok
+    rc=$(cat "$d/$name.rc" 2>/dev/null || echo none)
+    ok=$(grep -c '^ok ' "$d/$name.out" 2>/dev/null); nok=$(grep -c '^not ok ' "$d/$name.out" 2>/dev/null)
+    if [ "$rc" = 0 ] && [ "${nok:-0}" = 0 ] && [ "${ok:-0}" -gt 0 ]; then
+        lab_result PASS "$full" "$ok ok"
+    else
+        lab_result FAIL "$full" "rc=$rc, ${ok:-0} ok, ${nok:-0} not ok: $(grep -m3 '^not ok ' "$d/$name.out" 2>/dev/null | tr '\n' ';')"
+    fi
+}
+
+lab_drv_qps() { sed 's/.*qp=\([0-9]*\).*/\1/' <<< "$1"; }
+
 # The device of one guest: traffic went through it, the object counts after
-# the tools equal those of the idle driver, and are zero after rmmod; no QEMU
-# error.  Prints the final "info rdma".
+# the tools equal those of the idle driver; an application holding objects
+# (more than idle) does not stop rmmod, after which the counts are zero; the
+# reloaded driver is back at idle; no QEMU error.  Prints the final "info rdma".
 lab_drv_device_check() {
-    local name=$1 d=$2 up done un tr p res=PASS why=""
-    for p in up done unloaded; do
+    local name=$1 d=$2 up done held un re tr p res=PASS why=""
+    for p in up done held unloaded reloaded; do
         [ -s "$d/info-$p.json" ] || { lab_result FAIL "$name" "no info rdma at '$p' ($(head -c 200 "$d/info-$p.err" 2>/dev/null))"; return; }
     done
     up=$(python3 "$top/tests/lab/qmp.py" objects "$d/info-up.json")
     done=$(python3 "$top/tests/lab/qmp.py" objects "$d/info-done.json")
+    held=$(python3 "$top/tests/lab/qmp.py" objects "$d/info-held.json")
     un=$(python3 "$top/tests/lab/qmp.py" objects "$d/info-unloaded.json")
+    re=$(python3 "$top/tests/lab/qmp.py" objects "$d/info-reloaded.json")
     tr=$(python3 "$top/tests/lab/qmp.py" traffic "$d/info-done.json")
     [ "$up" = "$done" ] || { res=FAIL; why="$why objects idle [$up] after the tools [$done];"; }
-    [ "$un" = "pd=0 cq=0 qp=0 mr=0 gid=0 pages=0" ] || { res=FAIL; why="$why after rmmod ($(cat "$d/sync.unloaded")) [$un];"; }
+    [ "$(lab_drv_qps "$held")" -gt "$(lab_drv_qps "$up")" ] && [ "$(cat "$d/sync.held")" = 1 ] ||
+        { res=FAIL; why="$why the holder held no more than idle [$held];"; }
+    [ "$un" = "pd=0 cq=0 qp=0 mr=0 gid=0 pages=0" ] && [ "$(cat "$d/sync.unloaded")" = rmmod=0 ] ||
+        { res=FAIL; why="$why after rmmod ($(cat "$d/sync.unloaded")) [$un];"; }
+    [ "$re" = "$up" ] && [ "$(cat "$d/sync.reloaded")" = reload=0 ] ||
+        { res=FAIL; why="$why reloaded ($(cat "$d/sync.reloaded")) [$re];"; }
     [[ $tr =~ tx=[1-9].*rx=[1-9] ]] || { res=FAIL; why="$why no traffic through the device;"; }
     [ -s "$d/qemu.log" ] && { res=FAIL; why="$why QEMU: $(head -n 1 "$d/qemu.log");"; }
-    lab_result "$res" "$name" "idle [$up] after tools [$done] after rmmod [$un] $tr${why:+ |$why}"
+    lab_result "$res" "$name" "idle [$up] after tools [$done] app holding [$held] after rmmod under it [$un] reloaded [$re] $tr${why:+ |$why}"
     echo "--- info rdma of ${name%-device} after the tools:"
     sed 's/^/    /' "$d/info-done.txt"
 }

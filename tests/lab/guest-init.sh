@@ -17,9 +17,10 @@
 #   lab.prov=DIR      host-root directory of the rdma-core provider
 #                     (libvirtio_rdma-rdmav*.so): made a provider of the
 #                     guest's libibverbs in the tmpfs overlay
-#   lab.sync=1        stop at /out/sync.{up,done,unloaded} until the host
-#                     answers with sync.NAME.ok (it reads the device's
-#                     counters there); after the job, rmmod virtio_rdma
+#   lab.sync=1        stop at /out/sync.{up,done,held,unloaded,reloaded}
+#                     until the host answers with sync.NAME.ok (it reads the
+#                     device's counters there); after the job, rmmod
+#                     virtio_rdma under a live application, then reload it
 # The job gets LAB_DEV, the RDMA device's name.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
@@ -91,6 +92,18 @@ has_gids() {
     { [ -z "$IP" ] || echo "$g" | grep -q '^0000:0000:0000:0000:0000:ffff:'; } &&
     { [ -z "$IP6" ] || echo "$g" | grep -v '^fe80:' | grep -qv '^0000:'; }
 }
+# load_vrdma: insmod lab.ko, then (bounded) vrdma0 with eth0's GIDs.
+load_vrdma() {
+    /bin/insmod $R$KO || { say "FATAL: insmod $KO"; return 1; }
+    i=0
+    while [ ! -e /sys/class/infiniband/vrdma0 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    [ -e /sys/class/infiniband/vrdma0 ] || { say "FATAL: no /sys/class/infiniband/vrdma0 after insmod"; return 1; }
+    i=0
+    while ! has_gids vrdma0 && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+    has_gids vrdma0 && return 0
+    say "FATAL: vrdma0 lacks eth0's GIDs: $(cat /sys/class/infiniband/vrdma0/ports/1/gids/* 2>/dev/null | grep -v '^0000:0000:0000:0000:0000:0000:0000:0000' | tr '\n' ' ')"
+    return 1
+}
 DEV=
 case $RDMA in
 rxe)
@@ -105,20 +118,7 @@ vrdma)
                 say "FATAL: provider $so"
         done
     fi
-    if /bin/insmod $R$KO; then
-        i=0
-        while [ ! -e /sys/class/infiniband/vrdma0 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-        if [ -e /sys/class/infiniband/vrdma0 ]; then
-            DEV=vrdma0
-            i=0
-            while ! has_gids vrdma0 && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
-            has_gids vrdma0 || say "FATAL: vrdma0 lacks eth0's GIDs: $(cat /sys/class/infiniband/vrdma0/ports/1/gids/* 2>/dev/null | grep -v '^0000:0000:0000:0000:0000:0000:0000:0000' | tr '\n' ' ')"
-        else
-            say "FATAL: no /sys/class/infiniband/vrdma0 after insmod"
-        fi
-    else
-        say "FATAL: insmod $KO"
-    fi ;;
+    load_vrdma && DEV=vrdma0 ;;
 *) say "FATAL: lab.rdma=$RDMA" ;;
 esac
 say "ready at $(cut -d' ' -f1 /proc/uptime)s${DEV:+ with $DEV}"
@@ -129,11 +129,27 @@ if [ -n "$RUN" ]; then
 fi
 if [ "$SYNC" = 1 ]; then
     sync_point done "$DEV"
-    # Unloading with nothing left to hold the module: the device's object
-    # counts must come back to zero.
     r=none
-    [ "$RDMA" = vrdma ] && { /bin/rmmod virtio_rdma && r=0 || r=$?; }
-    dmesg > $R/out/dmesg-final.txt
-    sync_point unloaded "rmmod=$r"
+    if [ "$RDMA" = vrdma ] && [ "$DEV" = vrdma0 ]; then
+        # Unload under a live application: an ibv_rc_pingpong server holds
+        # its context, PD, MR, CQ and QP while it waits for a client that
+        # never comes.  The driver disassociates it; the device's object
+        # counts must come back to zero, and a reload must work.
+        chroot $R /usr/bin/stdbuf -oL /usr/bin/ibv_rc_pingpong -d vrdma0 -p 18999 > $R/out/holder.out 2>&1 &
+        h=$!
+        i=0
+        while ! grep -qs 'local address' $R/out/holder.out && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+        sync_point held "$(grep -c 'local address' $R/out/holder.out)"
+        /bin/rmmod virtio_rdma && r=0 || r=$?
+        dmesg > $R/out/dmesg-final.txt
+        sync_point unloaded "rmmod=$r"
+        kill -9 $h 2>/dev/null; wait $h
+        load_vrdma && l=0 || l=1
+        sync_point reloaded "reload=$l"
+        /bin/rmmod virtio_rdma
+        dmesg > $R/out/dmesg-final.txt
+    else
+        sync_point unloaded "rmmod=$r"
+    fi
 fi
 sync; umount $R/out 2>/dev/null; poweroff -f

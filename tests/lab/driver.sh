@@ -213,6 +213,7 @@ lab_drv_judge() {
         fi
     done
     fig=$(lab_figures "$dir/$cli/$name.out" 2>/dev/null)
+    [ -n "$fig" ] || fig=$(grep -ho 'kill-mid: killed.*' "$dir/A/$name.out" "$dir/B/$name.out" 2>/dev/null | sed 's/ (pid [0-9]*)//' | sort | uniq -c | awk '{c=$1; $1=""; printf "%s%s x%d", sep, substr($0, 2), c; sep="; "}')
     cnt=""
     for d in A B; do
         [ -s "$dir/$d/$name.cnt" ] && cnt="$cnt $d[$(awk '{printf "%s%s+%d", sep, $1, $3-$2; sep=","}' "$dir/$d/$name.cnt")]"

@@ -22,10 +22,9 @@ lab_tool_args() {
     read_lat)    echo "ib_read_lat -d @D@ -x @G@ -p @P@ -F -s 64 -n 200" ;;
     send_lat)    echo "ib_send_lat -d @D@ -x @G@ -p @P@ -F -s 64 -n 200" ;;
     atomic_lat)  echo "ib_atomic_lat -d @D@ -x @G@ -p @P@ -F -n 200" ;;
-    # The address family of the server's address picks the GID; the client
-    # verifies every ping (-V).
-    rping) if [ "${2:-}" = cli ]; then echo "rping -c -V -C 50 -S 4096 -p @P@ -a"
-           else echo "rping -s -V -C 50 -S 4096 -p @P@"; fi ;;
+    # The address family of the server's address picks the GID: both sides
+    # add it (the server binds it).  The client verifies every ping (-V).
+    rping) echo "rping -$([ "${2:-}" = cli ] && echo c || echo s) -V -C 50 -S 4096 -p @P@ -a" ;;
     *) echo "lab_tool_args: unknown case $1" >&2; return 1 ;;
     esac
 }

@@ -4,9 +4,12 @@
 # dgram over 127.0.0.1 as in the baseline.  The baseline's case runner
 # (guest-cases.sh) runs the tools of LAB_DRV_CASES over IPv4-mapped and IPv6
 # GIDs; in vr each tool runs with the virtio-rdma guest as server (-vsrv: rxe
-# is the client) and as client (-vcli).  The QEMUs of the virtio-rdma guests
-# answer QMP: "info rdma" when the device is up, after the tools exited (the
-# object counts must be those of the idle driver) and after rmmod (all zero).
+# is the client) and as client (-vcli).  vv also kills ib_send_bw on both
+# sides in the middle of a transfer (kill-send_bw) and runs vrdma-abuse in each
+# guest.  The QEMUs of the virtio-rdma guests answer QMP "info rdma" when the
+# device is up, after the tools exited (the object counts must be those of
+# the idle driver), while an application holds objects, after rmmod under it
+# (all zero) and after the module's reload (idle again).
 # Sourced; lab_driver RESULTDIR.
 #   LAB_DRV_KO     virtio_rdma.ko (default build/guest/<KVER>/virtio_rdma.ko)
 #   LAB_DRV_PROV   provider directory (default build/guest/rdma-core)
@@ -93,7 +96,7 @@ lab_drv_pair() {
             done
         done
     done
-    name=v4-send_bw-killed
+    name=kill-send_bw
     if [[ " $extras " == *" kill "* ]] && { [ -z "${LAB_DRV_ONLY:-}" ] || [[ $pair/$name =~ $LAB_DRV_ONLY ]]; }; then
         port=$((port + 1))
         args=$(lab_tool_args send_bw); args=${args//@G@/@G4@}; args="/lab/kill-mid.sh 3 ${args//@P@/$port} -D 60"

@@ -21,8 +21,9 @@ packages=(
     # the host root over 9p; tshark dissects the captured RoCE frames
     rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest iproute2
     tshark
-    # guest/tests/vrdma-abuse, built on the host against libibverbs
-    libibverbs-dev
+    # guest/tests/vrdma-abuse, built on the host against libibverbs; zstd
+    # unpacks the 6.12 lab kernel (bookworm-backports compresses it so)
+    libibverbs-dev zstd
     # guest provider (scripts/build-guest.sh): what configuring rdma-core's
     # source needs (no man pages, no pyverbs); the kernel module's headers
     # are kernel_headers below

@@ -67,7 +67,9 @@ echo "driver virtio_rdma" > "$out/rdma-core/virtio_rdma.driver"
 # The provider runs against the installed libibverbs.so.1, not the one just
 # built beside it: every versioned symbol it imports must be exported there,
 # and the dynamic loader must bind it (RTLD_NOW) with nothing else around.
-sys_ibverbs=$(ldconfig -p | awk '/libibverbs\.so\.1 .*x86-64/ { print $NF; exit }')
+# (awk reads all of ldconfig's output: an early exit would SIGPIPE it, and
+# under pipefail + errexit that silently ended this script.)
+sys_ibverbs=$(ldconfig -p | awk '/libibverbs\.so\.1 .*x86-64/ && !f { print $NF; f = 1 }')
 syms() { objdump -T "$1" | awk -v want="$2" '$0 ~ want && /IBVERBS_/ { print $NF "@" $(NF-1) }' | tr -d '()' | sort -u; }
 missing=$(comm -23 <(syms "$so" '\\*UND\\*') <(syms "$sys_ibverbs" '\\.text'))
 if [ -n "$missing" ]; then

@@ -44,7 +44,7 @@ kernel_headers() {
         t=()
         [ $rel = bookworm ] || t=(-t "$rel")
         kpkg=$(timeout 60 apt-cache depends "${t[@]}" linux-image-amd64 2>/dev/null |
-               awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+               awk '/Depends: linux-image-[0-9]/ && !f { print $2; f = 1 }')
         [ -n "$kpkg" ] && echo "$rel linux-headers-${kpkg#linux-image-}"
     done
 }

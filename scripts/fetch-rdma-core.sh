@@ -59,7 +59,7 @@ origs() {
 
 fallback() {
     local pabi ver sum file top_dir
-    pabi=$(objdump -T "$(ldconfig -p | awk '/libibverbs\.so\.1 .*x86-64/ { print $NF; exit }')" |
+    pabi=$(objdump -T "$(ldconfig -p | awk '/libibverbs\.so\.1 .*x86-64/ && !f { print $NF; f = 1 }')" |
            grep -o 'IBVERBS_PRIVATE_[0-9]*' | head -n 1)
     pabi=${pabi#IBVERBS_PRIVATE_}
     [ -n "$pabi" ] || { echo "fetch-rdma-core: no IBVERBS_PRIVATE_ version in libibverbs.so.1" >&2; return 1; }

@@ -35,7 +35,7 @@ done
 # in the target release LAB_KERNEL asks for.
 rel=()
 [ -n "$LAB_KREL" ] && rel=(-t "$LAB_KREL")
-KPKG=$(timeout 60 apt-cache depends "${rel[@]}" linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+KPKG=$(timeout 60 apt-cache depends "${rel[@]}" linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ && !f {print $2; f = 1}')
 [ -n "$KPKG" ] || die "apt-cache knows no linux-image-amd64${LAB_KREL:+ in $LAB_KREL} (apt-get update? scripts/apt-sources.sh?)"
 case $KPKG in
 linux-image-"$LAB_KSERIES".*) ;;

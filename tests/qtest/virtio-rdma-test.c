@@ -1953,6 +1953,15 @@ static void test_realize_errors(void *obj, void *data, QGuestAllocator *alloc)
                    "addr=05.0,multifunction=on "
                    "-device virtio-rdma-pci,addr=05.1",
                    "needs virtio-net-pci at function 0");
+    /* The same with function 1 first: refused when the machine is done. */
+    expect_refused("-device virtio-rdma-pci,addr=05.1 -fsdev local,id=fs0,"
+                   "path=/,security_model=none,readonly=on "
+                   "-device virtio-9p-pci,fsdev=fs0,mount_tag=t,"
+                   "addr=05.0,multifunction=on",
+                   "(05.0 is virtio-9p-pci)");
+    expect_refused("-device virtio-rdma-pci,addr=05.1,id=r1",
+                   "virtio-rdma-pci at pci.0:05.1 'r1' needs virtio-net-pci "
+                   "at function 0 of the same slot (05.0 is empty)");
     /* A PCI device that is not virtio (if this build has one). */
     if (has_device("e1000")) {
         expect_refused("-netdev user,id=n0 -device e1000,netdev=n0,"
@@ -1991,10 +2000,122 @@ static void test_realize_errors(void *obj, void *data, QGuestAllocator *alloc)
                        "mq=on,vectors=6,addr=05.0,multifunction=on "
                        "-device virtio-rdma-pci,addr=05.1",
                        "needs a single queue");
+        /* Found when the NIC is realized after the device. */
+        expect_refused("-device virtio-rdma-pci,addr=05.1 "
+                       "-netdev tap,id=n0,queues=2,ifname=vrdmq%d,script=no,"
+                       "downscript=no -device virtio-net-pci,netdev=n0,"
+                       "mq=on,vectors=6,addr=05.0,multifunction=on",
+                       "needs a single queue");
     } else {
         g_test_message("multiqueue refusal not checked: needs root and "
                        "/dev/net/tun");
     }
+}
+
+/* ---- pairing in any order ---------------------------------------------------- */
+
+#define PAIR_MAC "52:54:00:aa:bb:01"
+#define PAIR_GUID "505400fffeaabb01"
+#define PAIR_NIC_PATH "/machine/peripheral/pnic/virtio-backend"
+
+/* @qts's one virtio-rdma device is paired with the NIC "pnic". */
+static void assert_paired(QTestState *qts, const char *how)
+{
+    QDict *info = query_rdma(qts);
+
+    g_test_message("%s: paired with %s", how, qdict_get_str(info, "nic"));
+    g_assert_cmpstr(qdict_get_str(info, "nic"), ==, PAIR_NIC_PATH);
+    g_assert_cmpstr(qdict_get_str(info, "netdev"), ==, "pn0");
+    g_assert_cmpstr(qdict_get_str(info, "node-guid"), ==, PAIR_GUID);
+    qobject_unref(info);
+}
+
+static void assert_unpaired(QTestState *qts)
+{
+    QDict *resp = qtest_qmp(qts, "{'execute': 'query-virtio-rdma'}");
+
+    g_assert_cmpint(qlist_size(qdict_get_qlist(resp, "return")), ==, 0);
+    qobject_unref(resp);
+}
+
+/*
+ * QEMU creates every classic "-device a=b" before any JSON "-device {...}"
+ * (libvirt writes its own devices as JSON), so the device cannot count on
+ * its function 0 existing at its realize: it pairs when that NIC is
+ * realized.  Each command line must start with the device paired to "pnic".
+ * Before the change the function-1-first orders failed with "needs
+ * virtio-net-pci at function 0".
+ */
+static void test_pairing_orders(void *obj, void *data, QGuestAllocator *alloc)
+{
+    static const struct {
+        const char *how, *args;
+    } lines[] = {
+        { "classic, NIC first",
+          "-netdev user,id=pn0 -device virtio-net-pci,id=pnic,netdev=pn0,"
+          "mac=" PAIR_MAC ",addr=06.0,multifunction=on "
+          "-device virtio-rdma-pci,addr=06.1" },
+        { "classic, device first",
+          "-device virtio-rdma-pci,addr=06.1 -netdev user,id=pn0 "
+          "-device virtio-net-pci,id=pnic,netdev=pn0,mac=" PAIR_MAC ","
+          "addr=06.0,multifunction=on" },
+        { "JSON NIC (libvirt), classic device after it",
+          "-netdev user,id=pn0 -device '{\"driver\":\"virtio-net-pci\","
+          "\"id\":\"pnic\",\"netdev\":\"pn0\",\"mac\":\"" PAIR_MAC "\","
+          "\"addr\":\"06.0\",\"multifunction\":true}' "
+          "-device virtio-rdma-pci,addr=06.1" },
+        { "JSON both, device first",
+          "-netdev user,id=pn0 "
+          "-device '{\"driver\":\"virtio-rdma-pci\",\"addr\":\"06.1\"}' "
+          "-device '{\"driver\":\"virtio-net-pci\",\"id\":\"pnic\","
+          "\"netdev\":\"pn0\",\"mac\":\"" PAIR_MAC "\",\"addr\":\"06.0\","
+          "\"multifunction\":true}'" },
+        { "q35, behind a PCIe root port, device first",
+          "-M q35 -device pcie-root-port,id=rp1,bus=pcie.0,addr=07.0,"
+          "chassis=1 -device virtio-rdma-pci,bus=rp1,addr=00.1 "
+          "-netdev user,id=pn0 -device '{\"driver\":\"virtio-net-pci\","
+          "\"id\":\"pnic\",\"netdev\":\"pn0\",\"mac\":\"" PAIR_MAC "\","
+          "\"bus\":\"rp1\",\"addr\":\"00.0\",\"multifunction\":true}'" },
+    };
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(lines); i++) {
+        QTestState *qts = qtest_init(lines[i].args);
+
+        assert_paired(qts, lines[i].how);
+        qtest_quit(qts);
+    }
+}
+
+/*
+ * PCI hot-plug takes function 0 last (the slot appears to the guest with
+ * it): device_add virtio-rdma-pci, then the NIC.  Until then the device is
+ * not paired (nothing to query); a function 0 that is no virtio-net leaves
+ * it unpaired, with an error, and QEMU running.
+ */
+static void test_pairing_hotplug(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QTestState *qts = qtest_init("-M pc -fsdev local,id=pfs,path=/,"
+                                 "security_model=none,readonly=on");
+
+    qtest_qmp_device_add(qts, "virtio-rdma-pci", "prdma",
+                         "{'addr': '06.1'}");
+    assert_unpaired(qts);
+    qobject_unref(qtest_qmp(qts, "{'execute': 'netdev_add', 'arguments': "
+                            "{'type': 'user', 'id': 'pn0'}}"));
+    qtest_qmp_device_add(qts, "virtio-net-pci", "pnic",
+                         "{'addr': '06.0', 'multifunction': true, "
+                         "'netdev': 'pn0', 'mac': '" PAIR_MAC "'}");
+    assert_paired(qts, "hot-plugged, device first");
+
+    /* Another slot: function 0 is a virtio-pci device, not a NIC. */
+    qtest_qmp_device_add(qts, "virtio-rdma-pci", "prdma2",
+                         "{'addr': '07.1'}");
+    qtest_qmp_device_add(qts, "virtio-9p-pci", "p9",
+                         "{'addr': '07.0', 'multifunction': true, "
+                         "'fsdev': 'pfs', 'mount_tag': 't'}");
+    assert_paired(qts, "the first device, still the only one paired");
+    qtest_quit(qts);
 }
 
 static void test_device_help(void *obj, void *data, QGuestAllocator *alloc)
@@ -2073,6 +2194,9 @@ static void register_virtio_rdma_test(void)
     qos_add_test("props", "virtio-rdma", test_props, &props);
     qos_add_test("realize-errors", "virtio-rdma", test_realize_errors, NULL);
     qos_add_test("device-help", "virtio-rdma", test_device_help, NULL);
+    qos_add_test("pairing-orders", "virtio-rdma", test_pairing_orders, NULL);
+    qos_add_test("pairing-hotplug", "virtio-rdma", test_pairing_hotplug,
+                 NULL);
     qos_add_test("wire-qpn", "virtio-rdma", test_wire_qpn, NULL);
     qos_add_test("features-off", "virtio-rdma", test_features_off,
                  &features_off);

@@ -3,12 +3,21 @@
  * function 0 is virtio-net-pci: the guest driver takes that NIC as its
  * netdev, and GIDs / the soft-RoCE wire follow it.
  *
+ * Pairing does not depend on the order devices are created in: QEMU creates
+ * classic "-device a=b" options before JSON ones (libvirt's), and PCI
+ * hot-plug wants function 0 plugged last.  When function 0 is not there at
+ * our realize, a device listener pairs us as soon as it is realized (before
+ * the guest can see the slot), and a machine-done notifier refuses to start
+ * a machine whose function 0 never came.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/error-report.h"
 #include "qemu/module.h"
+#include "system/system.h"
 #include "hw/pci/pci.h"
 #include "hw/qdev-properties.h"
 #include "hw/virtio/virtio-net.h"
@@ -23,7 +32,13 @@ DECLARE_INSTANCE_CHECKER(VirtIORdmaPCI, VIRTIO_RDMA_PCI, TYPE_VIRTIO_RDMA_PCI)
 struct VirtIORdmaPCI {
     VirtIOPCIProxy parent_obj;
     VirtIORdma vdev;
+    /* Realized before function 0: waiting for it (the two below). */
+    bool waiting;
+    DeviceListener f0_listener;
+    Notifier machine_done;
 };
+
+static void (*virtio_rdma_pci_parent_exit)(PCIDevice *pci);
 
 /*
  * ioeventfd, on by default as for virtio-net and virtio-blk: a kick is then
@@ -37,11 +52,9 @@ static const Property virtio_rdma_pci_properties[] = {
                        DEV_NVECTORS_UNSPECIFIED),
 };
 
-/* The virtio-net device at function 0 of our slot, or NULL. */
-static VirtIONet *virtio_rdma_pci_find_nic(PCIDevice *pci)
+/* The virtio-net device behind @f0, or NULL. */
+static VirtIONet *virtio_rdma_pci_nic(PCIDevice *f0)
 {
-    PCIDevice *f0 = pci_find_device(pci_get_bus(pci), pci_dev_bus_num(pci),
-                                    PCI_DEVFN(PCI_SLOT(pci->devfn), 0));
     VirtIODevice *vdev;
 
     if (!f0 || !object_dynamic_cast(OBJECT(f0), TYPE_VIRTIO_PCI)) {
@@ -54,12 +67,96 @@ static VirtIONet *virtio_rdma_pci_find_nic(PCIDevice *pci)
     return VIRTIO_NET(vdev);
 }
 
+/* "pci.1:05.1 'rdma0'": where we are, for errors nobody's -device frames. */
+static char *virtio_rdma_pci_where(PCIDevice *pci)
+{
+    const char *id = DEVICE(pci)->id;
+
+    return g_strdup_printf("%s:%02x.%x%s%s%s", BUS(pci_get_bus(pci))->name,
+                           PCI_SLOT(pci->devfn), PCI_FUNC(pci->devfn),
+                           id ? " '" : "", id ? id : "", id ? "'" : "");
+}
+
+static void virtio_rdma_pci_no_nic(PCIDevice *pci, Error **errp)
+{
+    g_autofree char *where = virtio_rdma_pci_where(pci);
+    int slot = PCI_SLOT(pci->devfn);
+    PCIDevice *f0 = pci_get_function_0(pci);
+
+    error_setg(errp, "virtio-rdma-pci at %s needs virtio-net-pci at function "
+               "0 of the same slot (%02x.0%s%s)", where, slot,
+               f0 ? " is " : " is empty",
+               f0 ? object_get_typename(OBJECT(f0)) : "");
+    error_append_hint(errp, "Use -device virtio-net-pci,addr=%02x.0,"
+                      "multifunction=on,... on the same bus\n", slot);
+}
+
+static void virtio_rdma_pci_stop_waiting(VirtIORdmaPCI *dev)
+{
+    if (dev->waiting) {
+        dev->waiting = false;
+        device_listener_unregister(&dev->f0_listener);
+        if (dev->machine_done.notify) {
+            qemu_remove_machine_init_done_notifier(&dev->machine_done);
+            dev->machine_done.notify = NULL;
+        }
+    }
+}
+
+/*
+ * A device was realized: if it is our function 0, pair with it.  The
+ * listener stays registered until unrealize (unregistering from inside the
+ * listener walk would cut it short); @waiting makes the rest no-ops.
+ */
+static void virtio_rdma_pci_f0_realized(DeviceListener *listener,
+                                        DeviceState *other)
+{
+    VirtIORdmaPCI *dev = container_of(listener, VirtIORdmaPCI, f0_listener);
+    PCIDevice *pci = &dev->parent_obj.pci_dev;
+    PCIDevice *f0 = (PCIDevice *)object_dynamic_cast(OBJECT(other),
+                                                     TYPE_PCI_DEVICE);
+    Error *err = NULL;
+
+    if (!dev->waiting || !f0 || pci_get_function_0(pci) != f0) {
+        return;
+    }
+    dev->waiting = false;
+    if (virtio_rdma_pci_nic(f0)) {
+        virtio_rdma_pair(&dev->vdev, virtio_rdma_pci_nic(f0), &err);
+    } else {
+        virtio_rdma_pci_no_nic(pci, &err);
+    }
+    if (!err) {
+        return;
+    }
+    if (!phase_check(PHASE_MACHINE_READY)) {
+        /* The command line: as if our own -device had failed. */
+        error_report_err(err);
+        exit(1);
+    }
+    /* Hot-plug: function 0 stays; we stay unpaired, and say so on use. */
+    error_report_err(err);
+}
+
+/* Cold plug: a machine whose function 0 never came does not start. */
+static void virtio_rdma_pci_machine_done(Notifier *notifier, void *data)
+{
+    VirtIORdmaPCI *dev = container_of(notifier, VirtIORdmaPCI, machine_done);
+    Error *err = NULL;
+
+    if (dev->waiting) {
+        virtio_rdma_pci_no_nic(&dev->parent_obj.pci_dev, &err);
+        error_report_err(err);
+        exit(1);
+    }
+}
+
 static void virtio_rdma_pci_realize(VirtIOPCIProxy *vpci_dev, Error **errp)
 {
     VirtIORdmaPCI *dev = VIRTIO_RDMA_PCI(vpci_dev);
     PCIDevice *pci = &vpci_dev->pci_dev;
     int slot = PCI_SLOT(pci->devfn);
-    VirtIONet *nic;
+    PCIDevice *f0 = pci_get_function_0(pci);
 
     if (PCI_FUNC(pci->devfn) != 1) {
         error_setg(errp, "virtio-rdma-pci must be function 1 of its slot "
@@ -69,16 +166,15 @@ static void virtio_rdma_pci_realize(VirtIOPCIProxy *vpci_dev, Error **errp)
                           "addr=%02x.1\n", slot, slot);
         return;
     }
-    nic = virtio_rdma_pci_find_nic(pci);
-    if (!nic) {
-        error_setg(errp, "virtio-rdma-pci at %02x.1 needs virtio-net-pci at "
-                   "function 0 of the same slot (%02x.0)", slot, slot);
-        error_append_hint(errp, "Put -device virtio-net-pci,addr=%02x.0,"
-                          "multifunction=on before it on the command line\n",
-                          slot);
+    if (f0 && !virtio_rdma_pci_nic(f0)) {
+        virtio_rdma_pci_no_nic(pci, errp);
         return;
     }
-    virtio_rdma_set_nic(&dev->vdev, nic);
+    if (f0) {
+        virtio_rdma_set_nic(&dev->vdev, virtio_rdma_pci_nic(f0));
+    } else {
+        virtio_rdma_defer_pairing(&dev->vdev);
+    }
 
     /*
      * One vector for config, one per CQ, one for the control queue, one for
@@ -88,7 +184,25 @@ static void virtio_rdma_pci_realize(VirtIOPCIProxy *vpci_dev, Error **errp)
         vpci_dev->nvectors = dev->vdev.conf.max_cq + 3;
     }
     virtio_pci_force_virtio_1(vpci_dev);
-    qdev_realize(DEVICE(&dev->vdev), BUS(&vpci_dev->bus), errp);
+    if (!qdev_realize(DEVICE(&dev->vdev), BUS(&vpci_dev->bus), errp) || f0) {
+        return;
+    }
+    dev->waiting = true;
+    dev->f0_listener = (DeviceListener) {
+        .realize = virtio_rdma_pci_f0_realized,
+    };
+    device_listener_register(&dev->f0_listener);
+    if (!phase_check(PHASE_MACHINE_READY)) {
+        dev->machine_done.notify = virtio_rdma_pci_machine_done;
+        qemu_add_machine_init_done_notifier(&dev->machine_done);
+    }
+}
+
+/* Also when our realize failed after registering (pci_qdev_realize's undo). */
+static void virtio_rdma_pci_exit(PCIDevice *pci)
+{
+    virtio_rdma_pci_stop_waiting(VIRTIO_RDMA_PCI(pci));
+    virtio_rdma_pci_parent_exit(pci);
 }
 
 static void virtio_rdma_pci_class_init(ObjectClass *klass, void *data)
@@ -98,6 +212,8 @@ static void virtio_rdma_pci_class_init(ObjectClass *klass, void *data)
     PCIDeviceClass *pcidev_k = PCI_DEVICE_CLASS(klass);
 
     k->realize = virtio_rdma_pci_realize;
+    virtio_rdma_pci_parent_exit = pcidev_k->exit;
+    pcidev_k->exit = virtio_rdma_pci_exit;
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
     pcidev_k->vendor_id = PCI_VENDOR_ID_REDHAT_QUMRANET;
     pcidev_k->device_id = VIRTIO_RDMA_PCI_DEVICE_ID;

@@ -80,7 +80,8 @@ static int virtio_rdma_collect(Object *obj, void *opaque)
     uint8_t guid[8];
     struct virtio_rdma_config cfg;
 
-    if (!r || !DEVICE(r)->realized) {
+    /* Not yet paired (hot-plugged before its function 0): nothing to show. */
+    if (!r || !DEVICE(r)->realized || !r->core) {
         return 0;
     }
     WITH_QEMU_LOCK_GUARD(&r->core_lock) {

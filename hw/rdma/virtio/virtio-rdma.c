@@ -354,6 +354,12 @@ static void virtio_rdma_ctrl_bh(void *opaque)
     if (vdev->broken) {
         return;
     }
+    if (!r->core) {
+        /* Only a hot-plugged function 0 that could not be paired gets here. */
+        virtio_error(vdev, "virtio-rdma: not paired with a virtio-net-pci at "
+                     "function 0 of its slot");
+        return;
+    }
     while (done < budget && pages < r->kick_pages_max &&
            (elem = virtqueue_pop(vq, sizeof(*elem)))) {
         bool ok = virtio_rdma_ctrl_one(r, vq, elem, &pages);
@@ -456,7 +462,7 @@ static void virtio_rdma_dp_bh(void *opaque)
     unsigned long i;
 
     assert(bql_locked());
-    if (vdev->broken) {
+    if (vdev->broken || !r->core) {
         return;
     }
     for (i = find_first_bit(r->dp_pending, r->num_data_vqs);
@@ -480,10 +486,12 @@ static void virtio_rdma_dp_bh(void *opaque)
 static void virtio_rdma_get_config(VirtIODevice *vdev, uint8_t *config)
 {
     VirtIORdma *r = VIRTIO_RDMA(vdev);
-    struct virtio_rdma_config cfg;
+    struct virtio_rdma_config cfg = { 0 };
 
-    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
-        vrdma_core_get_config(r->core, &cfg);
+    if (r->core) {
+        WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+            vrdma_core_get_config(r->core, &cfg);
+        }
     }
     memcpy(config, &cfg, sizeof(cfg));
 }
@@ -521,6 +529,9 @@ static void virtio_rdma_reset(VirtIODevice *vdev)
     qemu_bh_cancel(r->ctrl_bh);
     bitmap_zero(r->dp_pending, r->num_data_vqs);
     bitmap_zero(r->ev_pending, r->conf.max_cq);
+    if (!r->core) {
+        return;
+    }
     WITH_QEMU_LOCK_GUARD(&r->core_lock) {
         vrdma_core_get_stats(r->core, &st);
         trace_virtio_rdma_reset(st.pds, st.cqs, st.qps, st.mrs);
@@ -533,6 +544,11 @@ static void virtio_rdma_reset(VirtIODevice *vdev)
 void virtio_rdma_set_nic(VirtIORdma *r, VirtIONet *nic)
 {
     r->nic = nic;
+}
+
+void virtio_rdma_defer_pairing(VirtIORdma *r)
+{
+    r->pair_later = true;
 }
 
 static bool virtio_rdma_check_limit(const char *name, uint64_t val,
@@ -600,10 +616,14 @@ static uint64_t virtio_rdma_guid_from_mac(const uint8_t mac[6])
     return guid;
 }
 
-static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
+/*
+ * Everything that follows the paired NIC: its MAC (node GUID, source MAC),
+ * its MTU, the name GID events report, the core built with those, and the
+ * wire on the NIC's netdev.  Before the guest can run: at realize, or when
+ * function 0 is realized after us (virtio-rdma-pci.c).
+ */
+bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp)
 {
-    VirtIODevice *vdev = VIRTIO_DEVICE(dev);
-    VirtIORdma *r = VIRTIO_RDMA(dev);
     VirtIORdmaConf *c = &r->conf;
     NetClientState *peer;
     VrdmaLimits lim;
@@ -614,28 +634,14 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
         .read = virtio_rdma_mem_read,
         .write = virtio_rdma_mem_write,
     };
-    unsigned i;
 
-    if (!r->nic) {
-        error_setg(errp, "virtio-rdma: no paired virtio-net device");
-        error_append_hint(errp, "Use -device virtio-rdma-pci at function 1 of "
-                          "a slot whose function 0 is virtio-net-pci\n");
-        return;
-    }
-    if (!virtio_rdma_check_conf(c, errp)) {
-        return;
-    }
-    object_ref(OBJECT(r->nic));
-    qemu_mutex_init(&r->core_lock);
-    /* Before the core: its host-ops stage for these. */
-    r->ctrl_bh = virtio_bh_new_guarded(dev, virtio_rdma_ctrl_bh, r);
-    r->dp_bh = virtio_bh_new_guarded(dev, virtio_rdma_dp_bh, r);
-    r->kick_pages_max = VIRTIO_RDMA_KICK_PAGES_MAX;
-    virtio_rdma_engine_init(r);
+    assert(!r->core);
+    r->nic = nic;
+    object_ref(OBJECT(nic));
     virtio_rdma_engine_host_ops(r, &ops);
 
-    memcpy(r->mac, r->nic->nic_conf.macaddr.a, sizeof(r->mac));
-    peer = r->nic->nic_conf.peers.ncs[0];
+    memcpy(r->mac, nic->nic_conf.macaddr.a, sizeof(r->mac));
+    peer = nic->nic_conf.peers.ncs[0];
     r->netdev_name = g_strdup(c->netdev ? c->netdev :
                               peer ? peer->name : "");
 
@@ -650,7 +656,7 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
         .max_sge = c->max_sge,
         .sys_image_guid = c->node_guid ? cpu_to_be64(c->node_guid) :
                           virtio_rdma_guid_from_mac(r->mac),
-        .phys_mtu = r->nic->net_conf.mtu ? r->nic->net_conf.mtu :
+        .phys_mtu = nic->net_conf.mtu ? nic->net_conf.mtu :
                     VIRTIO_RDMA_DEFAULT_MTU,
         .max_mapped_pages = c->max_mapped_pages,
     };
@@ -666,8 +672,46 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
         error_setg(errp, "virtio-rdma: the core refused the limits");
         goto fail;
     }
-    virtio_rdma_mem_init(r);
     if (!virtio_rdma_net_attach(r, errp)) {
+        goto fail;
+    }
+    r->pair_later = false;
+    trace_virtio_rdma_paired(object_get_typename(OBJECT(nic)), r->netdev_name);
+    return true;
+
+fail:
+    vrdma_core_free(r->core);
+    r->core = NULL;
+    g_clear_pointer(&r->netdev_name, g_free);
+    object_unref(OBJECT(r->nic));
+    r->nic = NULL;
+    return false;
+}
+
+static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
+{
+    VirtIODevice *vdev = VIRTIO_DEVICE(dev);
+    VirtIORdma *r = VIRTIO_RDMA(dev);
+    VirtIORdmaConf *c = &r->conf;
+    unsigned i;
+
+    if (!r->nic && !r->pair_later) {
+        error_setg(errp, "virtio-rdma: no paired virtio-net device");
+        error_append_hint(errp, "Use -device virtio-rdma-pci at function 1 of "
+                          "a slot whose function 0 is virtio-net-pci\n");
+        return;
+    }
+    if (!virtio_rdma_check_conf(c, errp)) {
+        return;
+    }
+    qemu_mutex_init(&r->core_lock);
+    /* Before the core: its host-ops stage for these. */
+    r->ctrl_bh = virtio_bh_new_guarded(dev, virtio_rdma_ctrl_bh, r);
+    r->dp_bh = virtio_bh_new_guarded(dev, virtio_rdma_dp_bh, r);
+    r->kick_pages_max = VIRTIO_RDMA_KICK_PAGES_MAX;
+    virtio_rdma_engine_init(r);
+    virtio_rdma_mem_init(r);
+    if (r->nic && !virtio_rdma_pair(r, r->nic, errp)) {
         goto fail;
     }
 
@@ -694,19 +738,15 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
                                    virtio_rdma_handle_event);
     r->ev_pending = bitmap_new(c->max_cq);
     trace_virtio_rdma_realize(c->max_qp, c->max_cq, 2 + r->num_data_vqs,
-                              r->netdev_name);
+                              r->core != NULL);
     return;
 
 fail:
-    vrdma_core_free(r->core);
-    r->core = NULL;
     virtio_rdma_mem_cleanup(r);
     virtio_rdma_engine_cleanup(r);
     g_clear_pointer(&r->ctrl_bh, qemu_bh_delete);
     g_clear_pointer(&r->dp_bh, qemu_bh_delete);
     qemu_mutex_destroy(&r->core_lock);
-    g_clear_pointer(&r->netdev_name, g_free);
-    object_unref(OBJECT(r->nic));
 }
 
 static void virtio_rdma_device_unrealize(DeviceState *dev)
@@ -735,7 +775,10 @@ static void virtio_rdma_device_unrealize(DeviceState *dev)
     virtio_delete_queue(r->ctrl_vq);
     virtio_cleanup(vdev);
     g_clear_pointer(&r->netdev_name, g_free);
-    object_unref(OBJECT(r->nic));
+    if (r->nic) {
+        object_unref(OBJECT(r->nic));
+        r->nic = NULL;
+    }
 }
 
 /* QP state lives in the core and on the wire: not migratable yet. */

@@ -41,7 +41,9 @@ struct VirtIORdma {
 
     VirtIORdmaConf conf;
     uint64_t host_features; /* VIRTIO_RDMA_F_* offered (properties) */
-    VirtIONet *nic;         /* function 0 of our slot; set by the proxy */
+    VirtIONet *nic;         /* function 0 of our slot, once paired */
+    bool pair_later;        /* realized without it: virtio_rdma_pair() comes
+                               when function 0 is realized */
     char *netdev_name;      /* what RDMA_GID_STATUS_CHANGED reports */
     uint8_t mac[6];
 
@@ -70,8 +72,16 @@ struct VirtIORdma {
                                once the netdev is gone */
 };
 
-/* Called by virtio-rdma-pci before realize: the paired virtio-net device. */
+/*
+ * Pairing with the virtio-net device at function 0 of our slot, by
+ * virtio-rdma-pci.  Before realize, either the NIC (it exists: realize pairs,
+ * and its errors are realize's) or a promise that virtio_rdma_pair() follows
+ * once function 0 is realized.  Until then the device has no core: the guest
+ * cannot see the slot before function 0 is there.
+ */
 void virtio_rdma_set_nic(VirtIORdma *r, VirtIONet *nic);
+void virtio_rdma_defer_pairing(VirtIORdma *r);
+bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp);
 
 /*
  * virtio-rdma-mem.c: guest memory for the core, RAM only (never MMIO, so

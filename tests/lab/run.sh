@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The lab tier: unmodified rdma-core / perftest tools on Debian's kernel rxe
 # (TCG guests) against each other and against our virtio-rdma device, and
-# guests on our device through our driver (virtio_rdma.ko + provider).
-#   tests/lab/run.sh [PART...]     PART: baseline interop driver
+# guests on our device through our driver (virtio_rdma.ko + provider), and
+# the same guests defined and started by a real libvirtd (libvirt).
+#   tests/lab/run.sh [PART...]     PART: baseline interop driver libvirt
 #                                  (default: baseline interop)
 #   LAB_KERNEL=6.12 tests/lab/run.sh ...   the guests on Debian's 6.12 kernel
 #                                  (tests/lab/setup.sh with the same LAB_KERNEL)
@@ -15,6 +16,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/lab/baseline.sh"
 . "$top/tests/lab/interop.sh"
 . "$top/tests/lab/driver.sh"
+. "$top/tests/lab/libvirt.sh"
 
 passed=0 failed=0
 lab_result() { # RESULT NAME DETAILS
@@ -27,7 +29,10 @@ RES=${LAB_RESULTS:-$LAB/results/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$RES"; : > "$RES/results.txt"
 lab_check_prereqs
 LAB_SOCKDIR=$(mktemp -d /tmp/lab-qmp.XXXXXX)
-trap 'rm -rf "$LAB_SOCKDIR"' EXIT
+# The libvirt part's daemons, domains and namespace go on any exit; a
+# signal (timeout(1)) becomes an exit so that this runs.
+trap 'lv_cleanup; rm -rf "$LAB_SOCKDIR"' EXIT
+trap 'exit 143' TERM INT
 echo "lab: guest kernel $LAB_KVER ($LAB)"
 parts=${*:-baseline interop}
 for p in $parts; do
@@ -36,6 +41,7 @@ for p in $parts; do
     baseline) lab_baseline "$RES/baseline" ;;
     interop)  lab_interop "$RES/interop" ;;
     driver)   lab_driver "$RES/driver" ;;
+    libvirt)  lab_libvirt "$RES/libvirt" ;;
     *) lab_die "unknown part $p" ;;
     esac
     echo "lab: part $p took $(( $(date +%s) - t0 )) s" | tee -a "$RES/timings.txt"

@@ -29,6 +29,12 @@ packages=(
     # are kernel_headers below
     cmake libnl-3-dev libnl-route-3-dev libudev-dev
 )
+# The lab's libvirt part (tests/lab/libvirt.sh): libvirtd with its QEMU
+# driver, virtlogd and virsh.  Without recommends: they would add Debian's
+# qemu-system (the test's <emulator> is ours) and other hypervisors' drivers.
+# The test makes its own bridge with iproute2 and starts the daemons itself
+# (no libvirt-daemon-system, whose set-up would start a host libvirtd).
+norecommends=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients)
 # meson: QEMU 10.0 needs >= 1.5.  qemu-system-data: the option ROMs
 # (kvmvapic, linuxboot_dma, ...) of the same QEMU release, for our uninstalled binary.
 backports=(meson qemu-system-data)
@@ -49,9 +55,12 @@ kernel_headers() {
     done
 }
 
-missing=()
+missing=() missing_norec=()
 for p in "${packages[@]}"; do
     installed "$p" || missing+=("$p")
+done
+for p in "${norecommends[@]}"; do
+    installed "$p" || missing_norec+=("$p")
 done
 mapfile -t kheaders < <(kernel_headers)
 kheaders_ok=1
@@ -72,7 +81,7 @@ done
 
 sudo=""
 [ "$(id -u)" = 0 ] || sudo=sudo
-if [ ${#missing[@]} -gt 0 ] || [ $meson_ok = 0 ] || [ $kheaders_ok = 0 ] || [ $rdma_src_ok = 0 ] ||
+if [ ${#missing[@]} -gt 0 ] || [ ${#missing_norec[@]} -gt 0 ] || [ $meson_ok = 0 ] || [ $kheaders_ok = 0 ] || [ $rdma_src_ok = 0 ] ||
    ! apt-cache showsrc qemu 2>/dev/null | grep '^Version: 1:10\.0' >/dev/null; then
     $sudo bash "$top/scripts/apt-sources.sh"
     echo "deps: apt-get update"
@@ -80,6 +89,10 @@ if [ ${#missing[@]} -gt 0 ] || [ $meson_ok = 0 ] || [ $kheaders_ok = 0 ] || [ $r
     if [ ${#missing[@]} -gt 0 ]; then
         echo "deps: installing ${missing[*]}"
         $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+    fi
+    if [ ${#missing_norec[@]} -gt 0 ]; then
+        echo "deps: installing ${missing_norec[*]} (without recommends)"
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing_norec[@]}" >/dev/null
     fi
     if [ $meson_ok = 0 ]; then
         echo "deps: installing ${backports[*]} from bookworm-backports"

@@ -4,7 +4,8 @@
 #   fuzz      libFuzzer on the core, and on the whole device through
 #             QEMU's generic-fuzz
 #   lab       Linux rxe in TCG guests + rdma-core/perftest tools vs our device,
-#             and guests on our device through our driver (module + provider)
+#             guests on our device through our driver (module + provider),
+#             and two such guests run by a real libvirtd from domain XML
 #   qtest     the libqos driver tests, the data-path tests (loopback and two
 #             QEMUs over -netdev dgram; the engine in the main loop, then in
 #             an iothread, then with ioeventfd off), issue 10's safety and
@@ -89,16 +90,19 @@ run_qtest() {
 
 # Debian's kernel rxe in TCG guests with unmodified rdma-core / perftest
 # tools, against each other and against our device; then guests whose RDMA
-# device is ours, through our driver (tests/lab/run.sh).
+# device is ours, through our driver, and the same with libvirtd managing
+# them (tests/lab/run.sh).
 run_lab() {
     echo "== lab"
     local rc=0 p f
-    # 6.1 (bookworm's kernel): every part; 6.12 (bookworm-backports): the
-    # driver part, which is what differs between the two.
+    # 6.1 (bookworm's kernel): every part, libvirt's included (once: it
+    # adds libvirtd to the guests of the driver part, not a kernel
+    # difference); 6.12 (bookworm-backports): the driver part, which is what
+    # differs between the two.
     { timeout 900 bash "$top/tests/lab/setup.sh" &&
       LAB_KERNEL=6.12 timeout 900 bash "$top/tests/lab/setup.sh" &&
       timeout 900 bash "$top/scripts/build-guest.sh" &&
-      timeout 2700 bash "$top/tests/lab/run.sh" baseline interop driver; } >"$log/lab.log" 2>&1 || rc=1
+      timeout 3000 bash "$top/tests/lab/run.sh" baseline interop driver libvirt; } >"$log/lab.log" 2>&1 || rc=1
     { LAB_KERNEL=6.12 timeout 1800 bash "$top/tests/lab/run.sh" driver; } >>"$log/lab.log" 2>&1 || rc=1
     p=$(sed -nE 's/^lab: ([0-9]+) passed, ([0-9]+) failed$/\1/p' "$log/lab.log" | awk '{s+=$1} END {print s+0}')
     f=$(sed -nE 's/^lab: ([0-9]+) passed, ([0-9]+) failed$/\2/p' "$log/lab.log" | awk '{s+=$1} END {print s+0}')

@@ -271,7 +271,9 @@ lv_guests() {
         local it
         it=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[0].get("iothread", "main-loop"))' "$dir/$g/info-tools.json")
         [ $g = B ] && [ "$it" != iothread1 ] && { res=FAIL; why="$why B's engine runs in $it, not iothread1;"; }
-        info="$info $g[$dom engine=$it netdev=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["netdev"])' "$dir/$g/info-tools.json") $tr]"
+        # How libvirt opened the tap (it asks for a virtio-net header).
+        eval "tap=\$tap_$g"
+        info="$info $g[$dom engine=$it netdev=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["netdev"])' "$dir/$g/info-tools.json") tap $(ip -d -n "$LV_NS" link show dev "$tap" | grep -o 'vnet_hdr o[nf]*') $tr]"
     done
     lab_result "$res" libvirt/qmp-traffic "virsh qemu-monitor-command query-virtio-rdma:$info${why:+ |$why}"
     for g in A B; do

@@ -594,6 +594,25 @@ TEST_F(DpFastReg, RegMrMakesTheKeyWorkAndLocalInvStopsIt)
                VIRTIO_RDMA_WC_RDMA_WRITE);
 }
 
+/*
+ * As nvme-rdma does it: the REG_MR key is ib_inc_rkey() of the rkey that
+ * CREATE_MR returned for an MR created with no rights (ib_alloc_mr()).  On
+ * the code before the fix that rkey was 0 and the REG_MR completed with
+ * LOC_QP_OP_ERR.
+ */
+TEST_F(DpFastReg, RegMrWithTheKernelsNextRkeyWorks)
+{
+    ASSERT_NE(fmr.rkey, 0u);
+    const uint32_t next = (fmr.rkey & ~0xFFu) | ((fmr.rkey + 1) & 0xFF);
+    reg(1, next);
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*b, cq_b, 1, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_REG_MR);
+    write(2, next, 200);
+    ASSERT_TRUE(wire.pump());
+    expect_cqe(*a, cq_a, 2, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_RDMA_WRITE);
+    EXPECT_TRUE(b->check(region + 100, 200, 2));
+}
+
 TEST_F(DpFastReg, SendWithInvalidateInvalidatesTheRkey)
 {
     reg(1, key);

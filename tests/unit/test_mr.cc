@@ -668,6 +668,20 @@ TEST_F(Mr, CreateMrThenMap)
     EXPECT_EQ(mapped_pages(), 2u);
 }
 
+/*
+ * ib_alloc_mr() asks for no access rights, and kernel ULPs take the next
+ * REG_MR key from ib_mr.rkey.  Before the fix the rkey was 0, so that key
+ * named slot 0 and REG_MR failed (nvme-rdma's Connect command timed out).
+ */
+TEST_F(Mr, CreateMrHasAnRkeyWhateverItsAccess)
+{
+    for (uint32_t access : {0u, kLocalWrite}) {
+        const virtio_rdma_rsp_mr mr = create_mr(16, access);
+        EXPECT_EQ(mr.rkey, mr.lkey) << "access " << access;
+        EXPECT_NE(mr.rkey, 0u);
+    }
+}
+
 TEST_F(Mr, MapFailureKeepsPreviousMapping)
 {
     const virtio_rdma_rsp_mr mr = create_mr(16);

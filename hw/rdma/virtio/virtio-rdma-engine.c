@@ -286,6 +286,13 @@ static int virtio_rdma_engine_cq_push(void *opaque, uint32_t cqn,
     if (cqn >= s->max_cq) {
         return -1;
     }
+    if (cqe->status) {
+        /* Which work request failed and why: the guest sees only a status. */
+        trace_virtio_rdma_engine_cqe_error(cqn, le32_to_cpu(cqe->qp_num),
+                                           le32_to_cpu(cqe->opcode),
+                                           le32_to_cpu(cqe->status),
+                                           le32_to_cpu(cqe->vendor_err));
+    }
     token = vrdma_core_cqe_qp_token(r->core, le32_to_cpu(cqe->qp_num));
     WITH_QEMU_LOCK_GUARD(&s->lock) {
         if (s->cq_staged[cqn] >= s->cq_cap) {

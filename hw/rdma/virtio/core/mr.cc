@@ -173,7 +173,16 @@ void commit(VrdmaCore &c, uint32_t index, uint32_t pdn, Pd &pd,
 {
     mr->pd_index = pdn & kHandleIndexMask;
     mr->lkey = c.mrs.next_key(index);
-    mr->rkey = (mr->access & VIRTIO_RDMA_ACCESS_REMOTE) ? mr->lkey : 0;
+    /*
+     * A fast-registration MR always gets an rkey, as rxe_mr_init_fast() does:
+     * ib_alloc_mr() asks for no rights, yet kernel ULPs build the REG_MR key
+     * from ib_mr.rkey (nvme-rdma: ib_inc_rkey(mr->rkey)).  It opens nothing
+     * before a REG_MR validates the MR with the rights that WQE grants.
+     */
+    mr->rkey = (mr->access & VIRTIO_RDMA_ACCESS_REMOTE) ||
+                       mr->kind == MrKind::kFastReg
+                   ? mr->lkey
+                   : 0;
     pd.refs++;
     rsp.lkey = mr->lkey;
     rsp.rkey = mr->rkey;

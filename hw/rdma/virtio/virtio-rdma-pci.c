@@ -34,6 +34,7 @@ struct VirtIORdmaPCI {
     VirtIORdma vdev;
     /* Realized before function 0: waiting for it (the two below). */
     bool waiting;
+    bool listening;         /* f0_listener registered, until exit */
     DeviceListener f0_listener;
     Notifier machine_done;
 };
@@ -91,15 +92,17 @@ static void virtio_rdma_pci_no_nic(PCIDevice *pci, Error **errp)
                       "multifunction=on,... on the same bus\n", slot);
 }
 
+/* Unrealize: neither the listener nor the notifier may outlive us. */
 static void virtio_rdma_pci_stop_waiting(VirtIORdmaPCI *dev)
 {
-    if (dev->waiting) {
-        dev->waiting = false;
+    dev->waiting = false;
+    if (dev->listening) {
+        dev->listening = false;
         device_listener_unregister(&dev->f0_listener);
-        if (dev->machine_done.notify) {
-            qemu_remove_machine_init_done_notifier(&dev->machine_done);
-            dev->machine_done.notify = NULL;
-        }
+    }
+    if (dev->machine_done.notify) {
+        qemu_remove_machine_init_done_notifier(&dev->machine_done);
+        dev->machine_done.notify = NULL;
     }
 }
 
@@ -115,14 +118,16 @@ static void virtio_rdma_pci_f0_realized(DeviceListener *listener,
     PCIDevice *pci = &dev->parent_obj.pci_dev;
     PCIDevice *f0 = (PCIDevice *)object_dynamic_cast(OBJECT(other),
                                                      TYPE_PCI_DEVICE);
+    VirtIONet *nic;
     Error *err = NULL;
 
     if (!dev->waiting || !f0 || pci_get_function_0(pci) != f0) {
         return;
     }
     dev->waiting = false;
-    if (virtio_rdma_pci_nic(f0)) {
-        virtio_rdma_pair(&dev->vdev, virtio_rdma_pci_nic(f0), &err);
+    nic = virtio_rdma_pci_nic(f0);
+    if (nic) {
+        virtio_rdma_pair(&dev->vdev, nic, &err);
     } else {
         virtio_rdma_pci_no_nic(pci, &err);
     }
@@ -192,6 +197,7 @@ static void virtio_rdma_pci_realize(VirtIOPCIProxy *vpci_dev, Error **errp)
         .realize = virtio_rdma_pci_f0_realized,
     };
     device_listener_register(&dev->f0_listener);
+    dev->listening = true;
     if (!phase_check(PHASE_MACHINE_READY)) {
         dev->machine_done.notify = virtio_rdma_pci_machine_done;
         qemu_add_machine_init_done_notifier(&dev->machine_done);

@@ -162,6 +162,29 @@ def kill(p):
     p.wait()
 
 
+class Lines:
+    """Lines from a pipe, with a timeout: select() on the descriptor and
+    our own buffer (a buffered file would hold lines select() cannot see)."""
+
+    def __init__(self, f):
+        self.fd, self.buf = f.fileno(), b''
+
+    def get(self, timeout):
+        """The next line; None at a timeout, '' at end of file."""
+        end = time.monotonic() + timeout
+        while b'\n' not in self.buf:
+            left = end - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                return None
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                rest, self.buf = self.buf, b''
+                return rest.decode()
+            self.buf += chunk
+        line, self.buf = self.buf.split(b'\n', 1)
+        return line.decode() + '\n'
+
+
 def supervise(args):
     errlog = open(args.out + '.stderr', 'a')
     p = spawn(args, ['--list'], '', errlog)
@@ -183,17 +206,15 @@ def supervise(args):
     todo = list(ids)
     while todo:
         p = spawn(args, [], '\n'.join(todo) + '\n', errlog)
-        cur, t0, buf = None, time.monotonic(), ''
+        cur, t0, lines = None, time.monotonic(), Lines(p.stdout)
         finished = False
         while True:
-            left = args.tmo - (time.monotonic() - t0)
-            r, _, _ = select.select([p.stdout], [], [], max(left, 0))
-            if not r:
+            line = lines.get(max(args.tmo - (time.monotonic() - t0), 0))
+            if line is None:
                 kill(p)
                 rec = {'id': cur or todo[0], 'outcome': 'timeout', 'secs': args.tmo,
                        'detail': f'no result within {args.tmo} s'}
                 break
-            line = p.stdout.readline()
             if not line:
                 p.wait()
                 if cur is None and not todo:

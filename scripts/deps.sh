@@ -21,6 +21,10 @@ packages=(
     # the host root over 9p; tshark dissects the captured RoCE frames
     rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest iproute2
     tshark
+    # lab tier's nvme part: NVMe over RDMA host tools and the I/O checker
+    nvme-cli fio
+    # lab tier's suite part: pyverbs from rdma-core's source (Cython)
+    cython3 python3-dev
     # guest/tests/vrdma-abuse, built on the host against libibverbs; zstd
     # unpacks the 6.12 lab kernel (bookworm-backports compresses it so)
     libibverbs-dev zstd

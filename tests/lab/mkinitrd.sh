@@ -10,11 +10,12 @@ MODDIR=$LAB/kroot/lib/modules/$KVER
 W=$LAB/initrd.d
 # virtio + 9p root + overlay; the RDMA stack (rdma_ucm pulls in rdma_cm, ib_cm,
 # iw_cm: rping; our virtio_rdma.ko needs ib_core, ib_uverbs and virtio); tc
-# (egress filter on the RoCE link); af_packet for captures.  Built-in ones
-# are skipped.
+# (egress filter on the RoCE link); af_packet for captures; NVMe over RDMA
+# (host and target, with nvme-fabrics and nvmet).  Built-in ones are skipped.
 MODS="virtio virtio_pci virtio_net 9pnet_virtio 9p overlay crc32_generic
       ib_core rdma_rxe ib_uverbs rdma_cm rdma_ucm ib_umad
-      sch_ingress cls_flower cls_matchall act_gact af_packet ipv6"
+      sch_ingress cls_flower cls_matchall act_gact af_packet ipv6
+      nvme_rdma nvmet_rdma"
 rm -rf "$W"
 mkdir -p "$W"/{bin,proc,sys,dev,mnt/lower,mnt/rw,newroot,lib/modules/$KVER}
 cp "$LAB/bb/bin/busybox" "$W/bin/busybox"

@@ -2,9 +2,11 @@
 # The lab tier: unmodified rdma-core / perftest tools on Debian's kernel rxe
 # (TCG guests) against each other and against our virtio-rdma device, and
 # guests on our device through our driver (virtio_rdma.ko + provider), and
-# the same guests defined and started by a real libvirtd (libvirt).
-#   tests/lab/run.sh [PART...]     PART: baseline interop driver libvirt
-#                                  (default: baseline interop)
+# the same guests defined and started by a real libvirtd (libvirt), NVMe over
+# RDMA between guests on our device and on rxe (nvme), rdma-core's own test
+# suite on our device and on rxe (suite).
+#   tests/lab/run.sh [PART...]     PART: baseline interop driver libvirt nvme
+#                                  suite (default: baseline interop)
 #   LAB_KERNEL=6.12 tests/lab/run.sh ...   the guests on Debian's 6.12 kernel
 #                                  (tests/lab/setup.sh with the same LAB_KERNEL)
 # Ends with "lab: N passed, N failed"; exit status non-zero on any failure.
@@ -17,6 +19,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/lab/interop.sh"
 . "$top/tests/lab/driver.sh"
 . "$top/tests/lab/libvirt.sh"
+. "$top/tests/lab/nvme.sh"
+. "$top/tests/lab/suite.sh"
 
 passed=0 failed=0
 lab_result() { # RESULT NAME DETAILS
@@ -42,6 +46,8 @@ for p in $parts; do
     interop)  lab_interop "$RES/interop" ;;
     driver)   lab_driver "$RES/driver" ;;
     libvirt)  lab_libvirt "$RES/libvirt" ;;
+    nvme)     lab_nvme "$RES/nvme" ;;
+    suite)    lab_suite "$RES/suite" ;;
     *) lab_die "unknown part $p" ;;
     esac
     echo "lab: part $p took $(( $(date +%s) - t0 )) s" | tee -a "$RES/timings.txt"

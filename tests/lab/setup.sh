@@ -24,7 +24,7 @@ mkdir -p "$LAB/debs"
 
 # Host tools the guests use through the 9p root.
 for t in rdma ibv_rc_pingpong ibv_ud_pingpong ib_write_bw ib_read_bw ib_send_bw \
-         ib_atomic_bw ib_send_lat tc ip tshark python3 gzip zstd; do
+         ib_atomic_bw ib_send_lat tc ip tshark python3 gzip zstd nvme fio; do
     command -v "$t" >/dev/null || die "host tool '$t' missing (run scripts/deps.sh)"
 done
 [ -e /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so ] ||

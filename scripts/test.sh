@@ -5,7 +5,8 @@
 #             QEMU's generic-fuzz
 #   lab       Linux rxe in TCG guests + rdma-core/perftest tools vs our device,
 #             guests on our device through our driver (module + provider),
-#             and two such guests run by a real libvirtd from domain XML
+#             two such guests run by a real libvirtd from domain XML,
+#             NVMe over RDMA, and rdma-core's own test suite
 #   qtest     the libqos driver tests, the data-path tests (loopback and two
 #             QEMUs over -netdev dgram; the engine in the main loop, then in
 #             an iothread, then with ioeventfd off), issue 10's safety and
@@ -91,19 +92,20 @@ run_qtest() {
 # Debian's kernel rxe in TCG guests with unmodified rdma-core / perftest
 # tools, against each other and against our device; then guests whose RDMA
 # device is ours, through our driver, and the same with libvirtd managing
-# them (tests/lab/run.sh).
+# them, NVMe over RDMA and rdma-core's own test suite (tests/lab/run.sh).
 run_lab() {
     echo "== lab"
     local rc=0 p f
-    # 6.1 (bookworm's kernel): every part, libvirt's included (once: it
-    # adds libvirtd to the guests of the driver part, not a kernel
-    # difference); 6.12 (bookworm-backports): the driver part, which is what
-    # differs between the two.
+    # 6.1 (bookworm's kernel): every part, libvirt's and NVMe's included
+    # (once: they add libvirtd and nvme-rdma/nvmet-rdma over the same
+    # driver); 6.12 (bookworm-backports): the driver part and rdma-core's
+    # suite, which is what differs between the two.
     { timeout 900 bash "$top/tests/lab/setup.sh" &&
       LAB_KERNEL=6.12 timeout 900 bash "$top/tests/lab/setup.sh" &&
       timeout 900 bash "$top/scripts/build-guest.sh" &&
-      timeout 3000 bash "$top/tests/lab/run.sh" baseline interop driver libvirt; } >"$log/lab.log" 2>&1 || rc=1
-    { LAB_KERNEL=6.12 timeout 1800 bash "$top/tests/lab/run.sh" driver; } >>"$log/lab.log" 2>&1 || rc=1
+      timeout 2400 bash "$top/scripts/build-suite.sh" &&
+      timeout 3600 bash "$top/tests/lab/run.sh" baseline interop driver libvirt nvme suite; } >"$log/lab.log" 2>&1 || rc=1
+    { LAB_KERNEL=6.12 timeout 1800 bash "$top/tests/lab/run.sh" driver suite; } >>"$log/lab.log" 2>&1 || rc=1
     p=$(sed -nE 's/^lab: ([0-9]+) passed, ([0-9]+) failed$/\1/p' "$log/lab.log" | awk '{s+=$1} END {print s+0}')
     f=$(sed -nE 's/^lab: ([0-9]+) passed, ([0-9]+) failed$/\2/p' "$log/lab.log" | awk '{s+=$1} END {print s+0}')
     p=${p:-0} f=${f:-0}

@@ -20,7 +20,7 @@
 LAB_NV_TMO=${LAB_NV_TMO:-600}
 
 lab_nvme() {
-    local dir=$1 t0
+    local dir=$1 t0 p
     LAB_DRV_KO=${LAB_DRV_KO:-$top/build/guest/$LAB_KVER/virtio_rdma.ko}
     LAB_DRV_PROV=${LAB_DRV_PROV:-$top/build/guest/rdma-core}
     [ -f "$LAB_DRV_KO" ] || { lab_result FAIL nvme/module "no $LAB_DRV_KO (scripts/build-guest.sh)"; return; }
@@ -53,9 +53,10 @@ lab_nv_objects() {
 lab_nv_pair() {
     local dir=$1 kt=$2 kh=$3 kill=$4 pair=${1##*/}
     local ipa=10.77.0.31 ipb=10.77.0.32 maca=52:54:00:77:00:31 macb=52:54:00:77:00:32
-    local pa pb ga gb qa qb rc f s st c a0="" a1="" b0="" b1="" bc="" bf="" kills=0 lives=A
+    local pa pb ga gb qa qb rc f s st c u0 u1 a0="" a1="" b0="" b1="" bc="" bf="" kills=0 lives=A
     rm -rf "$dir"; mkdir -p "$dir/A" "$dir/B"
     pa=$(lab_free_port udp); pb=$(lab_free_port udp)
+    u0=$(lab_udp_rcvbuf_errors)
     echo "NV_ADDR=$ipa" > "$dir/A/job.env"
     printf 'NV_ADDR=%s\nNV_KILL=%s\n' "$ipa" "$kill" > "$dir/B/job.env"
     lab_nv_guest "$dir/A" "$kt" $ipa $maca "$(lab_dgram "$pa" "$pb")" target.sh; ga=$LAB_PID qa=$LAB_QMP
@@ -102,6 +103,7 @@ lab_nv_pair() {
     wait "$gb"; rc=$?
     : > "$dir/$lives/stop"
     wait "$ga" 2>/dev/null
+    u1=$(lab_udp_rcvbuf_errors)
 
     # The target's set-up, then the host's steps.
     if [ -f "$dir/A/target.ready" ]; then
@@ -121,7 +123,7 @@ lab_nv_pair() {
     done
     # No hung guest: B's job ran to its end, inside the pair's time limit.
     if [ "$rc" = 0 ] && grep -qx finished "$dir/B/steps.txt"; then
-        lab_result PASS "nvme/$pair/no-hang" "host guest powered off after its last step ($kills target QEMU(s) killed)"
+        lab_result PASS "nvme/$pair/no-hang" "host guest powered off after its last step ($kills target QEMU(s) killed; the host dropped $((u1 - u0)) datagrams of full receive buffers in the pair)"
     else
         lab_result FAIL "nvme/$pair/no-hang" "host guest rc=$rc ($([ "$rc" = 124 ] && echo "timed out after $LAB_NV_TMO s" || echo "job did not finish"))"
     fi

@@ -92,9 +92,9 @@ static void assert_chained_send(struct ibv_send_wr *w)
 
 int main(void)
 {
-	struct vrdma_qp rc = { .ibv_qp.qp_type = IBV_QPT_RC,
+	struct vrdma_qp rc = { .vqp.qp.qp_type = IBV_QPT_RC, .vqp.qp.state = IBV_QPS_RTS,
 			       .max_send_sge = 2, .max_recv_sge = 1 };
-	struct vrdma_qp ud = { .ibv_qp.qp_type = IBV_QPT_UD,
+	struct vrdma_qp ud = { .vqp.qp.qp_type = IBV_QPT_UD, .vqp.qp.state = IBV_QPS_RTS,
 			       .max_send_sge = 2, .max_recv_sge = 1 };
 	struct ibv_send_wr w[NWR], *bad;
 	struct ibv_recv_wr r[NWR], *rbad;
@@ -105,7 +105,7 @@ int main(void)
 	fake_reset();
 	chain_send(w, NULL);
 	bad = NULL;
-	CHECK(vrdma_post_send(&rc.ibv_qp, w, &bad) == 0);
+	CHECK(vrdma_post_send(&rc.vqp.qp, w, &bad) == 0);
 	CHECK(fake.calls == 3 && fake.len[0] == 16 && fake.len[1] == 16 &&
 	       fake.len[2] == 8);
 	CHECK(fake.first[0] == &w[0] && fake.first[1] == &w[16] &&
@@ -117,7 +117,7 @@ int main(void)
 	fake_reset();
 	chain_send(w, NULL);
 	w[19].num_sge = 3;
-	CHECK(vrdma_post_send(&rc.ibv_qp, w, &bad) == EINVAL);
+	CHECK(vrdma_post_send(&rc.vqp.qp, w, &bad) == EINVAL);
 	CHECK(bad == &w[19]);
 	CHECK(fake.calls == 2 && fake.len[0] == 16 && fake.len[1] == 3);
 	assert_chained_send(w);
@@ -126,14 +126,14 @@ int main(void)
 	fake_reset();
 	chain_send(w, NULL);
 	w[0].num_sge = -1;
-	CHECK(vrdma_post_send(&rc.ibv_qp, w, &bad) == EINVAL);
+	CHECK(vrdma_post_send(&rc.vqp.qp, w, &bad) == EINVAL);
 	CHECK(bad == &w[0] && fake.calls == 0);
 
 	/* UD: a WR without AH would be dereferenced by ibv_cmd_post_send. */
 	fake_reset();
 	chain_send(w, &ah);
 	w[5].wr.ud.ah = NULL;
-	CHECK(vrdma_post_send(&ud.ibv_qp, w, &bad) == EINVAL);
+	CHECK(vrdma_post_send(&ud.vqp.qp, w, &bad) == EINVAL);
 	CHECK(bad == &w[5] && fake.calls == 1 && fake.len[0] == 5);
 	assert_chained_send(w);
 
@@ -142,7 +142,7 @@ int main(void)
 	chain_send(w, NULL);
 	fake.fail_call = 2;
 	fake.fail_at = 2;
-	CHECK(vrdma_post_send(&rc.ibv_qp, w, &bad) == EINVAL);
+	CHECK(vrdma_post_send(&rc.vqp.qp, w, &bad) == EINVAL);
 	CHECK(bad == &w[18] && fake.calls == 2);
 	assert_chained_send(w);
 
@@ -153,11 +153,11 @@ int main(void)
 		r[i].num_sge = 1;
 		r[i].next = i + 1 < NWR ? &r[i + 1] : NULL;
 	}
-	CHECK(vrdma_post_recv(&rc.ibv_qp, r, &rbad) == 0);
+	CHECK(vrdma_post_recv(&rc.vqp.qp, r, &rbad) == 0);
 	CHECK(fake.calls == 3 && fake.len[0] == 16 && fake.len[2] == 8);
 	r[33].num_sge = 2;
 	fake_reset();
-	CHECK(vrdma_post_recv(&rc.ibv_qp, r, &rbad) == EINVAL);
+	CHECK(vrdma_post_recv(&rc.vqp.qp, r, &rbad) == EINVAL);
 	CHECK(rbad == &r[33] && fake.calls == 3 && fake.len[2] == 1);
 	for (i = 0; i < NWR; i++)
 		CHECK(r[i].next == (i + 1 < NWR ? &r[i + 1] : NULL));

@@ -11,13 +11,22 @@
  * an empty driver part.
  *
  * Built against the rdma-core source of the installed libibverbs (PABI 34
- * in Debian 12): only ibv_cmd_* that rdma-core 44 exports are used.
+ * in Debian 12): only ibv_cmd_* that rdma-core 44 exports are used, with
+ * the signatures 44 has (checked for each in docs/devel/rdma-core-tests.rst,
+ * "The provider against libibverbs 44").
+ *
+ * The extended CQ polls one work completion per poll command and reads its
+ * fields; the ibv_wr_* post API builds an ibv_send_wr list that
+ * wr_complete posts through the same path as ibv_post_send.
  */
 #include <config.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <infiniband/driver.h>
 #include <infiniband/verbs.h>
@@ -43,18 +52,66 @@ struct vrdma_device {
 
 struct vrdma_context {
 	struct verbs_context ibv_ctx;
+	/*
+	 * Where the running libibverbs' ibv_qp_to_qp_ex() looks for
+	 * VERBS_QP_EX in a struct verbs_qp (0: nowhere we can serve): see
+	 * vrdma_qpex_mask_offset().
+	 */
+	size_t qpex_mask_off;
+};
+
+struct vrdma_cq {
+	struct verbs_cq vcq;
+	/* Extended CQ: held from start_poll to end_poll, unless single-threaded. */
+	pthread_spinlock_t lock;
+	bool locked;
+	/* The completion start_poll/next_poll fetched, for the read_* calls. */
+	struct ibv_wc wc;
+};
+
+/* The ibv_wr_* builder's list, sized at create by the granted max_send_wr. */
+struct vrdma_wr_list {
+	pthread_spinlock_t lock;
+	uint64_t ops;			/* the QP's send_ops_flags */
+	struct ibv_send_wr *wr;		/* wr[max_wr] */
+	struct ibv_sge *sge;		/* max_send_sge per WR */
+	uint32_t max_wr;
+	uint32_t n;			/* WRs built since wr_start */
+	struct ibv_send_wr *cur;	/* the WR the wr_set_* calls fill */
+	int err;			/* the first error since wr_start */
 };
 
 struct vrdma_qp {
-	struct ibv_qp ibv_qp;
+	struct verbs_qp vqp;
 	/* What the kernel granted at create: bounds num_sge before alloca. */
 	uint32_t max_send_sge;
 	uint32_t max_recv_sge;
+	struct vrdma_wr_list wrl;	/* ibv_wr_*: only with SEND_OPS_FLAGS */
 };
+
+static inline struct vrdma_context *to_vctx(struct ibv_context *ibctx)
+{
+	return container_of(ibctx, struct vrdma_context, ibv_ctx.context);
+}
 
 static inline struct vrdma_qp *to_vqp(struct ibv_qp *ibqp)
 {
-	return container_of(ibqp, struct vrdma_qp, ibv_qp);
+	return container_of(ibqp, struct vrdma_qp, vqp.qp);
+}
+
+static inline struct vrdma_qp *qpx_to_vqp(struct ibv_qp_ex *qpx)
+{
+	return container_of(qpx, struct vrdma_qp, vqp.qp_ex);
+}
+
+static inline struct vrdma_cq *to_vcq(struct ibv_cq *ibcq)
+{
+	return container_of(ibcq, struct vrdma_cq, vcq.cq);
+}
+
+static inline struct vrdma_cq *cqx_to_vcq(struct ibv_cq_ex *cqx)
+{
+	return container_of(cqx, struct vrdma_cq, vcq.cq_ex);
 }
 
 static const struct verbs_match_ent vrdma_match_table[] = {
@@ -157,32 +214,208 @@ static struct ibv_cq *vrdma_create_cq(struct ibv_context *context, int cqe,
 {
 	struct ib_uverbs_create_cq_resp resp;
 	struct ibv_create_cq cmd;
-	struct ibv_cq *cq;
+	struct vrdma_cq *cq;
 
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return NULL;
-	if (ibv_cmd_create_cq(context, cqe, channel, comp_vector, cq, &cmd,
-			      sizeof(cmd), &resp, sizeof(resp))) {
+	if (ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->vcq.cq,
+			      &cmd, sizeof(cmd), &resp, sizeof(resp))) {
 		free(cq);
 		return NULL;
 	}
-	return cq;
+	return &cq->vcq.cq;
 }
 
-static int vrdma_destroy_cq(struct ibv_cq *cq)
+/* ---- extended CQ: one poll command per work completion ---------------- */
+
+/*
+ * The fields an ibv_wc from the kernel's poll carries: every standard
+ * wc_flag.  No completion timestamps (the device keeps none), no CVLAN,
+ * flow tag or tag matching.
+ */
+#define VRDMA_CQ_WC_FLAGS IBV_WC_STANDARD_FLAGS
+
+static int vrdma_cq_fetch(struct vrdma_cq *cq)
 {
+	struct ibv_cq_ex *cqx = &cq->vcq.cq_ex;
+	int n;
+
+	n = ibv_cmd_poll_cq(&cq->vcq.cq, 1, &cq->wc);
+	if (n < 0)
+		return -n;
+	if (n == 0)
+		return ENOENT;
+	cqx->status = cq->wc.status;
+	cqx->wr_id = cq->wc.wr_id;
+	return 0;
+}
+
+static int vrdma_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
+{
+	struct vrdma_cq *cq = cqx_to_vcq(cqx);
 	int ret;
 
-	ret = ibv_cmd_destroy_cq(cq);
+	if (attr->comp_mask)
+		return EINVAL;
+	if (cq->locked)
+		pthread_spin_lock(&cq->lock);
+	ret = vrdma_cq_fetch(cq);
+	/* No end_poll follows a failed start_poll. */
+	if (ret && cq->locked)
+		pthread_spin_unlock(&cq->lock);
+	return ret;
+}
+
+static int vrdma_next_poll(struct ibv_cq_ex *cqx)
+{
+	return vrdma_cq_fetch(cqx_to_vcq(cqx));
+}
+
+static void vrdma_end_poll(struct ibv_cq_ex *cqx)
+{
+	struct vrdma_cq *cq = cqx_to_vcq(cqx);
+
+	if (cq->locked)
+		pthread_spin_unlock(&cq->lock);
+}
+
+static enum ibv_wc_opcode vrdma_read_opcode(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_vcq(cqx)->wc.opcode;
+}
+
+static uint32_t vrdma_read_vendor_err(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_vcq(cqx)->wc.vendor_err;
+}
+
+static uint32_t vrdma_read_byte_len(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_vcq(cqx)->wc.byte_len;
+}
+
+/* The immediate data, or the invalidated rkey (IBV_WC_WITH_INV). */
+static __be32 vrdma_read_imm_data(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_vcq(cqx)->wc.imm_data;
+}
+
+static uint32_t vrdma_read_qp_num(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_vcq(cqx)->wc.qp_num;
+}
+
+static uint32_t vrdma_read_src_qp(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_vcq(cqx)->wc.src_qp;
+}
+
+static unsigned int vrdma_read_wc_flags(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_vcq(cqx)->wc.wc_flags;
+}
+
+static uint32_t vrdma_read_slid(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_vcq(cqx)->wc.slid;
+}
+
+static uint8_t vrdma_read_sl(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_vcq(cqx)->wc.sl;
+}
+
+static uint8_t vrdma_read_dlid_path_bits(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_vcq(cqx)->wc.dlid_path_bits;
+}
+
+/*
+ * libibverbs (44 and 56.1 alike) has checked wc_flags against every flag it
+ * knows and initializes the ibv_cq part (channel, cq_context, events) after
+ * this returns.
+ */
+static struct ibv_cq_ex *vrdma_create_cq_ex(struct ibv_context *context,
+					    struct ibv_cq_init_attr_ex *attr)
+{
+	struct ib_uverbs_ex_create_cq_resp resp;
+	struct ibv_create_cq_ex cmd;
+	struct ibv_cq_ex *cqx;
+	struct vrdma_cq *cq;
+	int ret;
+
+	if (attr->wc_flags & ~(uint64_t)VRDMA_CQ_WC_FLAGS) {
+		errno = EOPNOTSUPP;	/* e.g. completion timestamps */
+		return NULL;
+	}
+	/* IBV_CQ_INIT_ATTR_MASK_PD: no parent domains. */
+	if (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* The kernel's CQ cannot ignore an overrun. */
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	ret = ibv_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd, sizeof(cmd),
+				   &resp, sizeof(resp), 0);
+	if (ret) {
+		free(cq);
+		errno = ret;
+		return NULL;
+	}
+	cq->locked = !((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+		       (attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED));
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+
+	cqx = &cq->vcq.cq_ex;
+	cqx->start_poll = vrdma_start_poll;
+	cqx->next_poll = vrdma_next_poll;
+	cqx->end_poll = vrdma_end_poll;
+	cqx->read_opcode = vrdma_read_opcode;
+	cqx->read_vendor_err = vrdma_read_vendor_err;
+	cqx->read_wc_flags = vrdma_read_wc_flags;
+	cqx->read_byte_len = vrdma_read_byte_len;
+	cqx->read_imm_data = vrdma_read_imm_data;
+	cqx->read_qp_num = vrdma_read_qp_num;
+	cqx->read_src_qp = vrdma_read_src_qp;
+	cqx->read_slid = vrdma_read_slid;
+	cqx->read_sl = vrdma_read_sl;
+	cqx->read_dlid_path_bits = vrdma_read_dlid_path_bits;
+	return cqx;
+}
+
+static int vrdma_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct vrdma_cq *cq = to_vcq(ibcq);
+	int ret;
+
+	ret = ibv_cmd_destroy_cq(ibcq);
 	if (ret)
 		return ret;
+	pthread_spin_destroy(&cq->lock);
 	free(cq);
 	return 0;
 }
 
-static struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
-				      struct ibv_qp_init_attr *attr)
+static void vrdma_qp_free(struct vrdma_qp *qp)
+{
+	if (qp->wrl.max_wr)
+		pthread_spin_destroy(&qp->wrl.lock);
+	free(qp->wrl.wr);
+	free(qp->wrl.sge);
+	free(qp);
+}
+
+static struct vrdma_qp *vrdma_qp_new(struct ibv_pd *pd,
+				     struct ibv_qp_init_attr *attr)
 {
 	struct ib_uverbs_create_qp_resp resp;
 	struct ibv_create_qp cmd;
@@ -191,7 +424,12 @@ static struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
-	if (ibv_cmd_create_qp(pd, &qp->ibv_qp, attr, &cmd, sizeof(cmd), &resp,
+	/*
+	 * Into the ibv_qp only: libibverbs 44 would write a verbs_qp's
+	 * comp_mask at another offset than 56.1's (see
+	 * vrdma_qpex_mask_offset); this provider owns that field.
+	 */
+	if (ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd, sizeof(cmd), &resp,
 			      sizeof(resp))) {
 		free(qp);
 		return NULL;
@@ -199,7 +437,15 @@ static struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
 	/* ibv_cmd_create_qp wrote the granted capabilities back into attr. */
 	qp->max_send_sge = attr->cap.max_send_sge;
 	qp->max_recv_sge = attr->cap.max_recv_sge;
-	return &qp->ibv_qp;
+	return qp;
+}
+
+static struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
+				      struct ibv_qp_init_attr *attr)
+{
+	struct vrdma_qp *qp = vrdma_qp_new(pd, attr);
+
+	return qp ? &qp->vqp.qp : NULL;
 }
 
 static int vrdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
@@ -226,7 +472,7 @@ static int vrdma_destroy_qp(struct ibv_qp *qp)
 	ret = ibv_cmd_destroy_qp(qp);
 	if (ret)
 		return ret;
-	free(to_vqp(qp));
+	vrdma_qp_free(to_vqp(qp));
 	return 0;
 }
 
@@ -239,9 +485,18 @@ static int vrdma_send_wr_ok(struct vrdma_qp *qp, const struct ibv_send_wr *wr)
 {
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge)
 		return EINVAL;
-	if (qp->ibv_qp.qp_type == IBV_QPT_UD && !wr->wr.ud.ah)
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD && !wr->wr.ud.ah)
 		return EINVAL;
 	return 0;
+}
+
+/*
+ * A QP in RESET takes no work request (IBA 10.8.2): ibv_modify_qp keeps
+ * ibqp->state (libibverbs 44 and 56.1), and only it leaves or enters RESET.
+ */
+static bool vrdma_qp_in_reset(const struct ibv_qp *ibqp)
+{
+	return ibqp->state == IBV_QPS_RESET;
 }
 
 static int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
@@ -252,6 +507,10 @@ static int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	unsigned int n;
 	int ret;
 
+	if (vrdma_qp_in_reset(ibqp)) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	for (first = wr; first; first = rest) {
 		/* Cut the list after at most VIRTIO_RDMA_POST_CHUNK valid WRs. */
 		last = NULL;
@@ -289,6 +548,10 @@ static int vrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	unsigned int n;
 	int ret;
 
+	if (vrdma_qp_in_reset(ibqp)) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	for (first = wr; first; first = rest) {
 		last = NULL;
 		rest = first;
@@ -317,6 +580,470 @@ static int vrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		}
 	}
 	return 0;
+}
+
+/* ---- the ibv_wr_* post API ------------------------------------------ */
+
+/*
+ * What the device executes through post_send, per QP type (the kernel
+ * module's vrdma_wr_opcode): no LOCAL_INV (uverbs takes it from no user),
+ * no BIND_MW (no memory windows), no TSO, ATOMIC_WRITE or FLUSH (not in the
+ * device).
+ */
+static const uint64_t vrdma_send_ops[] = {
+	[IBV_QPT_RC] = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+		       IBV_QP_EX_WITH_RDMA_WRITE |
+		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+		       IBV_QP_EX_WITH_RDMA_READ |
+		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+		       IBV_QP_EX_WITH_SEND_WITH_INV,
+	[IBV_QPT_UC] = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+		       IBV_QP_EX_WITH_RDMA_WRITE |
+		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+	[IBV_QPT_UD] = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM,
+};
+
+/* The send_ops_flags bit of each ibv_wr_opcode a wr_* call builds. */
+static const uint64_t vrdma_wr_op_flag[] = {
+	[IBV_WR_SEND] = IBV_QP_EX_WITH_SEND,
+	[IBV_WR_SEND_WITH_IMM] = IBV_QP_EX_WITH_SEND_WITH_IMM,
+	[IBV_WR_SEND_WITH_INV] = IBV_QP_EX_WITH_SEND_WITH_INV,
+	[IBV_WR_RDMA_WRITE] = IBV_QP_EX_WITH_RDMA_WRITE,
+	[IBV_WR_RDMA_WRITE_WITH_IMM] = IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+	[IBV_WR_RDMA_READ] = IBV_QP_EX_WITH_RDMA_READ,
+	[IBV_WR_ATOMIC_CMP_AND_SWP] = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
+	[IBV_WR_ATOMIC_FETCH_AND_ADD] = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+};
+
+static void vrdma_wr_fail(struct vrdma_wr_list *l, int err)
+{
+	if (!l->err)
+		l->err = err;
+	l->cur = NULL;
+}
+
+/*
+ * A new WR at the end of the list, from qpx's wr_id and wr_flags (inline is
+ * what wr_set_inline_data says, not a flag); NULL after an error.
+ */
+static struct ibv_send_wr *vrdma_wr_new(struct ibv_qp_ex *qpx,
+					enum ibv_wr_opcode op)
+{
+	struct vrdma_qp *qp = qpx_to_vqp(qpx);
+	struct vrdma_wr_list *l = &qp->wrl;
+	struct ibv_send_wr *wr;
+
+	if (l->err)
+		return NULL;
+	if (!(l->ops & vrdma_wr_op_flag[op])) {
+		vrdma_wr_fail(l, EINVAL);	/* not in send_ops_flags */
+		return NULL;
+	}
+	if (l->n == l->max_wr) {
+		vrdma_wr_fail(l, ENOMEM);	/* more than the send queue holds */
+		return NULL;
+	}
+	wr = &l->wr[l->n++];
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = qpx->wr_id;
+	wr->opcode = op;
+	wr->send_flags = qpx->wr_flags & ~IBV_SEND_INLINE;
+	wr->sg_list = &l->sge[(size_t)(wr - l->wr) * qp->max_send_sge];
+	l->cur = wr;
+	return wr;
+}
+
+/* The WR the wr_set_* calls fill; EINVAL when no wr_<op> came first. */
+static struct ibv_send_wr *vrdma_wr_cur(struct ibv_qp_ex *qpx)
+{
+	struct vrdma_wr_list *l = &qpx_to_vqp(qpx)->wrl;
+
+	if (!l->cur && !l->err)
+		vrdma_wr_fail(l, EINVAL);
+	return l->cur;
+}
+
+static void vrdma_wr_start(struct ibv_qp_ex *qpx)
+{
+	struct vrdma_wr_list *l = &qpx_to_vqp(qpx)->wrl;
+
+	pthread_spin_lock(&l->lock);
+	l->n = 0;
+	l->cur = NULL;
+	l->err = 0;
+}
+
+static void vrdma_wr_abort(struct ibv_qp_ex *qpx)
+{
+	struct vrdma_wr_list *l = &qpx_to_vqp(qpx)->wrl;
+
+	l->n = 0;
+	l->cur = NULL;
+	pthread_spin_unlock(&l->lock);
+}
+
+/*
+ * Post what was built, through vrdma_post_send (its checks, its chunks).
+ * After a wr_* error nothing is posted; after the kernel refuses a WR, the
+ * WRs before it are posted and the rest are not.  The first error is
+ * returned either way.
+ */
+static int vrdma_wr_complete(struct ibv_qp_ex *qpx)
+{
+	struct vrdma_qp *qp = qpx_to_vqp(qpx);
+	struct vrdma_wr_list *l = &qp->wrl;
+	struct ibv_send_wr *bad;
+	uint32_t i;
+	int ret = l->err;
+
+	if (!ret && l->n) {
+		for (i = 0; i < l->n; i++)
+			l->wr[i].next = i + 1 < l->n ? &l->wr[i + 1] : NULL;
+		ret = vrdma_post_send(&qp->vqp.qp, l->wr, &bad);
+	}
+	l->n = 0;
+	l->cur = NULL;
+	pthread_spin_unlock(&l->lock);
+	return ret;
+}
+
+static void vrdma_wr_send(struct ibv_qp_ex *qpx)
+{
+	vrdma_wr_new(qpx, IBV_WR_SEND);
+}
+
+static void vrdma_wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm_data)
+{
+	struct ibv_send_wr *wr = vrdma_wr_new(qpx, IBV_WR_SEND_WITH_IMM);
+
+	if (wr)
+		wr->imm_data = imm_data;
+}
+
+static void vrdma_wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	struct ibv_send_wr *wr = vrdma_wr_new(qpx, IBV_WR_SEND_WITH_INV);
+
+	if (wr)
+		wr->invalidate_rkey = invalidate_rkey;
+}
+
+static void vrdma_wr_rdma(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op,
+			  uint32_t rkey, uint64_t remote_addr, __be32 imm_data)
+{
+	struct ibv_send_wr *wr = vrdma_wr_new(qpx, op);
+
+	if (!wr)
+		return;
+	wr->wr.rdma.rkey = rkey;
+	wr->wr.rdma.remote_addr = remote_addr;
+	wr->imm_data = imm_data;
+}
+
+static void vrdma_wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+				uint64_t remote_addr)
+{
+	vrdma_wr_rdma(qpx, IBV_WR_RDMA_WRITE, rkey, remote_addr, 0);
+}
+
+static void vrdma_wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey,
+				    uint64_t remote_addr, __be32 imm_data)
+{
+	vrdma_wr_rdma(qpx, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, remote_addr,
+		      imm_data);
+}
+
+static void vrdma_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey,
+			       uint64_t remote_addr)
+{
+	vrdma_wr_rdma(qpx, IBV_WR_RDMA_READ, rkey, remote_addr, 0);
+}
+
+static void vrdma_wr_atomic(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op,
+			    uint32_t rkey, uint64_t remote_addr,
+			    uint64_t compare_add, uint64_t swap)
+{
+	struct ibv_send_wr *wr = vrdma_wr_new(qpx, op);
+
+	if (!wr)
+		return;
+	wr->wr.atomic.rkey = rkey;
+	wr->wr.atomic.remote_addr = remote_addr;
+	wr->wr.atomic.compare_add = compare_add;
+	wr->wr.atomic.swap = swap;
+}
+
+static void vrdma_wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey,
+				    uint64_t remote_addr, uint64_t compare,
+				    uint64_t swap)
+{
+	vrdma_wr_atomic(qpx, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, remote_addr,
+			compare, swap);
+}
+
+static void vrdma_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
+				      uint64_t remote_addr, uint64_t add)
+{
+	vrdma_wr_atomic(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr,
+			add, 0);
+}
+
+static void vrdma_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
+				 uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct ibv_send_wr *wr = vrdma_wr_cur(qpx);
+
+	if (!wr)
+		return;
+	if (qpx->qp_base.qp_type != IBV_QPT_UD || !ah) {
+		vrdma_wr_fail(&qpx_to_vqp(qpx)->wrl, EINVAL);
+		return;
+	}
+	wr->wr.ud.ah = ah;
+	wr->wr.ud.remote_qpn = remote_qpn;
+	wr->wr.ud.remote_qkey = remote_qkey;
+}
+
+static void vrdma_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
+				  const struct ibv_sge *sg_list)
+{
+	struct vrdma_qp *qp = qpx_to_vqp(qpx);
+	struct ibv_send_wr *wr = vrdma_wr_cur(qpx);
+
+	if (!wr)
+		return;
+	if (num_sge > qp->max_send_sge) {
+		vrdma_wr_fail(&qp->wrl, EINVAL);
+		return;
+	}
+	if (num_sge)
+		memcpy(wr->sg_list, sg_list, num_sge * sizeof(*sg_list));
+	wr->num_sge = num_sge;
+}
+
+static void vrdma_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey,
+			     uint64_t addr, uint32_t length)
+{
+	struct ibv_sge sge = { .addr = addr, .length = length, .lkey = lkey };
+
+	vrdma_wr_set_sge_list(qpx, 1, &sge);
+}
+
+/*
+ * The device has no inline data (max_inline_data 0): only an empty buffer
+ * list fits, which is a WR without SGEs.
+ */
+static void vrdma_wr_set_inline_data_list(struct ibv_qp_ex *qpx,
+					  size_t num_buf,
+					  const struct ibv_data_buf *buf_list)
+{
+	struct ibv_send_wr *wr = vrdma_wr_cur(qpx);
+	size_t i;
+
+	if (!wr)
+		return;
+	for (i = 0; i < num_buf; i++) {
+		if (buf_list[i].length) {
+			vrdma_wr_fail(&qpx_to_vqp(qpx)->wrl, EINVAL);
+			return;
+		}
+	}
+	wr->num_sge = 0;
+}
+
+static void vrdma_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
+				     size_t length)
+{
+	struct ibv_data_buf buf = { .addr = addr, .length = length };
+
+	vrdma_wr_set_inline_data_list(qpx, 1, &buf);
+}
+
+/*
+ * The ops create_qp_ex refuses in send_ops_flags; here so that a call
+ * anyway fails wr_complete rather than jumping to NULL.
+ */
+static void vrdma_wr_unsupported(struct ibv_qp_ex *qpx)
+{
+	vrdma_wr_fail(&qpx_to_vqp(qpx)->wrl, EOPNOTSUPP);
+}
+
+static void vrdma_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw,
+			     uint32_t rkey,
+			     const struct ibv_mw_bind_info *bind_info)
+{
+	vrdma_wr_unsupported(qpx);
+}
+
+static void vrdma_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	vrdma_wr_unsupported(qpx);
+}
+
+static void vrdma_wr_send_tso(struct ibv_qp_ex *qpx, void *hdr,
+			      uint16_t hdr_sz, uint16_t mss)
+{
+	vrdma_wr_unsupported(qpx);
+}
+
+static void vrdma_wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
+{
+	vrdma_wr_unsupported(qpx);
+}
+
+static void vrdma_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+				  uint64_t remote_addr, const void *atomic_wr)
+{
+	vrdma_wr_unsupported(qpx);
+}
+
+static void vrdma_wr_flush(struct ibv_qp_ex *qpx, uint32_t rkey,
+			   uint64_t remote_addr, size_t len, uint8_t type,
+			   uint8_t level)
+{
+	vrdma_wr_unsupported(qpx);
+}
+
+/*
+ * Where the running libibverbs' ibv_qp_to_qp_ex() reads a verbs_qp's
+ * comp_mask.  struct verbs_qp is a union of ibv_qp and ibv_qp_ex followed by
+ * comp_mask, and rdma-core 45 added wr_flush at the end of ibv_qp_ex: the
+ * 56.1 headers this is compiled against put comp_mask 8 bytes after where
+ * Debian's libibverbs 44 reads it (0x168, 0x160 on x86-64), and at 44's
+ * offset lies this build's wr_flush.  So ask the library: a probe with
+ * VERBS_QP_EX at this build's offset, then at wr_flush's.  An application
+ * running on the older library was built against headers without wr_flush,
+ * so that slot is free there.  0: neither works; no ibv_wr_* API then.
+ */
+static size_t vrdma_qpex_mask_offset(void)
+{
+	static const size_t off[] = {
+		offsetof(struct verbs_qp, comp_mask),
+		offsetof(struct verbs_qp, qp_ex.wr_flush),
+	};
+	const uint32_t mask = VERBS_QP_EX;
+	struct verbs_qp probe;
+	size_t i;
+
+	for (i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+		memset(&probe, 0, sizeof(probe));
+		memcpy((char *)&probe + off[i], &mask, sizeof(mask));
+		if (ibv_qp_to_qp_ex(&probe.qp) == &probe.qp_ex)
+			return off[i];
+	}
+	return 0;
+}
+
+static int vrdma_qp_ex_init(struct vrdma_context *ctx, struct vrdma_qp *qp,
+			    uint64_t ops, uint32_t max_send_wr)
+{
+	struct vrdma_wr_list *l = &qp->wrl;
+	struct ibv_qp_ex *qpx = &qp->vqp.qp_ex;
+	const uint32_t mask = VERBS_QP_EX;
+
+	pthread_spin_init(&l->lock, PTHREAD_PROCESS_PRIVATE);
+	l->ops = ops;
+	l->max_wr = max_send_wr;
+	l->wr = calloc(max_send_wr ? max_send_wr : 1, sizeof(*l->wr));
+	l->sge = calloc((size_t)max_send_wr * qp->max_send_sge + 1,
+			sizeof(*l->sge));
+	if (!l->wr || !l->sge)
+		return ENOMEM;
+
+	qpx->wr_start = vrdma_wr_start;
+	qpx->wr_complete = vrdma_wr_complete;
+	qpx->wr_abort = vrdma_wr_abort;
+	qpx->wr_send = vrdma_wr_send;
+	qpx->wr_send_imm = vrdma_wr_send_imm;
+	qpx->wr_send_inv = vrdma_wr_send_inv;
+	qpx->wr_rdma_write = vrdma_wr_rdma_write;
+	qpx->wr_rdma_write_imm = vrdma_wr_rdma_write_imm;
+	qpx->wr_rdma_read = vrdma_wr_rdma_read;
+	qpx->wr_atomic_cmp_swp = vrdma_wr_atomic_cmp_swp;
+	qpx->wr_atomic_fetch_add = vrdma_wr_atomic_fetch_add;
+	qpx->wr_set_ud_addr = vrdma_wr_set_ud_addr;
+	qpx->wr_set_sge = vrdma_wr_set_sge;
+	qpx->wr_set_sge_list = vrdma_wr_set_sge_list;
+	qpx->wr_set_inline_data = vrdma_wr_set_inline_data;
+	qpx->wr_set_inline_data_list = vrdma_wr_set_inline_data_list;
+	qpx->wr_bind_mw = vrdma_wr_bind_mw;
+	qpx->wr_local_inv = vrdma_wr_local_inv;
+	qpx->wr_send_tso = vrdma_wr_send_tso;
+	qpx->wr_set_xrc_srqn = vrdma_wr_set_xrc_srqn;
+	qpx->wr_atomic_write = vrdma_wr_atomic_write;
+	qpx->wr_flush = vrdma_wr_flush;
+	/* Last: on libibverbs 44 this overwrites (part of) wr_flush. */
+	qp->vqp.comp_mask = 0;
+	memcpy((char *)&qp->vqp + ctx->qpex_mask_off, &mask, sizeof(mask));
+	return 0;
+}
+
+#define VRDMA_QP_INIT_ATTR_MASK                                                \
+	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |                 \
+	 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+
+/*
+ * A PD's QP, with no creation flags, and the ibv_wr_* API for the
+ * send_ops_flags the QP type has on this device; no XRC, RSS, TSO.
+ */
+static struct ibv_qp *vrdma_create_qp_ex(struct ibv_context *context,
+					 struct ibv_qp_init_attr_ex *attr)
+{
+	struct vrdma_context *ctx = to_vctx(context);
+	bool qpx = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	struct ibv_qp_init_attr init;
+	struct vrdma_qp *qp;
+	uint64_t ops = 0;
+	int ret;
+
+	if (attr->comp_mask & ~(uint32_t)VRDMA_QP_INIT_ATTR_MASK) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	    attr->create_flags) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (qpx) {
+		ops = attr->send_ops_flags;
+		if (!ctx->qpex_mask_off ||
+		    (unsigned int)attr->qp_type >=
+			    sizeof(vrdma_send_ops) / sizeof(vrdma_send_ops[0]) ||
+		    (ops & ~vrdma_send_ops[attr->qp_type])) {
+			errno = EOPNOTSUPP;
+			return NULL;
+		}
+	}
+
+	init = (struct ibv_qp_init_attr){
+		.qp_context = attr->qp_context,
+		.send_cq = attr->send_cq,
+		.recv_cq = attr->recv_cq,
+		.srq = attr->srq,
+		.cap = attr->cap,
+		.qp_type = attr->qp_type,
+		.sq_sig_all = attr->sq_sig_all,
+	};
+	qp = vrdma_qp_new(attr->pd, &init);
+	if (!qp)
+		return NULL;
+	attr->cap = init.cap;
+	if (qpx) {
+		ret = vrdma_qp_ex_init(ctx, qp, ops, init.cap.max_send_wr);
+		if (ret) {
+			ibv_cmd_destroy_qp(&qp->vqp.qp);
+			vrdma_qp_free(qp);
+			errno = ret;
+			return NULL;
+		}
+	}
+	return &qp->vqp.qp;
 }
 
 static struct ibv_ah *vrdma_create_ah(struct ibv_pd *pd,
@@ -355,7 +1082,7 @@ static void vrdma_free_context(struct ibv_context *ibctx)
 	free(ctx);
 }
 
-/* No SRQ, MW, multicast or extended CQ: the ops left NULL fail EOPNOTSUPP. */
+/* No SRQ, MW, multicast or CQ resize: the ops left NULL fail EOPNOTSUPP. */
 static const struct verbs_context_ops vrdma_ctx_ops = {
 	.query_device_ex = vrdma_query_device_ex,
 	.query_port = vrdma_query_port,
@@ -364,10 +1091,12 @@ static const struct verbs_context_ops vrdma_ctx_ops = {
 	.reg_mr = vrdma_reg_mr,
 	.dereg_mr = vrdma_dereg_mr,
 	.create_cq = vrdma_create_cq,
+	.create_cq_ex = vrdma_create_cq_ex,
 	.destroy_cq = vrdma_destroy_cq,
 	.poll_cq = ibv_cmd_poll_cq,
 	.req_notify_cq = ibv_cmd_req_notify_cq,
 	.create_qp = vrdma_create_qp,
+	.create_qp_ex = vrdma_create_qp_ex,
 	.query_qp = vrdma_query_qp,
 	.modify_qp = vrdma_modify_qp,
 	.destroy_qp = vrdma_destroy_qp,
@@ -398,6 +1127,7 @@ static struct verbs_context *vrdma_alloc_context(struct ibv_device *ibdev,
 		return NULL;
 	}
 	verbs_set_ops(&ctx->ibv_ctx, &vrdma_ctx_ops);
+	ctx->qpex_mask_off = vrdma_qpex_mask_offset();
 	return &ctx->ibv_ctx;
 }
 

@@ -127,6 +127,21 @@ struct vrdma_qp {
 	struct vrdma_wq sq, rq;
 	struct ib_qp_cap cap;
 	enum ib_sig_type sig_type;
+	/*
+	 * The state the last successful modify_qp set (RESET at create): the
+	 * posts' "immediate errors".  The device may move the QP on to ERR or
+	 * SQE by itself, where posting is allowed (it flushes).
+	 */
+	enum ib_qp_state state;
+	/*
+	 * Receive WRs posted and not yet polled: every one ends in exactly one
+	 * CQE (success, error or flush), or is discarded by RESET.  A post
+	 * beyond cap.max_recv_wr fails with -ENOMEM; like mlx5, a slot is free
+	 * once its CQE was polled (ULPs reserve one for ib_drain_rq()).  CQEs
+	 * from before a RESET polled after it make the count low, never high:
+	 * the device refuses an extra WR itself (LOC_QP_OP_ERR).
+	 */
+	atomic_t rq_posted;
 };
 
 struct vrdma_mr {

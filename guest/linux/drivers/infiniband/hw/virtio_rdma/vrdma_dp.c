@@ -168,8 +168,15 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 
 	spin_lock_irqsave(&wq->lock, flags);
 	for (; wr; wr = wr->next) {
-		struct vrdma_slot *s = vrdma_wq_get_wait(wq);
+		struct vrdma_slot *s;
 		int len;
+
+		/* IBA 11.4.1.1: no send queue before RTS. */
+		if (READ_ONCE(qp->state) < IB_QPS_RTS) {
+			err = -EINVAL;
+			break;
+		}
+		s = vrdma_wq_get_wait(wq);
 
 		if (!s) {
 			err = -ENOMEM;
@@ -210,8 +217,13 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		struct virtio_rdma_rq_req *r;
 		struct vrdma_slot *s;
 
-		if (wr->num_sge < 0 || wr->num_sge > wq->max_sge) {
+		if (wr->num_sge < 0 || wr->num_sge > wq->max_sge ||
+		    READ_ONCE(qp->state) == IB_QPS_RESET) {
 			err = -EINVAL;
+			break;
+		}
+		if (atomic_read(&qp->rq_posted) >= qp->cap.max_recv_wr) {
+			err = -ENOMEM;
 			break;
 		}
 		s = vrdma_wq_get_wait(wq);
@@ -230,6 +242,7 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			vrdma_wq_put(wq, s);
 			break;
 		}
+		atomic_inc(&qp->rq_posted);
 		n++;
 	}
 	if (n)
@@ -359,6 +372,10 @@ static bool vrdma_wc(struct vrdma_dev *dev, struct vrdma_cq *cq,
 	wc->vendor_err = le32_to_cpu(c->vendor_err);
 	wc->byte_len = le32_to_cpu(c->byte_len);
 	wc->qp = &qp->ibqp;
+	/* Only receive WQEs complete with these (a flushed one included). */
+	if (c->opcode == cpu_to_le32(VIRTIO_RDMA_WC_RECV) ||
+	    c->opcode == cpu_to_le32(VIRTIO_RDMA_WC_RECV_RDMA_WITH_IMM))
+		atomic_dec_if_positive(&qp->rq_posted);
 	wc->src_qp = le32_to_cpu(c->src_qp);
 	wc->pkey_index = le16_to_cpu(c->pkey_index);
 	wc->slid = le16_to_cpu(c->slid);

@@ -194,6 +194,8 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->pdn = to_vpd(ibqp->pd)->pdn;
 	qp->cap = *cap;
 	qp->sig_type = init->sq_sig_type;
+	qp->state = IB_QPS_RESET;
+	atomic_set(&qp->rq_posted, 0);
 	err = vrdma_wq_init(&qp->sq, dev->vqs[vrdma_vq_sq(dev, qp->qpn)],
 			    cap->max_send_wr, cap->max_send_sge,
 			    sizeof(struct virtio_rdma_sq_req));
@@ -217,6 +219,7 @@ err_destroy:
 }
 
 #define VRDMA_QP_MASK_OK ((1u << 21) - 1)
+#define VRDMA_QP_ACCESS_FLUSH ((1u << 8) | (1u << 9))
 
 static void vrdma_ah_to_dev(const struct rdma_ah_attr *a,
 			    struct virtio_rdma_ah_attr *d)
@@ -281,7 +284,12 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	d->rq_psn = cpu_to_le32(attr->rq_psn);
 	d->sq_psn = cpu_to_le32(attr->sq_psn);
 	d->dest_qp_num = cpu_to_le32(attr->dest_qp_num);
-	d->qp_access_flags = cpu_to_le32(attr->qp_access_flags);
+	/*
+	 * FLUSH access (6.2's IB_ACCESS_FLUSH_*, bits 8 and 9) lets peers send
+	 * RDMA FLUSH, which this device never executes (its responder NAKs the
+	 * opcode): dropped, as HCAs without FLUSH do, not refused.
+	 */
+	d->qp_access_flags = cpu_to_le32(attr->qp_access_flags & ~VRDMA_QP_ACCESS_FLUSH);
 	d->pkey_index = cpu_to_le16(attr->pkey_index);
 	d->alt_pkey_index = cpu_to_le16(attr->alt_pkey_index);
 	d->en_sqd_async_notify = attr->en_sqd_async_notify;
@@ -307,6 +315,12 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	err = vrdma_cmd(to_vdev(ibqp->device), VIRTIO_RDMA_CMD_MODIFY_QP, cmd,
 			sizeof(*cmd), NULL, 0);
 	kfree(cmd);
+	if (!err && (mask & IB_QP_STATE)) {
+		/* RESET discarded the posted receives: no CQE will come. */
+		if (attr->qp_state == IB_QPS_RESET)
+			atomic_set(&qp->rq_posted, 0);
+		WRITE_ONCE(qp->state, attr->qp_state);
+	}
 	return err;
 }
 

@@ -76,6 +76,21 @@ write_read() {
     fi
 }
 
+# under_writes STAGE SECONDS OUT: sequential 64 KiB writes for SECONDS (fio
+# report in OUT), the target's QEMU killed by the lab host at STAGE, 4 s in;
+# sets rc (fio's exit status) and took (seconds from the kill to fio's end).
+under_writes() {
+    local f t0
+    timeout 400 fio --name="$1" --filename="$DEV" --rw=write --bs=64k --size=48M --time_based \
+        --runtime="$2" --iodepth=4 --direct=1 --ioengine=libaio --output="$3" &
+    f=$!
+    sleep 4
+    t0=$(now)
+    stage "$1"
+    wait $f; rc=$?
+    took=$(secs "$(now)" "$t0")
+}
+
 # discover: the target's port and subsystem, retried while the target boots.
 i=0 out=
 while [ $i -lt 90 ]; do
@@ -128,17 +143,10 @@ if [ "${NV_KILL:-0}" = 1 ]; then
     # reconnect (reconnect-delay 2 s, controller loss after 120 s) and the
     # writes queued meanwhile must complete without error.
     if connect kill-recover --ctrl-loss-tmo=120 --reconnect-delay=2; then
-        timeout 400 fio --name=k --filename="$DEV" --rw=write --bs=64k --size=48M --time_based --runtime=20 \
-            --iodepth=4 --direct=1 --ioengine=libaio --output=/out/fio-kill.out &
-        f=$!
-        sleep 4
-        t0=$(now)
-        stage kill-recover
-        wait $f; rc=$?
-        t1=$(now)
+        under_writes kill-recover 20 /out/fio-kill.out
         rec=$(dmesg | grep -c 'Successfully reconnected')
         if [ $rc = 0 ] && grep -q 'err= *0' /out/fio-kill.out && [ "$rec" -ge 1 ]; then
-            step PASS kill-recover "fio rc=0 err=0 ($(grep -m1 -o 'WRITE: bw=[^,]*' /out/fio-kill.out)), reconnected; fio ended $(secs $t1 $t0) s after the kill"
+            step PASS kill-recover "fio rc=0 err=0 ($(grep -m1 -o 'WRITE: bw=[^,]*' /out/fio-kill.out)), reconnected; fio ended $took s after the kill"
             write_read kill-recover-data 4
         else
             step FAIL kill-recover "fio rc=$rc $(grep -o 'err= *[0-9]*' /out/fio-kill.out | head -n 1), 'Successfully reconnected' x$rec; $(dmesg | grep nvme | tail -n 3 | tr '\n' ' ')"
@@ -149,21 +157,14 @@ if [ "${NV_KILL:-0}" = 1 ]; then
     # allowed (ctrl-loss-tmo / reconnect-delay = 1) the host deletes the
     # controller when that attempt fails, and the queued writes fail with an
     # error.  The attempt lasts as long as the kernel's CM retries a REQ to a
-    # dead peer (rdma_cm: 16 sends, ~4.6 s apart, before "unreachable").
+    # dead peer (about 100 s in a TCG guest).
     if connect kill-giveup --ctrl-loss-tmo=1 --reconnect-delay=1; then
-        timeout 400 fio --name=g --filename="$DEV" --rw=write --bs=64k --size=48M --time_based --runtime=300 \
-            --iodepth=4 --direct=1 --ioengine=libaio --output=/out/fio-giveup.out &
-        f=$!
-        sleep 4
-        t0=$(now)
-        stage kill-giveup
-        wait $f; rc=$?
-        t1=$(now)
+        under_writes kill-giveup 300 /out/fio-giveup.out
         e=$(grep -o 'err= *[0-9]*[^)]*' /out/fio-giveup.out | head -n 1)
         if [ $rc != 0 ] && [ $rc != 124 ] && gone; then
-            step PASS kill-giveup "fio failed (rc=$rc, $e) $(secs $t1 $t0) s after the kill; controller deleted"
+            step PASS kill-giveup "fio failed (rc=$rc, $e) $took s after the kill; controller deleted"
         else
-            step FAIL kill-giveup "fio rc=$rc ($e) after $(secs $t1 $t0) s; $(ls /dev/nvme* 2>&1 | tr '\n' ' ')"
+            step FAIL kill-giveup "fio rc=$rc ($e) after $took s; $(ls /dev/nvme* 2>&1 | tr '\n' ' ')"
         fi
         rdma resource show "$LAB_DEV" > /out/res-final.txt
         stage final

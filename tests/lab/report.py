@@ -66,4 +66,4 @@ if drows:
     table(drows, ['vrdma<->vrdma v4', 'vrdma<->vrdma v6', 'vrdma->rxe v4', 'rxe->vrdma v4',
                   'vrdma->rxe v6', 'rxe->vrdma v6'],
           ['rc_pingpong', 'ud_pingpong', 'write_bw', 'read_bw', 'send_bw', 'atomic_bw',
-           'write_lat', 'read_lat', 'send_lat', 'atomic_lat', 'rping'])
+           'write_lat', 'read_lat', 'send_lat', 'atomic_lat', 'rping', 'rc_pingpong_wr'])

@@ -7,12 +7,15 @@
 # RDMA device, @G@ = the GID index, @P@ = the TCP port.
 # shellcheck shell=bash
 LAB_TOOL_CASES="rc_pingpong ud_pingpong write_bw read_bw send_bw atomic_bw"
-# The driver part: the same plus the latency tools and rping (rdma_cm: the
-# connection goes through the guest's CM MADs on QP1).
-LAB_DRV_CASES=${LAB_DRV_CASES:-"$LAB_TOOL_CASES write_lat read_lat send_lat atomic_lat rping"}
+# The driver part: the same plus the latency tools, rping (rdma_cm: the
+# connection goes through the guest's CM MADs on QP1) and rc_pingpong on
+# the ibv_wr_* post API (-N: the provider's extended QP under Debian's
+# libibverbs).
+LAB_DRV_CASES=${LAB_DRV_CASES:-"$LAB_TOOL_CASES write_lat read_lat send_lat atomic_lat rping rc_pingpong_wr"}
 lab_tool_args() {
     case $1 in
     rc_pingpong) echo "ibv_rc_pingpong -d @D@ -g @G@ -p @P@ -s 4096 -n 200 -c" ;;
+    rc_pingpong_wr) echo "ibv_rc_pingpong -d @D@ -g @G@ -p @P@ -s 4096 -n 200 -c -N" ;;
     ud_pingpong) echo "ibv_ud_pingpong -d @D@ -g @G@ -p @P@ -s 512 -n 200 -r 64" ;;
     write_bw)    echo "ib_write_bw -d @D@ -x @G@ -p @P@ -F -s 65536 -n 200" ;;
     read_bw)     echo "ib_read_bw -d @D@ -x @G@ -p @P@ -F -s 65536 -n 200" ;;

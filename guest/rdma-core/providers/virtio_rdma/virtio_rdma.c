@@ -490,15 +490,6 @@ static int vrdma_send_wr_ok(struct vrdma_qp *qp, const struct ibv_send_wr *wr)
 	return 0;
 }
 
-/*
- * A QP in RESET takes no work request (IBA 10.8.2): ibv_modify_qp keeps
- * ibqp->state (libibverbs 44 and 56.1), and only it leaves or enters RESET.
- */
-static bool vrdma_qp_in_reset(const struct ibv_qp *ibqp)
-{
-	return ibqp->state == IBV_QPS_RESET;
-}
-
 static int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			   struct ibv_send_wr **bad_wr)
 {
@@ -507,10 +498,6 @@ static int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	unsigned int n;
 	int ret;
 
-	if (vrdma_qp_in_reset(ibqp)) {
-		*bad_wr = wr;
-		return EINVAL;
-	}
 	for (first = wr; first; first = rest) {
 		/* Cut the list after at most VIRTIO_RDMA_POST_CHUNK valid WRs. */
 		last = NULL;
@@ -548,10 +535,6 @@ static int vrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	unsigned int n;
 	int ret;
 
-	if (vrdma_qp_in_reset(ibqp)) {
-		*bad_wr = wr;
-		return EINVAL;
-	}
 	for (first = wr; first; first = rest) {
 		last = NULL;
 		rest = first;

@@ -166,17 +166,15 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	unsigned int n = 0;
 	int err = 0;
 
+	/* IBA 11.4.1.1: no send queue before RTS (the whole list fails). */
+	if (READ_ONCE(qp->state) < IB_QPS_RTS) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
 	spin_lock_irqsave(&wq->lock, flags);
 	for (; wr; wr = wr->next) {
-		struct vrdma_slot *s;
+		struct vrdma_slot *s = vrdma_wq_get_wait(wq);
 		int len;
-
-		/* IBA 11.4.1.1: no send queue before RTS. */
-		if (READ_ONCE(qp->state) < IB_QPS_RTS) {
-			err = -EINVAL;
-			break;
-		}
-		s = vrdma_wq_get_wait(wq);
 
 		if (!s) {
 			err = -ENOMEM;
@@ -212,13 +210,17 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	unsigned int n = 0;
 	int err = 0;
 
+	/* IBA 11.4.1.1: no receive queue in RESET. */
+	if (READ_ONCE(qp->state) == IB_QPS_RESET) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
 	spin_lock_irqsave(&wq->lock, flags);
 	for (; wr; wr = wr->next) {
 		struct virtio_rdma_rq_req *r;
 		struct vrdma_slot *s;
 
-		if (wr->num_sge < 0 || wr->num_sge > wq->max_sge ||
-		    READ_ONCE(qp->state) == IB_QPS_RESET) {
+		if (wr->num_sge < 0 || wr->num_sge > wq->max_sge) {
 			err = -EINVAL;
 			break;
 		}

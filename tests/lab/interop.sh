@@ -11,7 +11,11 @@
 # v6-send_bw-gsrv-stall, stops the guest's QEMU (SIGSTOP) for
 # LAB_IO_STALL_S seconds in the middle of our transfer to it: our requester
 # must get through on its retransmit timer, as it must when a host
-# deschedules a real peer.  Sourced; lab_interop RESULTDIR.
+# deschedules a real peer.  That case moves LAB_IO_STALL_ITERS messages
+# (about 2.5 s at TCG speed) so that the stall, which starts a moment after
+# the QPs connect, lands inside the transfer even on a loaded machine: at
+# 200 (0.5 s) a CI run once stopped the guest only after the last ACK.
+# Sourced; lab_interop RESULTDIR.
 # shellcheck shell=bash
 LAB_IO_GUEST_MAC=52:54:00:77:00:21
 LAB_IO_DEV_MAC=52:54:00:77:00:02
@@ -21,6 +25,7 @@ LAB_IO_CAPTURE=${LAB_IO_CAPTURE:-"v4-write_bw-gcli v6-rc_pingpong-gcli"}
 # QTEST_TRACE after -trace on QEMU's command line, through the shell.)
 LAB_IO_TRACE='virtio_rdma_wire_drop -trace virtio_rdma_engine_r* -trace virtio_rdma_nic_*'
 LAB_IO_STALL_S=${LAB_IO_STALL_S:-1.5}
+LAB_IO_STALL_ITERS=${LAB_IO_STALL_ITERS:-1000}
 
 lab_interop() {
     local dir=$1 G=$1/G peer fam tool gr name args hf pc gp pp cmd
@@ -53,7 +58,7 @@ lab_interop() {
     name=v6-send_bw-gsrv-stall
     if [ -z "${LAB_IO_ONLY:-}" ] || [[ $name =~ $LAB_IO_ONLY ]]; then
         args=$(lab_tool_args send_bw)
-        args=${args//@G@/@G6@}
+        args=${args//@G@/@G6@}; args=${args/-n 200/-n $LAB_IO_STALL_ITERS}
         echo "srv $name 150 ${args//@P@/18515}" >> "$G/cases"
         names+=("$name")
     fi
@@ -61,7 +66,7 @@ lab_interop() {
         "$(lab_dgram "$gp" "$pp")" "$LAB_IO_GUEST_MAC" "user,net=10.0.2.0/24,host=10.0.2.2,hostfwd=tcp:127.0.0.1:$hf-:18515"
     local gpid=$LAB_PID
     for name in "${names[@]}"; do
-        local base=${name%-stall} stall=
+        local base=${name%-stall} stall= iters=()
         fam=${base%%-*}; fam=${fam#v}; tool=${base#v?-}; tool=${tool%-*}; gr=${base##*-}
         local role=server port=$pc
         [ "$gr" = gsrv ] && { role=client; port=$hf; }
@@ -69,12 +74,13 @@ lab_interop() {
         if [ "$base" != "$name" ]; then
             lab_stall_guest "$gpid" "$dir/$name.peer" "$dir/$name.stall" &
             stall=$!
+            iters=(--iters "$LAB_IO_STALL_ITERS")
         fi
         QVRDMA_IOTHREAD=$([ "$fam" = 6 ] && echo 1 || echo 0) \
         QTEST_TRACE=${QTEST_TRACE:-$LAB_IO_TRACE} \
         QTEST_QEMU_BINARY=$QEMU timeout -k 5 170 "$peer" --tool "$tool" --role "$role" --port "$port" \
             --lport "$pp" --rport "$gp" --mac "$LAB_IO_DEV_MAC" --peer-mac "$LAB_IO_GUEST_MAC" \
-            --ip4 10.77.0.2 --ip6 fd77::2 --gid "$fam" > "$dir/$name.peer" 2>&1
+            --ip4 10.77.0.2 --ip6 fd77::2 --gid "$fam" "${iters[@]}" > "$dir/$name.peer" 2>&1
         echo $? > "$dir/$name.peer.rc"
         [ -n "$stall" ] && wait "$stall"
         # Stay in step with the guest: its side of this case must be over.

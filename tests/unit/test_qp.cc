@@ -133,7 +133,7 @@ TEST_F(Qp, RingsAreSizedByTheQpsCaps)
     const uint32_t pd = create_pd();
     const uint32_t cq = create_cq();
     auto ring_of = [&](uint32_t send_wr, uint32_t send_sge, uint32_t recv_wr,
-                       uint32_t recv_sge) -> const vrdma::dp::QpEngine & {
+                       uint32_t recv_sge) -> const vrdma::soft_roce::QpEngine & {
         auto req = qp_req(pd, VIRTIO_RDMA_QPT_RC, cq);
         req.max_send_wr = send_wr;
         req.max_send_sge = send_sge;
@@ -143,9 +143,9 @@ TEST_F(Qp, RingsAreSizedByTheQpsCaps)
     };
     /* sq, sq SGEs, rq, rq SGEs: slots of each */
     auto bytes = [](size_t sq, size_t sq_sge, size_t rq, size_t rq_sge) {
-        return sq * sizeof(vrdma::dp::SendWqe) +
-               (sq_sge + rq_sge) * sizeof(vrdma::dp::Sge) +
-               rq * sizeof(vrdma::dp::RecvWqe);
+        return sq * sizeof(vrdma::soft_roce::SendWqe) +
+               (sq_sge + rq_sge) * sizeof(vrdma::soft_roce::Sge) +
+               rq * sizeof(vrdma::soft_roce::RecvWqe);
     };
 
     const auto &full = ring_of(1024, 32, 1024, 32);

@@ -49,7 +49,7 @@ void VrdmaCore::reset()
     qps.clear();
     wires.clear();
     features = 0; /* the driver negotiates again */
-    vrdma::dp::engine_reset(*this); /* outstanding work goes with its QP */
+    vrdma::soft_roce::engine_reset(*this); /* outstanding work goes with its QP */
     mrs.clear();
     mrs.seed_keys(rng); /* the stream goes on: new keys, not the old ones */
     cqs.clear();

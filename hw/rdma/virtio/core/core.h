@@ -12,7 +12,7 @@
 
 #include "config.h"
 #include "cq.h"
-#include "dp/engine.h"
+#include "soft_roce/engine.h"
 #include "hw/rdma/virtio-rdma-core.h"
 #include "mr.h"
 #include "object_table.h"
@@ -82,7 +82,7 @@ struct VrdmaCore {
      */
     std::vector<uint16_t> qp_epoch;
     vrdma::Port port;
-    vrdma::dp::Engine dp;
+    vrdma::soft_roce::Engine dp;
 
     uint64_t cmds = 0;
     uint64_t cmd_errors = 0;

@@ -255,7 +255,7 @@ Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
         c.has_feature(VIRTIO_RDMA_F_WIRE_QPN) && qpn != kGsiQpn ?
         c.wires.pick(c.rng) : qpn;
     Qp *live = c.qps.insert(qpn, std::move(qp));
-    dp::qp_create(c, qpn, *live);
+    soft_roce::qp_create(c, qpn, *live);
     live->dp.wire = wire;
     c.wires.insert(wire, qpn);
     rsp.qpn = qpn;
@@ -287,7 +287,7 @@ Status cmd_modify_qp(VrdmaCore &c, const virtio_rdma_cmd_modify_qp &req,
     } else {
         apply(*qp, req.attr_mask, a);
     }
-    dp::qp_modified(c, *qp, old_state, req.attr_mask);
+    soft_roce::qp_modified(c, *qp, old_state, req.attr_mask);
     if (qp->state() == VIRTIO_RDMA_QPS_RESET &&
         old_state != VIRTIO_RDMA_QPS_RESET) {
         c.qp_instance_ended(req.qpn); /* its old work is gone with it */
@@ -319,7 +319,7 @@ Status cmd_destroy_qp(VrdmaCore &c, const virtio_rdma_cmd_destroy_qp &req,
     if (!qp) {
         return fail(VRDMA_ERR_BAD_HANDLE, req.qpn);
     }
-    dp::qp_destroy(c, req.qpn, *qp); /* outstanding work is dropped */
+    soft_roce::qp_destroy(c, req.qpn, *qp); /* outstanding work is dropped */
     c.wires.release(qp->dp.wire);
     c.pds.at(qp->pd_index)->refs--;
     c.cqs.at(qp->send_cqn)->refs--;

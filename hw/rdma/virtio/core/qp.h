@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "dp/engine.h"
+#include "soft_roce/engine.h"
 #include "errors.h"
 #include "wire.h"
 
@@ -30,7 +30,7 @@ struct Qp {
     /* As last set by MODIFY_QP, host byte order; qp_state is the state. */
     virtio_rdma_qp_attr attr{};
     /* The data path's state (rings, requester/completer/responder). */
-    dp::QpEngine dp;
+    soft_roce::QpEngine dp;
 
     uint32_t state() const { return attr.qp_state; }
     /* Back to the attributes of a new QP (state RESET). */

@@ -54,7 +54,7 @@
 #include "../small_copy.h"
 #include "../roce/headers.h"
 
-namespace vrdma::dp {
+namespace vrdma::soft_roce {
 
 using namespace roce;
 
@@ -832,4 +832,4 @@ Progress resp_flush(VrdmaCore &c, Qp &qp, unsigned &budget)
     return Progress::kIdle;
 }
 
-} // namespace vrdma::dp
+} // namespace vrdma::soft_roce

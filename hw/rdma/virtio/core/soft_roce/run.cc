@@ -23,7 +23,7 @@
 #include "../core.h"
 #include "engine.h"
 
-namespace vrdma::dp {
+namespace vrdma::soft_roce {
 
 Engine::Engine(const VrdmaLimits &lim)
     : runq(lim.max_qp), loop_buf(size_t{kLoopSlots} * kMaxFrame),
@@ -123,7 +123,7 @@ bool run_once(VrdmaCore &c)
 
 } // namespace
 
-} // namespace vrdma::dp
+} // namespace vrdma::soft_roce
 
 using namespace vrdma;
 
@@ -132,18 +132,18 @@ extern "C" {
 void vrdma_core_post_send(VrdmaCore *core, uint32_t qpn, const void *wqe,
                           size_t len)
 {
-    dp::post_send(*core, qpn, wqe, len);
+    soft_roce::post_send(*core, qpn, wqe, len);
 }
 
 void vrdma_core_post_recv(VrdmaCore *core, uint32_t qpn, const void *wqe,
                           size_t len)
 {
-    dp::post_recv(*core, qpn, wqe, len);
+    soft_roce::post_recv(*core, qpn, wqe, len);
 }
 
 bool vrdma_core_net_receive(VrdmaCore *core, const void *frame, size_t len)
 {
-    return dp::receive(
+    return soft_roce::receive(
         *core, std::span<const uint8_t>(static_cast<const uint8_t *>(frame), len),
         false);
 }
@@ -152,10 +152,10 @@ void vrdma_core_timer(VrdmaCore *core)
 {
     VrdmaCore &c = *core;
     c.dp.timer_armed = UINT64_MAX;
-    const uint64_t t = dp::now(c);
+    const uint64_t t = soft_roce::now(c);
     uint64_t next = UINT64_MAX;
     c.qps.for_each([&](uint32_t, Qp &qp) {
-        dp::comp_timer(c, qp, t);
+        soft_roce::comp_timer(c, qp, t);
         for (uint64_t d : {qp.dp.comp.retrans_deadline, qp.dp.comp.rnr_deadline}) {
             if (d && d < next) {
                 next = d;
@@ -163,7 +163,7 @@ void vrdma_core_timer(VrdmaCore *core)
         }
     });
     if (next != UINT64_MAX) {
-        dp::arm_timer(c, next);
+        soft_roce::arm_timer(c, next);
     }
 }
 
@@ -171,7 +171,7 @@ bool vrdma_core_run(VrdmaCore *core)
 {
     VrdmaCore &c = *core;
     c.dp.kicked = true; /* no kicks from inside: the return value says it */
-    const bool more = dp::run_once(c);
+    const bool more = soft_roce::run_once(c);
     c.dp.kicked = more;
     return more;
 }

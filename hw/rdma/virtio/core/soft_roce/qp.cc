@@ -21,7 +21,7 @@
 #include "../core.h"
 #include "engine.h"
 
-namespace vrdma::dp {
+namespace vrdma::soft_roce {
 
 namespace {
 
@@ -179,4 +179,4 @@ void qp_to_error(VrdmaCore &c, Qp &qp)
     flush_queues(c, qp);
 }
 
-} // namespace vrdma::dp
+} // namespace vrdma::soft_roce

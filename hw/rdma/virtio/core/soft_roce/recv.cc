@@ -24,7 +24,7 @@
 #include "../roce/classify.h"
 #include "../roce/headers.h"
 
-namespace vrdma::dp {
+namespace vrdma::soft_roce {
 
 namespace {
 
@@ -161,4 +161,4 @@ bool receive(VrdmaCore &c, std::span<const uint8_t> frame, bool loopback)
     return true;
 }
 
-} // namespace vrdma::dp
+} // namespace vrdma::soft_roce

@@ -24,7 +24,7 @@
 #include "engine.h"
 #include "../wire.h"
 
-namespace vrdma::dp {
+namespace vrdma::soft_roce {
 
 uint32_t wc_opcode_of(uint32_t wr_opcode)
 {
@@ -162,4 +162,4 @@ void flush_queues(VrdmaCore &c, Qp &qp)
     e.resp.recv_active = false;
 }
 
-} // namespace vrdma::dp
+} // namespace vrdma::soft_roce

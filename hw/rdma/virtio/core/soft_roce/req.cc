@@ -38,7 +38,7 @@
 #include "../roce/headers.h"
 #include "../wire.h"
 
-namespace vrdma::dp {
+namespace vrdma::soft_roce {
 
 using namespace roce;
 
@@ -424,4 +424,4 @@ Progress req_run(VrdmaCore &c, Qp &qp, unsigned &budget)
     }
 }
 
-} // namespace vrdma::dp
+} // namespace vrdma::soft_roce

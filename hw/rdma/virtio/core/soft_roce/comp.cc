@@ -44,7 +44,7 @@
 #include "engine.h"
 #include "../roce/headers.h"
 
-namespace vrdma::dp {
+namespace vrdma::soft_roce {
 
 using namespace roce;
 
@@ -497,4 +497,4 @@ void comp_timer(VrdmaCore &c, Qp &qp, uint64_t t)
     }
 }
 
-} // namespace vrdma::dp
+} // namespace vrdma::soft_roce

@@ -26,7 +26,7 @@
 #include "engine.h"
 #include "../wire.h"
 
-namespace vrdma::dp {
+namespace vrdma::soft_roce {
 
 namespace {
 
@@ -282,4 +282,4 @@ uint8_t reg_mr(VrdmaCore &c, const Qp &qp, const SendWqe &w)
     return VIRTIO_RDMA_WC_SUCCESS;
 }
 
-} // namespace vrdma::dp
+} // namespace vrdma::soft_roce

@@ -6,7 +6,7 @@
  *   wqe.cc    work requests posted by the driver, checked and queued
  *   mem.cc    SGE <-> guest memory, lkey/rkey checks
  *   cqe.cc    completions, CQ arming, flushes
- *   qp_dp.cc  per-QP lifecycle: create, modify hooks, error, destroy
+ *   qp.cc     per-QP lifecycle: create, modify hooks, error, destroy
  *   net.cc    frames out: building, the wire, the internal loopback
  *   recv.cc   frames in: is it ours, parse, route to a QP
  *   req.cc    requester: WQEs -> request packets (segmentation, PSNs)
@@ -26,8 +26,8 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef HW_RDMA_VIRTIO_CORE_DP_ENGINE_H
-#define HW_RDMA_VIRTIO_CORE_DP_ENGINE_H
+#ifndef HW_RDMA_VIRTIO_CORE_SOFT_ROCE_ENGINE_H
+#define HW_RDMA_VIRTIO_CORE_SOFT_ROCE_ENGINE_H
 
 #include <array>
 #include <bit>
@@ -46,7 +46,7 @@ namespace vrdma {
 struct Qp;
 struct Mr;
 
-namespace dp {
+namespace soft_roce {
 
 /* ---- PSNs: 24-bit serial numbers (IBA 9.7.1) ---- */
 
@@ -308,7 +308,7 @@ struct Engine {
 
 /* ---- shared functions (VrdmaCore holds an Engine as .dp) ---- */
 
-/* qp_dp.cc */
+/* qp.cc */
 void qp_create(VrdmaCore &c, uint32_t qpn, Qp &qp);
 void qp_destroy(VrdmaCore &c, uint32_t qpn, Qp &qp);
 /* After MODIFY_QP applied @mask; the state was @old_state. */
@@ -411,7 +411,7 @@ uint64_t now(const VrdmaCore &c);
 void arm_timer(VrdmaCore &c, uint64_t deadline);
 void engine_reset(VrdmaCore &c);
 
-} // namespace dp
+} // namespace soft_roce
 } // namespace vrdma
 
 #endif

@@ -36,7 +36,7 @@
 #include "engine.h"
 #include "../wire.h"
 
-namespace vrdma::dp {
+namespace vrdma::soft_roce {
 
 namespace {
 
@@ -287,4 +287,4 @@ void post_recv(VrdmaCore &c, uint32_t qpn, const void *bytes, size_t len)
     e.rq_tail++;
 }
 
-} // namespace vrdma::dp
+} // namespace vrdma::soft_roce

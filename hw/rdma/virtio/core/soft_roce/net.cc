@@ -20,7 +20,7 @@
 #include "engine.h"
 #include "../roce/udp_sport.h"
 
-namespace vrdma::dp {
+namespace vrdma::soft_roce {
 
 namespace {
 
@@ -97,4 +97,4 @@ void tx_finish(VrdmaCore &c, const roce::TxFrame &f, const roce::FrameAddr &a)
     kick(c);
 }
 
-} // namespace vrdma::dp
+} // namespace vrdma::soft_roce

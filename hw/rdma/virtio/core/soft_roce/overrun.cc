@@ -39,6 +39,6 @@ extern "C" void vrdma_core_cq_overrun(VrdmaCore *core, uint32_t cqn,
         return;
     }
     if (qp->send_cqn == cqn || qp->recv_cqn == cqn) {
-        dp::qp_to_error(c, *qp);
+        soft_roce::qp_to_error(c, *qp);
     }
 }

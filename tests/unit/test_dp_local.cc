@@ -260,8 +260,8 @@ TEST_F(DpLocal, QueuesHoldTheQpsCaps)
     const uint32_t qb = qp(*b, pd_b, cq_b, 1, 3);
     connect_pair(*a, qa, *b, qb, VIRTIO_RDMA_QPT_RC, Conn{}, true);
     connect_pair(*b, qb, *a, qa, VIRTIO_RDMA_QPT_RC, Conn{}, false);
-    ASSERT_EQ(a->core->qps.at(qa)->dp.sq.size(), 8u);
-    ASSERT_EQ(b->core->qps.at(qb)->dp.rq.size(), 4u);
+    ASSERT_EQ(std::get<vrdma::soft_roce::QpEngine>(a->core->qps.at(qa)->backend).sq.size(), 8u);
+    ASSERT_EQ(std::get<vrdma::soft_roce::QpEngine>(b->core->qps.at(qb)->backend).rq.size(), 4u);
 
     auto write = [&](uint64_t id) {
         a->post_send(qa, send(id).op(VIRTIO_RDMA_WR_RDMA_WRITE)

@@ -139,7 +139,7 @@ TEST_F(Qp, RingsAreSizedByTheQpsCaps)
         req.max_send_sge = send_sge;
         req.max_recv_wr = recv_wr;
         req.max_recv_sge = recv_sge;
-        return core_->qps.at(create_qp(req))->dp;
+        return std::get<vrdma::soft_roce::QpEngine>(core_->qps.at(create_qp(req))->backend);
     };
     /* sq, sq SGEs, rq, rq SGEs: slots of each */
     auto bytes = [](size_t sq, size_t sq_sge, size_t rq, size_t rq_sge) {

@@ -30,7 +30,8 @@ VrdmaCore::VrdmaCore(const VrdmaLimits &lim_, const VrdmaHostOps &ops_)
       rng(lim_.rng_seed), pds(lim_.max_pd), cqs(lim_.max_cq),
       mrs(lim_.max_mr), qps(lim_.max_qp), wires(lim_.max_qp),
       qp_epoch(lim_.max_qp, 1),
-      port(lim_.phys_mtu), dp(lim_)
+      port(lim_.phys_mtu),
+      backend(std::in_place_type<vrdma::soft_roce::Engine>, lim_)
 {
     mrs.seed_keys(rng);
 }
@@ -49,7 +50,7 @@ void VrdmaCore::reset()
     qps.clear();
     wires.clear();
     features = 0; /* the driver negotiates again */
-    vrdma::soft_roce::engine_reset(*this); /* outstanding work goes with its QP */
+    vrdma::backend::reset(*this); /* outstanding work goes with its QP */
     mrs.clear();
     mrs.seed_keys(rng); /* the stream goes on: new keys, not the old ones */
     cqs.clear();

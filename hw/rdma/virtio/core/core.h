@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend.h"
 #include "config.h"
 #include "cq.h"
-#include "soft_roce/engine.h"
 #include "hw/rdma/virtio-rdma-core.h"
 #include "mr.h"
 #include "object_table.h"
@@ -82,7 +82,8 @@ struct VrdmaCore {
      */
     std::vector<uint16_t> qp_epoch;
     vrdma::Port port;
-    vrdma::soft_roce::Engine dp;
+    /* The backend that moves the data (backend.h): soft-RoCE. */
+    vrdma::Backend backend;
 
     uint64_t cmds = 0;
     uint64_t cmd_errors = 0;

@@ -76,32 +76,66 @@ void MrTable::clear()
     std::fill(key_byte_.begin(), key_byte_.end(), 0);
 }
 
-uint32_t MrTable::revoke_host_range(uintptr_t host, uint64_t len)
+bool MrTable::maps_host_range(const Mr &mr, uintptr_t host, uint64_t len)
 {
     if (len == 0) {
-        return 0;
+        return false;
     }
     /* Inclusive last byte, so a range that ends at the top cannot wrap. */
     const uintptr_t last =
         len - 1 > UINTPTR_MAX - host ? UINTPTR_MAX
                                      : host + static_cast<uintptr_t>(len - 1);
-    uint32_t revoked = 0;
-    for (uint32_t i = 0; i < objects_.capacity(); i++) {
-        Mr *mr = objects_.at(i);
-        if (!mr) {
-            continue;
-        }
-        for (size_t k = 0; k < mr->pages.count(); k++) {
-            const auto p = reinterpret_cast<uintptr_t>(mr->pages.page(k));
-            if (p <= last && host <= p + (kPageSize - 1)) {
-                mr->pages.release();
-                mr->revoked = true;
-                revoked++;
-                break;
-            }
+    for (size_t k = 0; k < mr.pages.count(); k++) {
+        const auto p = reinterpret_cast<uintptr_t>(mr.pages.page(k));
+        if (p <= last && host <= p + (kPageSize - 1)) {
+            return true;
         }
     }
-    return revoked;
+    return false;
+}
+
+bool MrTable::fast_register(uint32_t mrn, uint32_t pd, uint32_t key,
+                            uint32_t access)
+{
+    constexpr uint32_t kNeedLocalWrite = VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
+                                         VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC;
+    Mr *mr = objects_.find(mrn);
+    if (!mr || mr->kind != MrKind::kFastReg || mr->valid || mr->revoked ||
+        mr->pd_index != pd || (key >> 8) != (mr->lkey >> 8) ||
+        (access & ~VIRTIO_RDMA_ACCESS_SUPPORTED) ||
+        ((access & kNeedLocalWrite) &&
+         !(access & VIRTIO_RDMA_ACCESS_LOCAL_WRITE))) {
+        return false;
+    }
+    mr->access = access;
+    mr->lkey = key;
+    mr->rkey = key;
+    mr->valid = true;
+    key_taken(key); /* the slot's next MR must not get it */
+    return true;
+}
+
+bool MrTable::invalidate_local(uint32_t key, uint32_t pd)
+{
+    /* Only fast-registration MRs can be invalidated (rxe_invalidate_mr()). */
+    Mr *mr = objects_.at(key >> 8);
+    if (!mr || (mr->rkey ? key != mr->rkey : key != mr->lkey) ||
+        mr->kind != MrKind::kFastReg || mr->pd_index != pd) {
+        return false;
+    }
+    mr->valid = false;
+    return true;
+}
+
+bool MrTable::invalidate_remote(uint32_t rkey, uint32_t pd)
+{
+    Mr *mr = lookup_rkey(rkey);
+    if (!mr || mr->kind != MrKind::kFastReg || !mr->valid ||
+        mr->pd_index != pd) {
+        return false;
+    }
+    mr->valid = false;
+    return true;
 }
 
 namespace {
@@ -167,27 +201,23 @@ Status check_page_cap(VrdmaCore &c, uint64_t npages)
     return kOk;
 }
 
-/* Takes a key for slot @index and puts @mr there, referencing its PD. */
-void commit(VrdmaCore &c, uint32_t index, uint32_t pdn, Pd &pd,
-            std::unique_ptr<Mr> mr, virtio_rdma_rsp_mr &rsp)
+/*
+ * The backend gives @mr its keys; then it goes in slot @index, referencing
+ * its PD.  A refusal frees it (unmapping its pages).
+ */
+Status commit(VrdmaCore &c, uint32_t index, uint32_t pdn, Pd &pd,
+              std::unique_ptr<Mr> mr, virtio_rdma_rsp_mr &rsp)
 {
     mr->pd_index = pdn & kHandleIndexMask;
-    mr->lkey = c.mrs.next_key(index);
-    /*
-     * A fast-registration MR always gets an rkey, as rxe_mr_init_fast() does:
-     * ib_alloc_mr() asks for no rights, yet kernel ULPs build the REG_MR key
-     * from ib_mr.rkey (nvme-rdma: ib_inc_rkey(mr->rkey)).  It opens nothing
-     * before a REG_MR validates the MR with the rights that WQE grants.
-     */
-    mr->rkey = (mr->access & VIRTIO_RDMA_ACCESS_REMOTE) ||
-                       mr->kind == MrKind::kFastReg
-                   ? mr->lkey
-                   : 0;
+    if (Status s = backend::mr_registered(c, index, *mr); !s.ok()) {
+        return s;
+    }
     pd.refs++;
     rsp.lkey = mr->lkey;
     rsp.rkey = mr->rkey;
     c.mrs.objects().insert(index, std::move(mr));
     rsp.mrn = c.mrs.objects().handle_of(index);
+    return kOk;
 }
 
 } // namespace
@@ -210,8 +240,7 @@ Status cmd_get_dma_mr(VrdmaCore &c, const virtio_rdma_cmd_get_dma_mr &req,
     mr->kind = MrKind::kDma;
     mr->access = req.access_flags;
     mr->length = UINT64_MAX;
-    commit(c, *index, req.pdn, *pd, std::move(mr), rsp);
-    return kOk;
+    return commit(c, *index, req.pdn, *pd, std::move(mr), rsp);
 }
 
 Status cmd_create_mr(VrdmaCore &c, const virtio_rdma_cmd_create_mr &req,
@@ -238,8 +267,7 @@ Status cmd_create_mr(VrdmaCore &c, const virtio_rdma_cmd_create_mr &req,
     mr->access = req.access_flags;
     mr->max_num_sg = req.max_num_sg;
     mr->valid = false; /* until a REG_MR work request registers it */
-    commit(c, *index, req.pdn, *pd, std::move(mr), rsp);
-    return kOk;
+    return commit(c, *index, req.pdn, *pd, std::move(mr), rsp);
 }
 
 Status cmd_map_mr_sg(VrdmaCore &c, const virtio_rdma_cmd_map_mr_sg &req,
@@ -284,6 +312,7 @@ Status cmd_map_mr_sg(VrdmaCore &c, const virtio_rdma_cmd_map_mr_sg &req,
     mr->revoked = false; /* all of it is guest RAM now */
     mr->iova = req.start;
     mr->length = req.length;
+    backend::mr_mapped(c, *mr);
     rsp.npages = req.npages;
     return kOk;
 }
@@ -329,24 +358,27 @@ Status cmd_reg_user_mr(VrdmaCore &c, const virtio_rdma_cmd_reg_user_mr &req,
     mr->access = req.access_flags;
     mr->iova = req.virt_addr;
     mr->length = req.length;
-    commit(c, *index, req.pdn, *pd, std::move(mr), rsp);
-    return kOk;
+    return commit(c, *index, req.pdn, *pd, std::move(mr), rsp);
 }
 
 extern "C" void vrdma_core_invalidate_host_range(VrdmaCore *core,
                                                  const void *host,
                                                  uint64_t len)
 {
-    core->mrs.revoke_host_range(reinterpret_cast<uintptr_t>(host), len);
+    core->mrs.revoke_host_range(reinterpret_cast<uintptr_t>(host), len,
+                                [core](Mr &mr) {
+                                    backend::mr_revoked(*core, mr);
+                                });
 }
 
 Status cmd_dereg_mr(VrdmaCore &c, const virtio_rdma_cmd_dereg_mr &req,
                     NoPayload &)
 {
-    const Mr *mr = c.mrs.objects().find(req.mrn);
+    Mr *mr = c.mrs.objects().find(req.mrn);
     if (!mr) {
         return fail(VRDMA_ERR_BAD_HANDLE, req.mrn);
     }
+    backend::mr_deregistered(c, *mr);
     c.pds.at(mr->pd_index)->refs--;
     c.mrs.objects().erase(req.mrn & kHandleIndexMask); /* unmaps its pages */
     return kOk;

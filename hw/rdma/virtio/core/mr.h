@@ -92,11 +92,43 @@ public:
     void clear();
     /*
      * Revokes every MR with a mapped page that overlaps [host, host + len),
-     * unmapping all its pages now.  @returns how many MRs it revoked.
+     * unmapping all its pages now, and calls @on_revoke(Mr &) for each.
+     * @returns how many MRs it revoked.
      */
-    uint32_t revoke_host_range(uintptr_t host, uint64_t len);
+    template <typename F>
+    uint32_t revoke_host_range(uintptr_t host, uint64_t len, F &&on_revoke)
+    {
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < objects_.capacity(); i++) {
+            Mr *mr = objects_.at(i);
+            if (mr && maps_host_range(*mr, host, len)) {
+                mr->pages.release();
+                mr->revoked = true;
+                on_revoke(*mr);
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /*
+     * The state changes of a fast-registration MR (IBA 10.6.1: "free" <->
+     * "valid"), which work requests and packets make.  Each @returns
+     * false, changing nothing, if the rules refuse it.
+     * REG_MR (IBA 10.6.3.4): the free MR of handle @mrn in PD @pd becomes
+     * valid with @key (lkey = rkey; same index, a new key byte) and
+     * @access (rxe_reg_fast_mr()'s rules).
+     */
+    bool fast_register(uint32_t mrn, uint32_t pd, uint32_t key,
+                       uint32_t access);
+    /* LOCAL_INV (IBA 10.6.6.1): the fast-registration MR @key names, of PD @pd, to free. */
+    bool invalidate_local(uint32_t key, uint32_t pd);
+    /* SEND with Invalidate (IBA 10.6.6.2): the valid one @rkey names, of PD @pd. */
+    bool invalidate_remote(uint32_t rkey, uint32_t pd);
 
 private:
+    static bool maps_host_range(const Mr &mr, uintptr_t host, uint64_t len);
+
     uint64_t mapped_pages_ = 0; /* first: outlives the MRs that count in it */
     ObjectTable<Mr> objects_;
     std::vector<uint8_t> key_byte_;

@@ -250,16 +250,12 @@ Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
     c.pds.at(qp->pd_index)->refs++;
     c.cqs.at(qp->send_cqn)->refs++;
     c.cqs.at(qp->recv_cqn)->refs++;
-    /* GSI is wire QPN 1 either way (IBA: QP1). */
-    const uint32_t wire =
-        c.has_feature(VIRTIO_RDMA_F_WIRE_QPN) && qpn != kGsiQpn ?
-        c.wires.pick(c.rng) : qpn;
+    qp->index = qpn;
     Qp *live = c.qps.insert(qpn, std::move(qp));
-    soft_roce::qp_create(c, qpn, *live);
-    live->dp.wire = wire;
-    c.wires.insert(wire, qpn);
+    live->wire_qpn = backend::qp_created(c, *live);
+    c.wires.insert(live->wire_qpn, qpn);
     rsp.qpn = qpn;
-    rsp.wire_qpn = wire;
+    rsp.wire_qpn = live->wire_qpn;
     return kOk;
 }
 
@@ -287,7 +283,7 @@ Status cmd_modify_qp(VrdmaCore &c, const virtio_rdma_cmd_modify_qp &req,
     } else {
         apply(*qp, req.attr_mask, a);
     }
-    soft_roce::qp_modified(c, *qp, old_state, req.attr_mask);
+    backend::qp_modified(c, *qp, old_state, req.attr_mask);
     if (qp->state() == VIRTIO_RDMA_QPS_RESET &&
         old_state != VIRTIO_RDMA_QPS_RESET) {
         c.qp_instance_ended(req.qpn); /* its old work is gone with it */
@@ -319,8 +315,8 @@ Status cmd_destroy_qp(VrdmaCore &c, const virtio_rdma_cmd_destroy_qp &req,
     if (!qp) {
         return fail(VRDMA_ERR_BAD_HANDLE, req.qpn);
     }
-    soft_roce::qp_destroy(c, req.qpn, *qp); /* outstanding work is dropped */
-    c.wires.release(qp->dp.wire);
+    backend::qp_destroyed(c, *qp); /* outstanding work is dropped */
+    c.wires.release(qp->wire_qpn);
     c.pds.at(qp->pd_index)->refs--;
     c.cqs.at(qp->send_cqn)->refs--;
     c.cqs.at(qp->recv_cqn)->refs--;

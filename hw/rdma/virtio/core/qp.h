@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "soft_roce/engine.h"
+#include "backend.h"
 #include "errors.h"
 #include "wire.h"
 
@@ -21,6 +21,8 @@ inline constexpr uint32_t kGsiQpn = 1;
 inline constexpr uint32_t kFirstQpn = 2; /* of the other QPs */
 
 struct Qp {
+    uint32_t index = 0;      /* queue index: virtqueues, control commands */
+    uint32_t wire_qpn = 0;   /* what peers address; CQE qp_num */
     uint8_t type = 0;        /* enum virtio_rdma_qp_type */
     uint8_t sq_sig_type = 0; /* enum virtio_rdma_sig_type */
     uint32_t pd_index = 0;
@@ -29,8 +31,8 @@ struct Qp {
     virtio_rdma_qp_cap cap{}; /* as created */
     /* As last set by MODIFY_QP, host byte order; qp_state is the state. */
     virtio_rdma_qp_attr attr{};
-    /* The data path's state (rings, requester/completer/responder). */
-    soft_roce::QpEngine dp;
+    /* The backend's state of this QP (backend.h). */
+    BackendQp backend;
 
     uint32_t state() const { return attr.qp_state; }
     /* Back to the attributes of a new QP (state RESET). */

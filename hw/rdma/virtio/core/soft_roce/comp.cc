@@ -218,10 +218,10 @@ St check_ack(Ctx &x)
         comp_progress(x.c, x.qp);
         return St::kWriteSend;
     case kAethRnrNak:
-        x.c.dp.stats.rnr_naks_received++;
+        eng(x.c).stats.rnr_naks_received++;
         return St::kRnrRetry;
     case kAethNak:
-        x.c.dp.stats.naks_received++;
+        eng(x.c).stats.naks_received++;
         switch (syn) {
         case kAethNakPsnSeqErr:
             /*
@@ -420,7 +420,7 @@ St step(Ctx &x, St st)
         return St::kDone;
     case St::kIgnore:
         if (x.pkt) {
-            drop(x.c, x.ignored, x.e.qpn);
+            drop(x.c, x.ignored, x.qp.index);
         }
         return St::kDone;
     case St::kDone:
@@ -441,7 +441,7 @@ void run(Ctx &x)
 
 void comp_progress(VrdmaCore &c, Qp &qp)
 {
-    QpEngine &e = qp.dp;
+    QpEngine &e = eng(qp);
     e.comp.retry_left = qp.attr.retry_cnt;
     e.comp.rnr_left = qp.attr.rnr_retry;
     e.comp.started_retry = false;
@@ -457,15 +457,15 @@ void comp_progress(VrdmaCore &c, Qp &qp)
 
 void comp_receive(VrdmaCore &c, Qp &qp, const Packet &pkt)
 {
-    Ctx x{c, qp, qp.dp, &pkt};
+    Ctx x{c, qp, eng(qp), &pkt};
     x.psn = pkt.bth().psn();
     x.mask = pkt.info->mask;
-    const uint32_t before = qp.dp.comp.psn;
+    const uint32_t before = eng(qp).comp.psn;
     run(x);
     /* Slow start: the window grows by what this response acknowledged. */
-    const int32_t acked = psn_diff(qp.dp.comp.psn, before);
+    const int32_t acked = psn_diff(eng(qp).comp.psn, before);
     if (!x.retried && acked > 0 && qp.state() != VIRTIO_RDMA_QPS_ERR) {
-        QpEngine &e = qp.dp;
+        QpEngine &e = eng(qp);
         e.req.cwnd = std::min<uint32_t>(e.req.cwnd + acked, kMaxUnackedPsns);
         if (psn_diff(e.comp.psn, e.req.psn) > 0) {
             /*
@@ -481,7 +481,7 @@ void comp_receive(VrdmaCore &c, Qp &qp, const Packet &pkt)
 
 void comp_timer(VrdmaCore &c, Qp &qp, uint64_t t)
 {
-    QpEngine &e = qp.dp;
+    QpEngine &e = eng(qp);
     if (e.comp.rnr_deadline && t >= e.comp.rnr_deadline) {
         e.comp.rnr_deadline = 0;
         e.req.wait_rnr = false;
@@ -490,8 +490,8 @@ void comp_timer(VrdmaCore &c, Qp &qp, uint64_t t)
     if (e.comp.retrans_deadline && t >= e.comp.retrans_deadline) {
         e.comp.retrans_deadline = 0;
         if (outstanding(e) && !e.req.wait_rnr) {
-            c.dp.stats.retry_timeouts++;
-            Ctx x{c, qp, qp.dp, nullptr};
+            eng(c).stats.retry_timeouts++;
+            Ctx x{c, qp, eng(qp), nullptr};
             run(x);
         }
     }

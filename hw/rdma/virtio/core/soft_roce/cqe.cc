@@ -65,12 +65,12 @@ bool push(VrdmaCore &c, uint32_t cqn, const virtio_rdma_cq_req &host,
     virtio_rdma_cq_req w = host;
     le_fields(w);
     if (!c.ops.cq_push || c.ops.cq_push(c.ops.opaque, cqn, &w) != 0) {
-        c.dp.stats.cq_overruns++;
+        eng(c).stats.cq_overruns++;
         return false;
     }
-    c.dp.stats.completions++;
+    eng(c).stats.completions++;
     const bool error = host.status != VIRTIO_RDMA_WC_SUCCESS;
-    c.dp.stats.error_completions += error;
+    eng(c).stats.error_completions += error;
     if ((cq->armed & VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION) ||
         ((cq->armed & VIRTIO_RDMA_NOTIFY_SOLICITED) && (solicited || error))) {
         cq->armed = 0;
@@ -103,7 +103,7 @@ static bool send_cqe(VrdmaCore &c, Qp &qp, const SendWqe &w, uint8_t status)
     cqe.status = status;
     cqe.opcode = wc_opcode_of(w.opcode);
     cqe.byte_len = w.length;
-    cqe.qp_num = qp.dp.wire;
+    cqe.qp_num = qp.wire_qpn;
     if (w.opcode == VIRTIO_RDMA_WR_SEND_WITH_IMM ||
         w.opcode == VIRTIO_RDMA_WR_RDMA_WRITE_WITH_IMM) {
         cqe.wc_flags = VIRTIO_RDMA_WC_WITH_IMM;
@@ -113,7 +113,7 @@ static bool send_cqe(VrdmaCore &c, Qp &qp, const SendWqe &w, uint8_t status)
 
 void comp_drain(VrdmaCore &c, Qp &qp)
 {
-    QpEngine &e = qp.dp;
+    QpEngine &e = eng(qp);
     while (e.sq_head != e.sq_tail) {
         SendWqe &w = e.swqe(e.sq_head);
         if (w.state != WqeState::kDone) {
@@ -141,7 +141,7 @@ void comp_drain(VrdmaCore &c, Qp &qp)
 
 void flush_queues(VrdmaCore &c, Qp &qp)
 {
-    QpEngine &e = qp.dp;
+    QpEngine &e = eng(qp);
     while (e.sq_head != e.sq_tail) {
         const SendWqe w = e.swqe(e.sq_head);
         e.sq_head++;
@@ -155,7 +155,7 @@ void flush_queues(VrdmaCore &c, Qp &qp)
         cqe.wr_id = w.wr_id;
         cqe.status = VIRTIO_RDMA_WC_WR_FLUSH_ERR;
         cqe.opcode = VIRTIO_RDMA_WC_RECV;
-        cqe.qp_num = e.wire;
+        cqe.qp_num = qp.wire_qpn;
         e.rq_head++;
         push(c, qp.recv_cqn, cqe, false);
     }

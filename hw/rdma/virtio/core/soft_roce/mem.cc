@@ -240,46 +240,20 @@ bool mr_atomic(VrdmaCore &c, const Mr &mr, uint64_t va, bool cmp_swap,
     }
 }
 
-/*
- * LOCAL_INV (IBA 10.6.6.1): the MR @key names goes back to "free".  Only
- * fast-registration MRs can be invalidated (rxe_invalidate_mr()), and only
- * from a QP of their PD.
- */
+/* LOCAL_INV and REG_MR work requests: MrTable says what each may do. */
 uint8_t local_inv(VrdmaCore &c, const Qp &qp, uint32_t key)
 {
-    Mr *mr = c.mrs.objects().at(key >> 8);
-    if (!mr || (mr->rkey ? key != mr->rkey : key != mr->lkey) ||
-        mr->kind != MrKind::kFastReg || mr->pd_index != qp.pd_index) {
-        return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
-    }
-    mr->valid = false;
-    return VIRTIO_RDMA_WC_SUCCESS;
+    return c.mrs.invalidate_local(key, qp.pd_index)
+               ? VIRTIO_RDMA_WC_SUCCESS
+               : VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
 }
 
-/*
- * REG_MR (IBA 10.6.3.4, fast registration): the MR that CREATE_MR made and
- * MAP_MR_SG filled becomes valid with the WQE's key (same index, new key
- * byte: lkey = rkey = key) and access rights.  As in rxe_reg_fast_mr() the
- * MR must be free, in the QP's PD, and the key must keep the MR's index.
- */
 uint8_t reg_mr(VrdmaCore &c, const Qp &qp, const SendWqe &w)
 {
-    constexpr uint32_t kNeedLocalWrite = VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
-                                         VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC;
-    Mr *mr = c.mrs.objects().find(w.reg_mrn);
-    if (!mr || mr->kind != MrKind::kFastReg || mr->valid || mr->revoked ||
-        mr->pd_index != qp.pd_index || (w.reg_key >> 8) != (mr->lkey >> 8) ||
-        (w.reg_access & ~VIRTIO_RDMA_ACCESS_SUPPORTED) ||
-        ((w.reg_access & kNeedLocalWrite) &&
-         !(w.reg_access & VIRTIO_RDMA_ACCESS_LOCAL_WRITE))) {
-        return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
-    }
-    mr->access = w.reg_access;
-    mr->lkey = w.reg_key;
-    mr->rkey = w.reg_key;
-    mr->valid = true;
-    c.mrs.key_taken(w.reg_key); /* the slot's next MR must not get it */
-    return VIRTIO_RDMA_WC_SUCCESS;
+    return c.mrs.fast_register(w.reg_mrn, qp.pd_index, w.reg_key,
+                               w.reg_access)
+               ? VIRTIO_RDMA_WC_SUCCESS
+               : VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
 }
 
 } // namespace vrdma::soft_roce

@@ -46,8 +46,8 @@ bool addr_for_qp(VrdmaCore &c, const Qp &qp, roce::FrameAddr *a)
     a->tclass = ah.grh.traffic_class;
     a->hop_limit = ah.grh.hop_limit;
     a->flow_label = 0; /* rxe sends 0; the label only picks the port */
-    a->ip_id = c.dp.ip_id++;
-    a->sport = roce::udp_sport_for_av(ah.grh.flow_label, qp.dp.wire,
+    a->ip_id = eng(c).ip_id++;
+    a->sport = roce::udp_sport_for_av(ah.grh.flow_label, qp.wire_qpn,
                                       qp.attr.dest_qp_num);
     return sgid_of(c, ah.grh.sgid_index, a);
 }
@@ -60,21 +60,21 @@ bool addr_for_ud(VrdmaCore &c, const Qp &qp, const Av &av, roce::FrameAddr *a)
     a->dgid = av.dgid;
     a->tclass = av.tclass;
     a->hop_limit = av.hop_limit;
-    a->ip_id = c.dp.ip_id++;
-    a->sport = roce::udp_sport_for_qpn(qp.dp.wire);
+    a->ip_id = eng(c).ip_id++;
+    a->sport = roce::udp_sport_for_qpn(qp.wire_qpn);
     return sgid_of(c, av.gid_index, a);
 }
 
 bool tx_begin(VrdmaCore &c, const roce::FrameAddr &a, uint8_t opcode,
               uint32_t payload, roce::TxFrame *f)
 {
-    return roce::frame_begin(std::span<uint8_t>(c.dp.tx), a, opcode, payload,
+    return roce::frame_begin(std::span<uint8_t>(eng(c).tx), a, opcode, payload,
                              f) == roce::BuildError::kNone;
 }
 
 void tx_finish(VrdmaCore &c, const roce::TxFrame &f, const roce::FrameAddr &a)
 {
-    Engine &g = c.dp;
+    Engine &g = eng(c);
     roce::frame_finish(f);
     const size_t len = f.frame.size();
     g.stats.tx_packets++;

@@ -28,7 +28,7 @@ namespace {
 /* Everything in flight forgotten; the rings keep their storage. */
 void clear_transient(Qp &qp)
 {
-    QpEngine &e = qp.dp;
+    QpEngine &e = eng(qp);
     e.req = ReqState{};
     e.comp = CompState{};
     e.resp.opcode = -1;
@@ -51,8 +51,8 @@ uint32_t ring_slots(uint32_t max_wr)
 
 void refill_counters(Qp &qp)
 {
-    qp.dp.comp.retry_left = qp.attr.retry_cnt;
-    qp.dp.comp.rnr_left = qp.attr.rnr_retry;
+    eng(qp).comp.retry_left = qp.attr.retry_cnt;
+    eng(qp).comp.rnr_left = qp.attr.rnr_retry;
 }
 
 } // namespace
@@ -88,9 +88,9 @@ size_t QpEngine::ring_bytes() const
            rq.capacity() * sizeof(RecvWqe) + rq_sge.capacity() * sizeof(Sge);
 }
 
-void qp_create(VrdmaCore &, uint32_t qpn, Qp &qp)
+void qp_create(VrdmaCore &, Qp &qp)
 {
-    QpEngine &e = qp.dp;
+    QpEngine &e = eng(qp);
     /*
      * post_send/post_recv refuse a WQE beyond max_*_wr, so a ring of at
      * least that many slots (a power of two, for the mask) never wraps onto
@@ -100,7 +100,6 @@ void qp_create(VrdmaCore &, uint32_t qpn, Qp &qp)
      */
     const uint32_t sn = ring_slots(qp.cap.max_send_wr);
     const uint32_t rn = ring_slots(qp.cap.max_recv_wr);
-    e.qpn = qpn;
     e.sq_mask = sn - 1;
     e.rq_mask = rn - 1;
     e.send_sge_cap = std::max<uint32_t>(qp.cap.max_send_sge, 1);
@@ -111,25 +110,25 @@ void qp_create(VrdmaCore &, uint32_t qpn, Qp &qp)
     e.rq_sge.assign(size_t{rn} * e.recv_sge_cap, Sge{});
 }
 
-void qp_destroy(VrdmaCore &c, uint32_t qpn, Qp &qp)
+void qp_destroy(VrdmaCore &c, Qp &qp)
 {
-    Engine &g = c.dp;
+    Engine &g = eng(c);
     /* Out of the run queue, so a new QP with this number starts clean. */
     uint32_t kept = 0;
     for (uint32_t i = 0; i < g.runq_count; i++) {
         const uint32_t q = g.runq[(g.runq_head + i) % g.runq.size()];
-        if (q != qpn) {
+        if (q != qp.index) {
             g.runq[(g.runq_head + kept) % g.runq.size()] = q;
             kept++;
         }
     }
     g.runq_count = kept;
-    qp.dp.in_runq = false;
+    eng(qp).in_runq = false;
 }
 
 void qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state, uint32_t mask)
 {
-    QpEngine &e = qp.dp;
+    QpEngine &e = eng(qp);
     const uint32_t state = qp.state();
 
     if (state == VIRTIO_RDMA_QPS_RESET) {

@@ -91,8 +91,8 @@ bool addr_ok(const VrdmaCore &c, const Qp &qp, const roce::Packet &pkt)
 
 void drop(VrdmaCore &c, VrdmaDrop why, uint32_t qpn)
 {
-    c.dp.stats.drop[why]++;
-    c.dp.stats.drops++;
+    eng(c).stats.drop[why]++;
+    eng(c).stats.drops++;
     if (c.ops.wire_drop) {
         c.ops.wire_drop(c.ops.opaque, vrdma_drop_name(why), qpn);
     }
@@ -113,8 +113,8 @@ bool receive(VrdmaCore &c, std::span<const uint8_t> frame, bool loopback)
         }
         return false;
     }
-    c.dp.stats.rx_packets++;
-    c.dp.stats.rx_bytes += frame.size();
+    eng(c).stats.rx_packets++;
+    eng(c).stats.rx_bytes += frame.size();
 
     roce::Packet pkt;
     const roce::ParseError pe = roce::parse_frame(frame, &pkt);

@@ -130,7 +130,7 @@ struct QpAddr {
 uint8_t send_packet(VrdmaCore &c, Qp &qp, SendWqe &w, uint32_t mtu,
                     uint32_t win, QpAddr &qa, bool *last)
 {
-    QpEngine &e = qp.dp;
+    QpEngine &e = eng(qp);
     const bool ud = qp_is_ud(qp);
     const bool data = is_data(w.opcode);
     const uint32_t payload = data ? std::min(mtu, w.length - w.offset) : 0;
@@ -147,7 +147,7 @@ uint8_t send_packet(VrdmaCore &c, Qp &qp, SendWqe &w, uint32_t mtu,
             qa.ok = addr_for_qp(c, qp, &qa.a);
             qa.looked_up = true;
         } else {
-            qa.a.ip_id = c.dp.ip_id++; /* what addr_for_qp() would give */
+            qa.a.ip_id = eng(c).ip_id++; /* what addr_for_qp() would give */
         }
         addr_ok = qa.ok;
     }
@@ -203,7 +203,7 @@ uint8_t send_packet(VrdmaCore &c, Qp &qp, SendWqe &w, uint32_t mtu,
             qkey = qp.attr.qkey;
         }
         f.deth().set_qkey(qkey);
-        f.deth().set_sqp(e.wire);
+        f.deth().set_sqp(qp.wire_qpn);
     }
     if (payload) {
         const uint8_t st = sgl_copy(c, qp, e.ssge(e.sq_req), w.num_sge,
@@ -216,7 +216,7 @@ uint8_t send_packet(VrdmaCore &c, Qp &qp, SendWqe &w, uint32_t mtu,
     tx_finish(c, f, a);
 
     if (psn_diff(psn, e.req.psn_hi) < 0) {
-        c.dp.stats.retransmits++;
+        eng(c).stats.retransmits++;
     }
     uint32_t used = 1;
     if (is_read(w.opcode)) {
@@ -262,7 +262,7 @@ uint32_t req_window(const QpEngine &e, uint32_t mtu)
 
 void req_retry(VrdmaCore &c, Qp &qp)
 {
-    QpEngine &e = qp.dp;
+    QpEngine &e = eng(qp);
     const uint32_t mtu = qp_mtu(c, qp);
     bool first = true;
     e.req.need_retry = false;
@@ -293,7 +293,7 @@ void req_retry(VrdmaCore &c, Qp &qp)
 
 Progress req_run(VrdmaCore &c, Qp &qp, unsigned &budget)
 {
-    QpEngine &e = qp.dp;
+    QpEngine &e = eng(qp);
     const uint32_t state = qp.state();
     if (state != VIRTIO_RDMA_QPS_RTS && state != VIRTIO_RDMA_QPS_SQD) {
         return Progress::kIdle;

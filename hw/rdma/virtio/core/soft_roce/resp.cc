@@ -199,9 +199,9 @@ void send_ack(VrdmaCore &c, Qp &qp, uint8_t syndrome, uint32_t psn,
     f.aeth().set_msn(msn);
     tx_finish(c, f, a);
     if ((syndrome & kAethTypeMask) == kAethNak) {
-        c.dp.stats.naks_sent++;
+        eng(c).stats.naks_sent++;
     } else if ((syndrome & kAethTypeMask) == kAethRnrNak) {
-        c.dp.stats.rnr_naks_sent++;
+        eng(c).stats.rnr_naks_sent++;
     }
 }
 
@@ -213,7 +213,7 @@ void send_atomic_ack(VrdmaCore &c, Qp &qp, const Res &res)
         return;
     }
     f.aeth().set_syndrome(kAethAckUnlimited);
-    f.aeth().set_msn(qp.dp.resp.msn);
+    f.aeth().set_msn(eng(qp).resp.msn);
     f.atomic_ack_eth().set_orig(res.orig);
     tx_finish(c, f, a);
 }
@@ -237,18 +237,18 @@ bool send_read_resp(VrdmaCore &c, Qp &qp, Res &res, bool *done)
     FrameAddr a;
     TxFrame f;
     if (payload && !mr) {
-        send_ack(c, qp, kAethNakRemAccessErr, res.cur_psn, qp.dp.resp.msn);
+        send_ack(c, qp, kAethNakRemAccessErr, res.cur_psn, eng(qp).resp.msn);
         qp_to_error(c, qp);
         return false;
     }
     if (begin(c, qp, opcode, payload, res.cur_psn, &a, &f)) {
         if (f.info->has(Hdr::kAeth)) {
             f.aeth().set_syndrome(kAethAckUnlimited);
-            f.aeth().set_msn(qp.dp.resp.msn);
+            f.aeth().set_msn(eng(qp).resp.msn);
         }
         if (payload && !mr_read(c, *mr, res.va, f.payload().data(), payload)) {
             send_ack(c, qp, kAethNakRemAccessErr, res.cur_psn,
-                     qp.dp.resp.msn);
+                     eng(qp).resp.msn);
             qp_to_error(c, qp);
             return false;
         }
@@ -458,18 +458,6 @@ St check_rkey(Ctx &x)
     return St::kExecute;
 }
 
-/* Remote invalidation (IBA 10.6.6.2): a fast-registration MR of our PD. */
-bool invalidate(VrdmaCore &c, const Qp &qp, uint32_t rkey)
-{
-    Mr *mr = c.mrs.lookup_rkey(rkey);
-    if (!mr || mr->kind != MrKind::kFastReg || !mr->valid ||
-        mr->pd_index != qp.pd_index) {
-        return false;
-    }
-    mr->valid = false;
-    return true;
-}
-
 /*
  * A UD SEND (one packet, ONLY opcodes) into receive WQE @w: the 40-byte
  * GRH area, then the payload.  @returns the payload copy's status; a GRH
@@ -564,7 +552,8 @@ St execute(Ctx &x)
         return St::kDone;
     }
 
-    if ((x.mask & kMaskIeth) && !invalidate(x.c, x.qp, x.pkt.ieth().rkey())) {
+    if ((x.mask & kMaskIeth) &&
+        !x.c.mrs.invalidate_remote(x.pkt.ieth().rkey(), x.qp.pd_index)) {
         return St::kErrInvalidate;
     }
     if (x.mask & kMaskLast) {
@@ -589,7 +578,7 @@ St complete(Ctx &x)
     cqe.wr_id = w.wr_id;
     cqe.status = x.recv_status;
     cqe.opcode = VIRTIO_RDMA_WC_RECV;
-    cqe.qp_num = e.wire;
+    cqe.qp_num = x.qp.wire_qpn;
     cqe.port_num = kPortNum;
     if (x.recv_status == VIRTIO_RDMA_WC_SUCCESS) {
         const bool write_imm = (x.mask & kMaskWrite) && (x.mask & kMaskImmDt);
@@ -638,7 +627,7 @@ St duplicate(Ctx &x)
 {
     QpEngine &e = x.e;
     RespState &r = e.resp;
-    x.c.dp.stats.duplicates++;
+    eng(x.c).stats.duplicates++;
     if (x.mask & (kMaskSend | kMaskWrite)) {
         push_ack(e, kAethAckUnlimited, psn_add(r.ack_psn, kPsnMask));
         return St::kDone;
@@ -753,7 +742,7 @@ St step(Ctx &x, St st)
         x.recv_status = VIRTIO_RDMA_WC_LOC_PROT_ERR;
         return St::kComplete;
     case St::kDrop:
-        drop(x.c, x.why, x.e.qpn);
+        drop(x.c, x.why, x.qp.index);
         return St::kDone;
     case St::kDone:
         break;
@@ -767,7 +756,7 @@ void resp_receive(VrdmaCore &c, Qp &qp, const Packet &pkt)
 {
     Ctx x{c,
           qp,
-          qp.dp,
+          eng(qp),
           pkt,
           pkt.bth().psn(),
           pkt.info->mask,
@@ -790,7 +779,7 @@ void resp_receive(VrdmaCore &c, Qp &qp, const Packet &pkt)
 
 Progress resp_flush(VrdmaCore &c, Qp &qp, unsigned &budget)
 {
-    RespState &r = qp.dp.resp;
+    RespState &r = eng(qp).resp;
     while (r.out_count) {
         if (qp.state() == VIRTIO_RDMA_QPS_ERR) {
             return Progress::kIdle;

@@ -1,6 +1,5 @@
 /*
- * virtio-rdma soft-RoCE engine: scheduling, timers, statistics and the C
- * entry points of the data path.
+ * virtio-rdma soft-RoCE engine: scheduling and timers.
  *
  * Work that cannot be done at once (sending a WQE's packets, a long READ
  * reply, frames looped back between two of our QPs) waits in two bounded
@@ -38,8 +37,8 @@ uint64_t now(const VrdmaCore &c)
 
 void kick(VrdmaCore &c)
 {
-    if (!c.dp.kicked) {
-        c.dp.kicked = true;
+    if (!eng(c).kicked) {
+        eng(c).kicked = true;
         if (c.ops.kick) {
             c.ops.kick(c.ops.opaque);
         }
@@ -48,10 +47,10 @@ void kick(VrdmaCore &c)
 
 void schedule(VrdmaCore &c, Qp &qp)
 {
-    Engine &g = c.dp;
-    if (!qp.dp.in_runq) {
-        qp.dp.in_runq = true;
-        g.runq[(g.runq_head + g.runq_count) % g.runq.size()] = qp.dp.qpn;
+    Engine &g = eng(c);
+    if (!eng(qp).in_runq) {
+        eng(qp).in_runq = true;
+        g.runq[(g.runq_head + g.runq_count) % g.runq.size()] = qp.index;
         g.runq_count++;
     }
     kick(c);
@@ -59,15 +58,15 @@ void schedule(VrdmaCore &c, Qp &qp)
 
 void arm_timer(VrdmaCore &c, uint64_t deadline)
 {
-    if (c.ops.timer_mod && deadline < c.dp.timer_armed) {
-        c.dp.timer_armed = deadline;
+    if (c.ops.timer_mod && deadline < eng(c).timer_armed) {
+        eng(c).timer_armed = deadline;
         c.ops.timer_mod(c.ops.opaque, deadline);
     }
 }
 
-void engine_reset(VrdmaCore &c)
+void Engine::reset(VrdmaCore &c)
 {
-    Engine &g = c.dp;
+    Engine &g = *this;
     g.runq_head = g.runq_count = 0;
     g.loop_head = g.loop_count = 0;
     g.kicked = false;
@@ -83,7 +82,7 @@ namespace {
 
 bool run_once(VrdmaCore &c)
 {
-    Engine &g = c.dp;
+    Engine &g = eng(c);
 
     /* Frames between our own QPs, oldest first; new ones wait a turn. */
     for (unsigned n = std::min<uint32_t>(g.loop_count, kLoopBudget); n; n--) {
@@ -103,17 +102,17 @@ bool run_once(VrdmaCore &c)
         g.runq_head = (g.runq_head + 1) % g.runq.size();
         g.runq_count--;
         Qp *qp = c.qps.at(qpn);
-        if (!qp || !qp->dp.in_runq) {
+        if (!qp || !eng(*qp).in_runq) {
             continue;
         }
-        qp->dp.in_runq = false;
+        eng(*qp).in_runq = false;
         unsigned qp_budget = std::min(budget, kQpBudget);
         const unsigned start = qp_budget;
         const Progress r = resp_flush(c, *qp, qp_budget);
         const Progress s = req_run(c, *qp, qp_budget);
         budget -= start - qp_budget;
         if (r == Progress::kBudget || s == Progress::kBudget) {
-            qp->dp.in_runq = true;
+            eng(*qp).in_runq = true;
             g.runq[(g.runq_head + g.runq_count) % g.runq.size()] = qpn;
             g.runq_count++;
         }
@@ -123,63 +122,35 @@ bool run_once(VrdmaCore &c)
 
 } // namespace
 
-} // namespace vrdma::soft_roce
-
-using namespace vrdma;
-
-extern "C" {
-
-void vrdma_core_post_send(VrdmaCore *core, uint32_t qpn, const void *wqe,
-                          size_t len)
+bool Engine::run(VrdmaCore &c)
 {
-    soft_roce::post_send(*core, qpn, wqe, len);
+    kicked = true; /* no kicks from inside: the return value says it */
+    const bool more = run_once(c);
+    kicked = more;
+    return more;
 }
 
-void vrdma_core_post_recv(VrdmaCore *core, uint32_t qpn, const void *wqe,
-                          size_t len)
+void Engine::timer(VrdmaCore &c)
 {
-    soft_roce::post_recv(*core, qpn, wqe, len);
-}
-
-bool vrdma_core_net_receive(VrdmaCore *core, const void *frame, size_t len)
-{
-    return soft_roce::receive(
-        *core, std::span<const uint8_t>(static_cast<const uint8_t *>(frame), len),
-        false);
-}
-
-void vrdma_core_timer(VrdmaCore *core)
-{
-    VrdmaCore &c = *core;
-    c.dp.timer_armed = UINT64_MAX;
-    const uint64_t t = soft_roce::now(c);
+    timer_armed = UINT64_MAX;
+    const uint64_t t = now(c);
     uint64_t next = UINT64_MAX;
     c.qps.for_each([&](uint32_t, Qp &qp) {
-        soft_roce::comp_timer(c, qp, t);
-        for (uint64_t d : {qp.dp.comp.retrans_deadline, qp.dp.comp.rnr_deadline}) {
+        comp_timer(c, qp, t);
+        for (uint64_t d : {eng(qp).comp.retrans_deadline, eng(qp).comp.rnr_deadline}) {
             if (d && d < next) {
                 next = d;
             }
         }
     });
     if (next != UINT64_MAX) {
-        soft_roce::arm_timer(c, next);
+        arm_timer(c, next);
     }
 }
 
-bool vrdma_core_run(VrdmaCore *core)
-{
-    VrdmaCore &c = *core;
-    c.dp.kicked = true; /* no kicks from inside: the return value says it */
-    const bool more = soft_roce::run_once(c);
-    c.dp.kicked = more;
-    return more;
-}
+} // namespace vrdma::soft_roce
 
-void vrdma_core_get_dp_stats(const VrdmaCore *core, VrdmaDpStats *stats)
-{
-    *stats = core->dp.stats;
-}
+extern "C" {
 
 const char *vrdma_drop_name(VrdmaDrop why)
 {

@@ -24,8 +24,8 @@
  *     error right away); RESET -> LOC_QP_OP_ERR; ERR -> WR_FLUSH_ERR.
  *   either queue full (the QP's max_send_wr / max_recv_wr outstanding)
  *     -> LOC_QP_OP_ERR right away.
- * A request for a QP that does not exist has no CQ to complete on: it is
- * reported through guest_error (cmd 0, BAD_HANDLE).
+ * (A request for a QP that does not exist never gets here: the core reports
+ * it, data_path.cc.)
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -109,13 +109,6 @@ T read_header(const uint8_t *p, size_t len)
     return h;
 }
 
-void unknown_qp(VrdmaCore &c, uint32_t qpn, size_t len)
-{
-    if (c.ops.guest_error) {
-        c.ops.guest_error(c.ops.opaque, 0, VRDMA_ERR_BAD_HANDLE, qpn, len);
-    }
-}
-
 /* A completion outside the queues' order (immediate error or flush). */
 void complete_now(VrdmaCore &c, Qp &qp, uint32_t cqn, uint64_t wr_id,
                   uint32_t wc_opcode, uint8_t status)
@@ -124,43 +117,38 @@ void complete_now(VrdmaCore &c, Qp &qp, uint32_t cqn, uint64_t wr_id,
     cqe.wr_id = wr_id;
     cqe.status = status;
     cqe.opcode = wc_opcode;
-    cqe.qp_num = qp.dp.wire;
+    cqe.qp_num = qp.wire_qpn;
     cq_post(c, cqn, cqe, false);
 }
 
 } // namespace
 
-void post_send(VrdmaCore &c, uint32_t qpn, const void *bytes, size_t len)
+void post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
 {
-    Qp *qp = c.qps.at(qpn);
-    if (!qp) {
-        unknown_qp(c, qpn, len);
-        return;
-    }
-    QpEngine &e = qp->dp;
+    QpEngine &e = eng(qp);
     const auto *p = static_cast<const uint8_t *>(bytes);
 
     const auto h = read_header<virtio_rdma_sq_req>(p, len);
 
     uint8_t status = VIRTIO_RDMA_WC_SUCCESS;
-    if (len < sizeof(h) || h.num_sge > qp->cap.max_send_sge ||
+    if (len < sizeof(h) || h.num_sge > qp.cap.max_send_sge ||
         len != sizeof(h) + uint64_t{h.num_sge} * sizeof(virtio_rdma_sge) ||
         (h.send_flags & ~kKnownSendFlags) ||
         (h.send_flags & VIRTIO_RDMA_SEND_INLINE) ||
-        !opcode_valid(qp->type, h.opcode)) {
+        !opcode_valid(qp.type, h.opcode)) {
         status = VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }
 
     /* h.wr_id is 0 if the header is cut short before it. */
-    const uint32_t state = qp->state();
+    const uint32_t state = qp.state();
     if (state == VIRTIO_RDMA_QPS_ERR || state == VIRTIO_RDMA_QPS_SQE) {
-        complete_now(c, *qp, qp->send_cqn, h.wr_id, wc_opcode_of(h.opcode),
+        complete_now(c, qp, qp.send_cqn, h.wr_id, wc_opcode_of(h.opcode),
                      VIRTIO_RDMA_WC_WR_FLUSH_ERR);
         return;
     }
     if ((state != VIRTIO_RDMA_QPS_RTS && state != VIRTIO_RDMA_QPS_SQD) ||
-        e.sq_count() >= qp->cap.max_send_wr) {
-        complete_now(c, *qp, qp->send_cqn, h.wr_id, wc_opcode_of(h.opcode),
+        e.sq_count() >= qp.cap.max_send_wr) {
+        complete_now(c, qp, qp.send_cqn, h.wr_id, wc_opcode_of(h.opcode),
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
         return;
     }
@@ -223,7 +211,7 @@ void post_send(VrdmaCore &c, uint32_t qpn, const void *bytes, size_t len)
         default:
             break;
         }
-        if (qp->type == VIRTIO_RDMA_QPT_UD || qp->type == VIRTIO_RDMA_QPT_GSI) {
+        if (qp.type == VIRTIO_RDMA_QPT_UD || qp.type == VIRTIO_RDMA_QPT_GSI) {
             const virtio_rdma_av &av = h.wr.ud.av;
             const uint32_t stf = le(av.sl_tclass_flowlabel);
             w.remote_qpn = le(h.wr.ud.remote_qpn) & 0x00FFFFFF;
@@ -246,39 +234,34 @@ void post_send(VrdmaCore &c, uint32_t qpn, const void *bytes, size_t len)
     }
     e.sq_tail++;
     if (state == VIRTIO_RDMA_QPS_RTS) {
-        schedule(c, *qp);
+        schedule(c, qp);
     }
 }
 
-void post_recv(VrdmaCore &c, uint32_t qpn, const void *bytes, size_t len)
+void post_recv(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
 {
-    Qp *qp = c.qps.at(qpn);
-    if (!qp) {
-        unknown_qp(c, qpn, len);
-        return;
-    }
-    QpEngine &e = qp->dp;
+    QpEngine &e = eng(qp);
     const auto *p = static_cast<const uint8_t *>(bytes);
 
     const auto h = read_header<virtio_rdma_rq_req>(p, len);
 
-    const uint32_t state = qp->state();
+    const uint32_t state = qp.state();
     if (state == VIRTIO_RDMA_QPS_ERR) {
-        complete_now(c, *qp, qp->recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
+        complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
                      VIRTIO_RDMA_WC_WR_FLUSH_ERR);
         return;
     }
     if (state == VIRTIO_RDMA_QPS_RESET ||
-        e.rq_count() >= qp->cap.max_recv_wr || len < sizeof(h) ||
-        h.num_sge > qp->cap.max_recv_sge ||
+        e.rq_count() >= qp.cap.max_recv_wr || len < sizeof(h) ||
+        h.num_sge > qp.cap.max_recv_sge ||
         len != sizeof(h) + uint64_t{h.num_sge} * sizeof(virtio_rdma_sge)) {
-        complete_now(c, *qp, qp->recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
+        complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
         return;
     }
     RecvWqe &w = e.rwqe(e.rq_tail);
     if (!read_sges(p + sizeof(h), h.num_sge, e.rsge(e.rq_tail), &w.length)) {
-        complete_now(c, *qp, qp->recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
+        complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
                      VIRTIO_RDMA_WC_LOC_LEN_ERR);
         return;
     }

@@ -1,11 +1,11 @@
 /*
- * virtio-rdma soft-RoCE engine: a CQ overrun the host found late.
+ * virtio-rdma core: a CQ overrun the host found late.
  *
  * A host that runs the engine off its big lock cannot touch a CQ's ring
  * from the engine's thread: it queues each completion (cq_push succeeds)
  * and writes it into the ring later.  When it then finds no buffer, it
  * reports it here, with the consequence an overrun seen at once has
- * (cqe.cc): the completion is lost and counted, and the QP that completed
+ * (soft_roce/cqe.cc): the completion is lost and counted, and the QP that completed
  * goes to ERR, flushing what it still holds.
  *
  * By the time the host writes, that QP may be gone and its number taken
@@ -16,8 +16,8 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include "../core.h"
-#include "engine.h"
+#include "backend.h"
+#include "core.h"
 
 using namespace vrdma;
 
@@ -25,7 +25,7 @@ extern "C" void vrdma_core_cq_overrun(VrdmaCore *core, uint32_t cqn,
                                       uint32_t qp_token, uint32_t status)
 {
     VrdmaCore &c = *core;
-    VrdmaDpStats &s = c.dp.stats;
+    VrdmaDpStats &s = backend::stats(c);
     s.cq_overruns++;
     /* cq_push counted it as written; it was not. */
     s.completions -= s.completions > 0;
@@ -39,6 +39,6 @@ extern "C" void vrdma_core_cq_overrun(VrdmaCore *core, uint32_t cqn,
         return;
     }
     if (qp->send_cqn == cqn || qp->recv_cqn == cqn) {
-        soft_roce::qp_to_error(c, *qp);
+        backend::qp_to_error(c, *qp);
     }
 }

@@ -1,0 +1,107 @@
+/*
+ * virtio-rdma core: the backend seam (backend.h) -- each hook visits the
+ * core's backend once and calls the member of the same name.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "backend.h"
+
+#include <utility>
+
+#include "core.h"
+
+namespace vrdma::backend {
+
+namespace {
+
+template <typename F>
+decltype(auto) with(VrdmaCore &c, F &&f)
+{
+    return std::visit(std::forward<F>(f), c.backend);
+}
+
+} // namespace
+
+uint32_t qp_created(VrdmaCore &c, Qp &qp)
+{
+    return with(c, [&](auto &b) { return b.qp_created(c, qp); });
+}
+
+void qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state, uint32_t mask)
+{
+    with(c, [&](auto &b) { b.qp_modified(c, qp, old_state, mask); });
+}
+
+void qp_destroyed(VrdmaCore &c, Qp &qp)
+{
+    with(c, [&](auto &b) { b.qp_destroyed(c, qp); });
+}
+
+void qp_to_error(VrdmaCore &c, Qp &qp)
+{
+    with(c, [&](auto &b) { b.qp_to_error(c, qp); });
+}
+
+Status mr_registered(VrdmaCore &c, uint32_t index, Mr &mr)
+{
+    return with(c, [&](auto &b) { return b.mr_registered(c, index, mr); });
+}
+
+void mr_mapped(VrdmaCore &c, Mr &mr)
+{
+    with(c, [&](auto &b) { b.mr_mapped(c, mr); });
+}
+
+void mr_revoked(VrdmaCore &c, Mr &mr)
+{
+    with(c, [&](auto &b) { b.mr_revoked(c, mr); });
+}
+
+void mr_deregistered(VrdmaCore &c, Mr &mr)
+{
+    with(c, [&](auto &b) { b.mr_deregistered(c, mr); });
+}
+
+void post_send(VrdmaCore &c, Qp &qp, const void *wqe, size_t len)
+{
+    with(c, [&](auto &b) { b.post_send(c, qp, wqe, len); });
+}
+
+void post_recv(VrdmaCore &c, Qp &qp, const void *wqe, size_t len)
+{
+    with(c, [&](auto &b) { b.post_recv(c, qp, wqe, len); });
+}
+
+bool frame_receive(VrdmaCore &c, std::span<const uint8_t> frame)
+{
+    return with(c, [&](auto &b) { return b.frame_receive(c, frame); });
+}
+
+bool run(VrdmaCore &c)
+{
+    return with(c, [&](auto &b) { return b.run(c); });
+}
+
+void timer(VrdmaCore &c)
+{
+    with(c, [&](auto &b) { b.timer(c); });
+}
+
+void reset(VrdmaCore &c)
+{
+    with(c, [&](auto &b) { b.reset(c); });
+}
+
+const VrdmaDpStats &stats(const VrdmaCore &c)
+{
+    return std::visit([](const auto &b) -> const VrdmaDpStats & {
+        return b.stats;
+    }, c.backend);
+}
+
+VrdmaDpStats &stats(VrdmaCore &c)
+{
+    return with(c, [](auto &b) -> VrdmaDpStats & { return b.stats; });
+}
+
+} // namespace vrdma::backend

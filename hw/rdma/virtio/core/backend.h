@@ -1,0 +1,89 @@
+/*
+ * virtio-rdma core: the backend seam -- what the control path and the C
+ * entry points ask of the engine that moves the data.
+ *
+ * The core keeps the guest-visible objects (PDs, CQs, MRs, QPs, GIDs) and
+ * checks every command; a backend executes what the objects stand for.
+ * Today there is one, the soft-RoCE engine (soft_roce/), which builds and
+ * parses RoCEv2 frames itself on the paired NIC's wire.  An ibverbs proxy
+ * to a host RDMA device is the second.
+ *
+ * A core has one backend for its life.  Its device-wide state is a
+ * Backend, each QP's a BackendQp; both are std::variant, visited once per
+ * call below (no virtual call on the data path).  A backend's state type
+ * provides every hook as a member function of the same signature (see
+ * soft_roce/backend.cc): a missing one does not compile.
+ *
+ * The hooks, and who calls them:
+ *   qp_created      CREATE_QP, after the checks; allocates the QP's
+ *                   storage and @returns its wire QPN (what peers address,
+ *                   distinct from its queue index).
+ *   qp_modified     MODIFY_QP, after the attributes were stored.
+ *   qp_destroyed    DESTROY_QP; outstanding work goes without completions.
+ *   mr_registered   GET_DMA_MR, CREATE_MR, REG_USER_MR, after the checks:
+ *                   the backend gives the MR its keys (lkey, rkey) -- a
+ *                   host device owns them -- or refuses.
+ *   mr_mapped       MAP_MR_SG gave a fast-registration MR new pages.
+ *   mr_revoked      guest memory under the MR went away (its pages are
+ *                   unmapped already).
+ *   mr_deregistered DEREG_MR, before the MR is freed.
+ *   post_send/recv  one work request from a QP's send / receive queue.
+ *   frame_receive   a frame from the paired NIC (soft-RoCE only: another
+ *                   backend takes none and @returns false).
+ *   run, timer      the host's run() call and timer expiry.
+ *   qp_to_error     the core found an error of the QP's (a CQ overrun
+ *                   the host reported late): to ERR, with the flush.
+ *   reset           device reset, after the QPs were freed.
+ *   stats           the data-path counters.
+ * Fast registration (REG_MR), LOCAL_INV and remote invalidation are work
+ * requests and packets, not commands: a backend executes them and changes
+ * the MR's state through MrTable's operations (mr.h), the one place that
+ * says what each may do.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_RDMA_VIRTIO_CORE_BACKEND_H
+#define HW_RDMA_VIRTIO_CORE_BACKEND_H
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <variant>
+
+#include "errors.h"
+#include "hw/rdma/virtio-rdma-core.h"
+#include "soft_roce/state.h"
+
+struct VrdmaCore;
+
+namespace vrdma {
+
+struct Qp;
+struct Mr;
+
+using Backend = std::variant<soft_roce::Engine>;
+using BackendQp = std::variant<soft_roce::QpEngine>;
+
+namespace backend {
+
+uint32_t qp_created(VrdmaCore &c, Qp &qp);
+void qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state, uint32_t mask);
+void qp_destroyed(VrdmaCore &c, Qp &qp);
+Status mr_registered(VrdmaCore &c, uint32_t index, Mr &mr);
+void mr_mapped(VrdmaCore &c, Mr &mr);
+void mr_revoked(VrdmaCore &c, Mr &mr);
+void mr_deregistered(VrdmaCore &c, Mr &mr);
+void post_send(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
+void post_recv(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
+bool frame_receive(VrdmaCore &c, std::span<const uint8_t> frame);
+bool run(VrdmaCore &c);
+void timer(VrdmaCore &c);
+void qp_to_error(VrdmaCore &c, Qp &qp);
+void reset(VrdmaCore &c);
+const VrdmaDpStats &stats(const VrdmaCore &c);
+VrdmaDpStats &stats(VrdmaCore &c);
+
+} // namespace backend
+} // namespace vrdma
+
+#endif

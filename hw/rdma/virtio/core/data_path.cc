@@ -1,0 +1,73 @@
+/*
+ * virtio-rdma core: the data path's C entry points
+ * (include/hw/rdma/virtio-rdma-core.h).  The core names the QP; its
+ * backend (backend.h) does the rest.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include <span>
+
+#include "backend.h"
+#include "core.h"
+
+using namespace vrdma;
+
+namespace {
+
+/*
+ * The QP a work request was posted to.  One for a QP that does not exist
+ * has no CQ to complete on: it is reported through guest_error (cmd 0,
+ * BAD_HANDLE, the queue index and the request's length).
+ */
+Qp *posted_to(VrdmaCore &c, uint32_t qpn, size_t len)
+{
+    Qp *qp = c.qps.at(qpn);
+    if (!qp && c.ops.guest_error) {
+        c.ops.guest_error(c.ops.opaque, 0, VRDMA_ERR_BAD_HANDLE, qpn, len);
+    }
+    return qp;
+}
+
+} // namespace
+
+extern "C" {
+
+void vrdma_core_post_send(VrdmaCore *core, uint32_t qpn, const void *wqe,
+                          size_t len)
+{
+    if (Qp *qp = posted_to(*core, qpn, len)) {
+        backend::post_send(*core, *qp, wqe, len);
+    }
+}
+
+void vrdma_core_post_recv(VrdmaCore *core, uint32_t qpn, const void *wqe,
+                          size_t len)
+{
+    if (Qp *qp = posted_to(*core, qpn, len)) {
+        backend::post_recv(*core, *qp, wqe, len);
+    }
+}
+
+bool vrdma_core_net_receive(VrdmaCore *core, const void *frame, size_t len)
+{
+    return backend::frame_receive(
+        *core,
+        std::span<const uint8_t>(static_cast<const uint8_t *>(frame), len));
+}
+
+void vrdma_core_timer(VrdmaCore *core)
+{
+    backend::timer(*core);
+}
+
+bool vrdma_core_run(VrdmaCore *core)
+{
+    return backend::run(*core);
+}
+
+void vrdma_core_get_dp_stats(const VrdmaCore *core, VrdmaDpStats *stats)
+{
+    *stats = backend::stats(*core);
+}
+
+} // extern "C"

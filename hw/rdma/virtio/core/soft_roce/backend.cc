@@ -1,0 +1,84 @@
+/*
+ * virtio-rdma soft-RoCE engine: its side of the backend seam
+ * (../backend.h).  Engine::run, timer and reset are in run.cc.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "engine.h"
+
+namespace vrdma::soft_roce {
+
+uint32_t Engine::qp_created(VrdmaCore &c, Qp &qp)
+{
+    qp_create(c, qp);
+    /*
+     * The wire QPN is the queue index unless the driver negotiated
+     * WIRE_QPN; the GSI QP is QP1 either way (IBA).
+     */
+    if (c.has_feature(VIRTIO_RDMA_F_WIRE_QPN) && qp.index != kGsiQpn) {
+        return c.wires.pick(c.rng);
+    }
+    return qp.index;
+}
+
+void Engine::qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state,
+                         uint32_t mask)
+{
+    soft_roce::qp_modified(c, qp, old_state, mask);
+}
+
+void Engine::qp_destroyed(VrdmaCore &c, Qp &qp)
+{
+    qp_destroy(c, qp);
+}
+
+void Engine::qp_to_error(VrdmaCore &c, Qp &qp)
+{
+    soft_roce::qp_to_error(c, qp);
+}
+
+/* The engine reads MRs straight from the core's table (mem.cc). */
+Status Engine::mr_registered(VrdmaCore &c, uint32_t index, Mr &mr)
+{
+    mr.lkey = c.mrs.next_key(index);
+    /*
+     * A fast-registration MR always gets an rkey, as rxe_mr_init_fast() does:
+     * ib_alloc_mr() asks for no rights, yet kernel ULPs build the REG_MR key
+     * from ib_mr.rkey (nvme-rdma: ib_inc_rkey(mr->rkey)).  It opens nothing
+     * before a REG_MR validates the MR with the rights that WQE grants.
+     */
+    mr.rkey = (mr.access & VIRTIO_RDMA_ACCESS_REMOTE) ||
+                      mr.kind == MrKind::kFastReg
+                  ? mr.lkey
+                  : 0;
+    return kOk;
+}
+
+void Engine::mr_mapped(VrdmaCore &, Mr &)
+{
+}
+
+void Engine::mr_revoked(VrdmaCore &, Mr &)
+{
+}
+
+void Engine::mr_deregistered(VrdmaCore &, Mr &)
+{
+}
+
+void Engine::post_send(VrdmaCore &c, Qp &qp, const void *wqe, size_t len)
+{
+    soft_roce::post_send(c, qp, wqe, len);
+}
+
+void Engine::post_recv(VrdmaCore &c, Qp &qp, const void *wqe, size_t len)
+{
+    soft_roce::post_recv(c, qp, wqe, len);
+}
+
+bool Engine::frame_receive(VrdmaCore &c, std::span<const uint8_t> frame)
+{
+    return receive(c, frame, false);
+}
+
+} // namespace vrdma::soft_roce

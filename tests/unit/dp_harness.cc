@@ -109,18 +109,18 @@ Node::Node(Wire *w, int id_, const VrdmaLimits &lim_in) : wire(w), id(id_)
     VrdmaLimits lim = lim_in;
     std::memcpy(lim.mac, mac.data(), 6);
     ops.opaque = this;
-    ops.map = h_map;
-    ops.unmap = h_unmap;
-    ops.read = h_read;
-    ops.write = h_write;
-    ops.net_send = h_net_send;
-    ops.cq_push = h_cq_push;
-    ops.cq_notify = h_cq_notify;
-    ops.now_ns = h_now;
-    ops.timer_mod = h_timer_mod;
-    ops.kick = h_kick;
-    ops.wire_drop = h_wire_drop;
-    ops.guest_error = h_guest_error;
+    ops.mem.map = h_map;
+    ops.mem.unmap = h_unmap;
+    ops.mem.read = h_read;
+    ops.mem.write = h_write;
+    ops.events.guest_error = h_guest_error;
+    ops.cq.push = h_cq_push;
+    ops.cq.notify = h_cq_notify;
+    ops.time.now_ns = h_now;
+    ops.time.timer_mod = h_timer_mod;
+    ops.time.kick = h_kick;
+    ops.wire.send = h_net_send;
+    ops.wire.drop = h_wire_drop;
     core = vrdma_core_new(&lim, &ops);
     if (wire) {
         wire->nodes.push_back(this);
@@ -140,25 +140,25 @@ Node::~Node()
 void *Node::h_map(void *o, uint64_t gpa, uint64_t len, bool w)
 {
     FakeGuest &g = static_cast<Node *>(o)->guest;
-    return g.ops().map(g.ops().opaque, gpa, len, w);
+    return g.ops().mem.map(g.ops().opaque, gpa, len, w);
 }
 
 void Node::h_unmap(void *o, void *host, uint64_t len, bool w)
 {
     FakeGuest &g = static_cast<Node *>(o)->guest;
-    g.ops().unmap(g.ops().opaque, host, len, w);
+    g.ops().mem.unmap(g.ops().opaque, host, len, w);
 }
 
 int Node::h_read(void *o, uint64_t gpa, void *buf, uint64_t len)
 {
     FakeGuest &g = static_cast<Node *>(o)->guest;
-    return g.ops().read(g.ops().opaque, gpa, buf, len);
+    return g.ops().mem.read(g.ops().opaque, gpa, buf, len);
 }
 
 int Node::h_write(void *o, uint64_t gpa, const void *buf, uint64_t len)
 {
     FakeGuest &g = static_cast<Node *>(o)->guest;
-    return g.ops().write(g.ops().opaque, gpa, buf, len);
+    return g.ops().mem.write(g.ops().opaque, gpa, buf, len);
 }
 
 void Node::h_net_send(void *o, const void *frame, size_t len)

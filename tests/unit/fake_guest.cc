@@ -13,19 +13,17 @@ namespace vrdma_test {
 
 FakeGuest::FakeGuest()
     : ops_{.opaque = this,
-           .map = &FakeGuest::map,
-           .unmap = &FakeGuest::unmap,
-           .read = &FakeGuest::read,
-           .write = &FakeGuest::write,
-           .gid_changed = &FakeGuest::gid_changed,
-           .guest_error = &FakeGuest::guest_error,
-           .net_send = nullptr,
-           .cq_push = nullptr,
-           .cq_notify = nullptr,
-           .now_ns = nullptr,
-           .timer_mod = nullptr,
-           .kick = nullptr,
-           .wire_drop = nullptr},
+           .mem = {.map = &FakeGuest::map,
+                   .unmap = &FakeGuest::unmap,
+                   .read = &FakeGuest::read,
+                   .write = &FakeGuest::write},
+           .events = {.gid_changed = &FakeGuest::gid_changed,
+                      .guest_error = &FakeGuest::guest_error},
+           .cq = {},
+           .time = {},
+           .wire = {},
+           .loop = {},
+           .mad = {}},
       ram0_(zeroed(kRam0.size)), ram1_(zeroed(kRam1.size))
 {
 }

@@ -75,7 +75,7 @@ TEST(CoreNew, RejectsLimitsOutOfRange)
     EXPECT_EQ(vrdma_core_new(nullptr, &g.ops()), nullptr);
     EXPECT_EQ(vrdma_core_new(&lim, nullptr), nullptr);
     VrdmaHostOps ops = g.ops();
-    ops.map = nullptr;
+    ops.mem.map = nullptr;
     EXPECT_EQ(vrdma_core_new(&lim, &ops), nullptr);
 }
 

@@ -402,15 +402,15 @@ static void virtio_rdma_engine_guest_error(void *opaque, uint8_t cmd,
 void virtio_rdma_engine_host_ops(VirtIORdma *r, VrdmaHostOps *ops)
 {
     ops->opaque = r;
-    ops->gid_changed = virtio_rdma_engine_gid_changed;
-    ops->guest_error = virtio_rdma_engine_guest_error;
-    ops->net_send = virtio_rdma_engine_tx;
-    ops->cq_push = virtio_rdma_engine_cq_push;
-    ops->cq_notify = virtio_rdma_engine_cq_notify;
-    ops->now_ns = virtio_rdma_engine_now_ns;
-    ops->timer_mod = virtio_rdma_engine_timer_mod;
-    ops->kick = virtio_rdma_engine_kick;
-    ops->wire_drop = virtio_rdma_engine_wire_drop;
+    ops->events.gid_changed = virtio_rdma_engine_gid_changed;
+    ops->events.guest_error = virtio_rdma_engine_guest_error;
+    ops->cq.push = virtio_rdma_engine_cq_push;
+    ops->cq.notify = virtio_rdma_engine_cq_notify;
+    ops->time.now_ns = virtio_rdma_engine_now_ns;
+    ops->time.timer_mod = virtio_rdma_engine_timer_mod;
+    ops->time.kick = virtio_rdma_engine_kick;
+    ops->wire.send = virtio_rdma_engine_tx;
+    ops->wire.drop = virtio_rdma_engine_wire_drop;
 }
 
 /* ---- the main loop ------------------------------------------------------------ */

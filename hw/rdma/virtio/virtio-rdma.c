@@ -629,10 +629,12 @@ bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp)
     VrdmaLimits lim;
     VrdmaHostOps ops = {
         .opaque = r,
-        .map = virtio_rdma_mem_map,
-        .unmap = virtio_rdma_mem_unmap,
-        .read = virtio_rdma_mem_read,
-        .write = virtio_rdma_mem_write,
+        .mem = {
+            .map = virtio_rdma_mem_map,
+            .unmap = virtio_rdma_mem_unmap,
+            .read = virtio_rdma_mem_read,
+            .write = virtio_rdma_mem_write,
+        },
     };
 
     assert(!r->core);

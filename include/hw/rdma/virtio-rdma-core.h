@@ -87,62 +87,119 @@ typedef enum VrdmaErr {
 const char *vrdma_err_name(VrdmaErr err);
 const char *vrdma_cmd_name(uint8_t cmd);
 
+/*
+ * What the core asks of its host, grouped by who uses it.  Only mem.map,
+ * mem.unmap and mem.read are required; a group or op left NULL means the
+ * host has no such thing (the core's facade, core/host.h, says what that
+ * means for each).
+ */
 typedef struct VrdmaHostOps {
     void *opaque;
-    /*
-     * Map [gpa, gpa + len) for long-lived access.  Returns a host pointer
-     * only if the whole range is guest RAM; NULL otherwise.  Every non-NULL
-     * map is paired with exactly one unmap of the same range.
-     */
-    void *(*map)(void *opaque, uint64_t gpa, uint64_t len, bool is_write);
-    void (*unmap)(void *opaque, void *host, uint64_t len, bool is_write);
-    /* Copy from / to guest memory.  @returns 0, or -1 if not accessible. */
-    int (*read)(void *opaque, uint64_t gpa, void *buf, uint64_t len);
-    int (*write)(void *opaque, uint64_t gpa, const void *buf, uint64_t len);
-    /* A GID was added (added = true) or deleted on @port at @index. */
-    void (*gid_changed)(void *opaque, uint32_t port, uint32_t index,
-                        const uint8_t gid[16], uint32_t gid_type, bool added);
-    /* A guest request was refused: one call per refusal (trace point). */
-    void (*guest_error)(void *opaque, uint8_t cmd, VrdmaErr err,
-                        uint64_t a, uint64_t b);
 
-    /* ---- data path (all optional for a control-path-only host) ---- */
+    /* ---- guest memory: MRs, page tables, DMA MRs ---- */
+    struct {
+        /*
+         * Map [gpa, gpa + len) for long-lived access.  Returns a host
+         * pointer only if the whole range is guest RAM; NULL otherwise.
+         * Every non-NULL map is paired with exactly one unmap of the same
+         * range.
+         */
+        void *(*map)(void *opaque, uint64_t gpa, uint64_t len, bool is_write);
+        void (*unmap)(void *opaque, void *host, uint64_t len, bool is_write);
+        /* Copy from / to guest memory.  @returns 0, or -1 if not accessible. */
+        int (*read)(void *opaque, uint64_t gpa, void *buf, uint64_t len);
+        int (*write)(void *opaque, uint64_t gpa, const void *buf,
+                     uint64_t len);
+    } mem;
+
+    /* ---- events for the management plane and the trace ---- */
+    struct {
+        /* A GID was added (added = true) or deleted on @port at @index. */
+        void (*gid_changed)(void *opaque, uint32_t port, uint32_t index,
+                            const uint8_t gid[16], uint32_t gid_type,
+                            bool added);
+        /* A guest request was refused: one call per refusal (trace point). */
+        void (*guest_error)(void *opaque, uint8_t cmd, VrdmaErr err,
+                            uint64_t a, uint64_t b);
+    } events;
+
+    /* ---- completions (data path) ---- */
+    struct {
+        /*
+         * Write one completion to CQ @cqn: take the next driver-posted
+         * buffer of the CQ's virtqueue, fill it, mark it used.  @returns 0,
+         * or -1 when the driver has posted no buffer (CQ overrun).
+         */
+        int (*push)(void *opaque, uint32_t cqn,
+                    const struct virtio_rdma_cq_req *cqe);
+        /* Interrupt the driver for CQ @cqn (the core applies the arming rules). */
+        void (*notify)(void *opaque, uint32_t cqn);
+    } cq;
+
+    /* ---- time and scheduling (data path) ---- */
+    struct {
+        /*
+         * Monotonic nanoseconds on a clock that runs in real time, also
+         * under -accel qtest, so retransmit timers match what a peer on a
+         * wire sees.
+         */
+        uint64_t (*now_ns)(void *opaque);
+        /*
+         * (Re)arm the core's single timer for @deadline_ns on now_ns()'s
+         * clock; UINT64_MAX cancels it.  On expiry the host calls
+         * vrdma_core_timer().
+         */
+        void (*timer_mod)(void *opaque, uint64_t deadline_ns);
+        /* Ask the host to call vrdma_core_run() soon (from its main loop). */
+        void (*kick)(void *opaque);
+    } time;
+
+    /* ---- the soft-RoCE backend's wire: the paired NIC ---- */
+    struct {
+        /*
+         * Transmit one Ethernet frame (no FCS) on the paired NIC's wire.
+         * May be called from any vrdma_core_* entry point, including from
+         * inside vrdma_core_net_receive(); the host queues if it must.
+         */
+        void (*send)(void *opaque, const void *frame, size_t len);
+        /* A malformed or unexpected frame was dropped (rate-limited by the host). */
+        void (*drop)(void *opaque, const char *why, uint32_t qpn);
+    } wire;
+
     /*
-     * Transmit one Ethernet frame (no FCS) on the paired NIC's wire.  May be
-     * called from any vrdma_core_* entry point, including from inside
-     * vrdma_core_net_receive(); the host queues if it must.
+     * ---- the host's event loop, for a backend on a host RDMA device ----
+     * (the ibverbs backend's; no backend uses them yet, hosts leave them
+     * NULL)
      */
-    void (*net_send)(void *opaque, const void *frame, size_t len);
-    /*
-     * Write one completion to CQ @cqn: take the next driver-posted buffer of
-     * the CQ's virtqueue, fill it, mark it used.  @returns 0, or -1 when the
-     * driver has posted no buffer (CQ overrun).
-     */
-    int (*cq_push)(void *opaque, uint32_t cqn,
-                   const struct virtio_rdma_cq_req *cqe);
-    /* Interrupt the driver for CQ @cqn (the core applies the arming rules). */
-    void (*cq_notify)(void *opaque, uint32_t cqn);
-    /*
-     * Monotonic nanoseconds on a clock that runs in real time, also under
-     * -accel qtest, so retransmit timers match what a peer on a wire sees.
-     */
-    uint64_t (*now_ns)(void *opaque);
-    /*
-     * (Re)arm the core's single timer for @deadline_ns on now_ns()'s clock;
-     * UINT64_MAX cancels it.  On expiry the host calls vrdma_core_timer().
-     */
-    void (*timer_mod)(void *opaque, uint64_t deadline_ns);
-    /* Ask the host to call vrdma_core_run() soon (from its main loop). */
-    void (*kick)(void *opaque);
-    /* A malformed or unexpected frame was dropped (rate-limited by the host). */
-    void (*wire_drop)(void *opaque, const char *why, uint32_t qpn);
+    struct {
+        /*
+         * Call @ready(@ctx) from the context the core runs in whenever @fd
+         * is readable (a completion channel, an async-event fd); @ready
+         * NULL stops watching @fd.
+         */
+        void (*fd_watch)(void *opaque, int fd, void (*ready)(void *ctx),
+                         void *ctx);
+        /*
+         * Run @work(@ctx), which may block (address resolution, RTR), on a
+         * worker thread; then @done(@ctx, its result) in the core's context.
+         */
+        void (*defer)(void *opaque, int (*work)(void *ctx),
+                      void (*done)(void *ctx, int ret), void *ctx);
+    } loop;
+
+    /* ---- the MAD link: QP1's datagrams through contrib/rdmacm-mux ---- */
+    struct {
+        /* One MAD (@len bytes) out to the mux.  @returns 0, or -1. */
+        int (*send)(void *opaque, const void *mad, size_t len);
+    } mad;
 } VrdmaHostOps;
 
 /*
  * @returns a new core, or NULL if @lim is invalid (max_qp outside
  * 2..VIRTIO_RDMA_LIMIT_MAX, another object limit outside 1..LIMIT_MAX,
  * max_sge outside 1..32, queue_size not a power of two in 2..1024,
- * max_mr_size outside 4096..512*512*4096) or @ops lacks map/unmap/read.
+ * max_mr_size outside 4096..512*512*4096) or @ops lacks mem.map, mem.unmap
+ * or mem.read.
  * @ops is copied.
  */
 VrdmaCore *vrdma_core_new(const VrdmaLimits *lim, const VrdmaHostOps *ops);

@@ -26,7 +26,7 @@ using vrdma::NoPayload;
 using vrdma::Status;
 
 VrdmaCore::VrdmaCore(const VrdmaLimits &lim_, const VrdmaHostOps &ops_)
-    : lim(lim_), ops(ops_), caps(vrdma::device_caps(lim_)),
+    : lim(lim_), host(ops_), caps(vrdma::device_caps(lim_)),
       rng(lim_.rng_seed), pds(lim_.max_pd), cqs(lim_.max_cq),
       mrs(lim_.max_mr), qps(lim_.max_qp), wires(lim_.max_qp),
       qp_epoch(lim_.max_qp, 1),
@@ -216,7 +216,7 @@ extern "C" {
 
 VrdmaCore *vrdma_core_new(const VrdmaLimits *lim, const VrdmaHostOps *ops)
 {
-    if (!lim || !ops || !ops->map || !ops->unmap || !ops->read ||
+    if (!lim || !ops || !ops->mem.map || !ops->mem.unmap || !ops->mem.read ||
         !vrdma::limits_valid(*lim)) {
         return nullptr;
     }
@@ -248,9 +248,7 @@ uint8_t vrdma_core_ctrl(VrdmaCore *core, uint8_t cmd, const void *req,
     if (!s.ok()) {
         core->cmd_errors++;
         core->err_count[s.err]++;
-        if (core->ops.guest_error) {
-            core->ops.guest_error(core->ops.opaque, cmd, s.err, s.a, s.b);
-        }
+        core->host.guest_error(cmd, s.err, s.a, s.b);
     }
     return vrdma::status_of(s.err);
 }

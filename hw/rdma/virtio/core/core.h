@@ -13,6 +13,7 @@
 #include "backend.h"
 #include "config.h"
 #include "cq.h"
+#include "host.h"
 #include "hw/rdma/virtio-rdma-core.h"
 #include "mr.h"
 #include "object_table.h"
@@ -52,14 +53,11 @@ struct VrdmaCore {
 
     void gid_changed(uint32_t index, const vrdma::GidEntry &e, bool added) const
     {
-        if (ops.gid_changed) {
-            ops.gid_changed(ops.opaque, vrdma::kPortNum, index, e.gid.data(),
-                            e.type, added);
-        }
+        host.gid_changed(vrdma::kPortNum, index, e.gid.data(), e.type, added);
     }
 
     const VrdmaLimits lim;
-    const VrdmaHostOps ops; /* MRs keep a pointer to it: never moves */
+    const vrdma::Host host; /* MRs keep a pointer to it: never moves */
     const vrdma::DeviceCaps caps;
     vrdma::Rng rng; /* seeded from lim.rng_seed; see rng.h */
 

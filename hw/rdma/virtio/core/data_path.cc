@@ -22,8 +22,8 @@ namespace {
 Qp *posted_to(VrdmaCore &c, uint32_t qpn, size_t len)
 {
     Qp *qp = c.qps.at(qpn);
-    if (!qp && c.ops.guest_error) {
-        c.ops.guest_error(c.ops.opaque, 0, VRDMA_ERR_BAD_HANDLE, qpn, len);
+    if (!qp) {
+        c.host.guest_error(0, VRDMA_ERR_BAD_HANDLE, qpn, len);
     }
     return qp;
 }

@@ -302,7 +302,7 @@ Status cmd_map_mr_sg(VrdmaCore &c, const virtio_rdma_cmd_map_mr_sg &req,
         return s;
     }
     GuestPages pages;
-    if (Status s = map_page_table(c.ops, req.pages, req.npages, true,
+    if (Status s = map_page_table(c.host, req.pages, req.npages, true,
                                   c.mrs.mapped_counter(), pages);
         !s.ok()) {
         return s;
@@ -348,7 +348,7 @@ Status cmd_reg_user_mr(VrdmaCore &c, const virtio_rdma_cmd_reg_user_mr &req,
         return s;
     }
     auto mr = std::make_unique<Mr>();
-    if (Status s = map_page_table(c.ops, req.pages, req.npages,
+    if (Status s = map_page_table(c.host, req.pages, req.npages,
                                   req.access_flags & kWriteAccess,
                                   c.mrs.mapped_counter(), mr->pages);
         !s.ok()) {

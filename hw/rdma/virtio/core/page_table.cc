@@ -15,7 +15,7 @@ namespace vrdma {
 
 bool GuestPages::map(uint64_t gpa)
 {
-    void *host = ops_->map(ops_->opaque, gpa, kPageSize, is_write_);
+    void *host = host_->map(gpa, kPageSize, is_write_);
     if (!host) {
         return false;
     }
@@ -27,7 +27,7 @@ bool GuestPages::map(uint64_t gpa)
 void GuestPages::release()
 {
     for (void *host : pages_) {
-        ops_->unmap(ops_->opaque, host, kPageSize, is_write_);
+        host_->unmap(host, kPageSize, is_write_);
     }
     if (mapped_) {
         *mapped_ -= pages_.size();
@@ -37,7 +37,7 @@ void GuestPages::release()
 
 void GuestPages::take(GuestPages &o)
 {
-    ops_ = o.ops_;
+    host_ = o.host_;
     mapped_ = o.mapped_;
     is_write_ = o.is_write_;
     pages_ = std::move(o.pages_);
@@ -53,12 +53,12 @@ using TablePage = std::array<uint64_t, VIRTIO_RDMA_PT_ENTRIES>;
  * so the guest cannot change an entry between check and use), validating
  * that each is 4 KiB aligned; appends them to @out in host byte order.
  */
-Status read_table_page(const VrdmaHostOps &ops, uint64_t gpa, uint32_t n,
+Status read_table_page(const Host &host, uint64_t gpa, uint32_t n,
                        TablePage &buf, std::vector<uint64_t> &out)
 {
     const uint64_t len = uint64_t{n} * sizeof(uint64_t);
 
-    if (ops.read(ops.opaque, gpa, buf.data(), len) != 0) {
+    if (!host.read(gpa, buf.data(), len)) {
         return fail(VRDMA_ERR_BAD_ADDR, gpa, len);
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -73,7 +73,7 @@ Status read_table_page(const VrdmaHostOps &ops, uint64_t gpa, uint32_t n,
 
 } // namespace
 
-Status map_page_table(const VrdmaHostOps &ops, uint64_t table_gpa,
+Status map_page_table(const Host &host, uint64_t table_gpa,
                       uint32_t npages, bool is_write, uint64_t *mapped,
                       GuestPages &out)
 {
@@ -88,7 +88,7 @@ Status map_page_table(const VrdmaHostOps &ops, uint64_t table_gpa,
     }
     /* Every table page is read and checked before anything is mapped. */
     l2_gpas.reserve(n_l2);
-    if (Status s = read_table_page(ops, table_gpa, n_l2, buf, l2_gpas);
+    if (Status s = read_table_page(host, table_gpa, n_l2, buf, l2_gpas);
         !s.ok()) {
         return s;
     }
@@ -96,13 +96,13 @@ Status map_page_table(const VrdmaHostOps &ops, uint64_t table_gpa,
     for (uint32_t i = 0; i < n_l2; i++) {
         const uint32_t n = std::min<uint32_t>(
             npages - i * VIRTIO_RDMA_PT_ENTRIES, VIRTIO_RDMA_PT_ENTRIES);
-        if (Status s = read_table_page(ops, l2_gpas[i], n, buf, data_gpas);
+        if (Status s = read_table_page(host, l2_gpas[i], n, buf, data_gpas);
             !s.ok()) {
             return s;
         }
     }
 
-    GuestPages pages(&ops, is_write, mapped);
+    GuestPages pages(&host, is_write, mapped);
     pages.reserve(npages);
     for (uint32_t i = 0; i < npages; i++) {
         if (!pages.map(data_gpas[i])) {

@@ -18,20 +18,21 @@
 #include <vector>
 
 #include "errors.h"
+#include "host.h"
 #include "hw/rdma/virtio-rdma-core.h"
 
 namespace vrdma {
 
 /*
- * Guest pages mapped through VrdmaHostOps; unmapped when destroyed.  Every
+ * Guest pages mapped through the host (host.h); unmapped when destroyed.  Every
  * page mapped adds one to *@mapped and every page unmapped takes it back,
  * so the owner's total is a running count (O(1) to read).
  */
 class GuestPages {
 public:
     GuestPages() = default;
-    GuestPages(const VrdmaHostOps *ops, bool is_write, uint64_t *mapped)
-        : ops_(ops), mapped_(mapped), is_write_(is_write)
+    GuestPages(const Host *host, bool is_write, uint64_t *mapped)
+        : host_(host), mapped_(mapped), is_write_(is_write)
     {
     }
     ~GuestPages() { release(); }
@@ -61,7 +62,7 @@ public:
 private:
     void take(GuestPages &o);
 
-    const VrdmaHostOps *ops_ = nullptr;
+    const Host *host_ = nullptr;
     uint64_t *mapped_ = nullptr;
     bool is_write_ = false;
     std::vector<void *> pages_;
@@ -74,7 +75,7 @@ private:
  * untouched: BAD_ARG for a table or page address not 4 KiB aligned,
  * BAD_ADDR for a table page that cannot be read or a data page not in RAM.
  */
-Status map_page_table(const VrdmaHostOps &ops, uint64_t table_gpa,
+Status map_page_table(const Host &host, uint64_t table_gpa,
                       uint32_t npages, bool is_write, uint64_t *mapped,
                       GuestPages &out);
 

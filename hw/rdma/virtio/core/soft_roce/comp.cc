@@ -385,7 +385,7 @@ St rnr_retry(Ctx &x)
     }
     e.req.need_retry = true;
     e.comp.started_retry = true; /* NAKs for what followed: same episode */
-    if (!x.c.ops.now_ns || !x.c.ops.timer_mod) {
+    if (!x.c.host.has_timer()) {
         schedule(x.c, x.qp); /* a host without timers: retry at once */
         return St::kDone;
     }
@@ -448,7 +448,7 @@ void comp_progress(VrdmaCore &c, Qp &qp)
     e.comp.retrans_deadline = 0;
     if (outstanding(e) && !e.req.wait_rnr) {
         const uint64_t t = qp_timeout_ns(qp);
-        if (t && c.ops.now_ns && c.ops.timer_mod) {
+        if (t && c.host.has_timer()) {
             e.comp.retrans_deadline = now(c) + t;
             arm_timer(c, e.comp.retrans_deadline);
         }

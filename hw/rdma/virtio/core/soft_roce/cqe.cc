@@ -64,7 +64,7 @@ bool push(VrdmaCore &c, uint32_t cqn, const virtio_rdma_cq_req &host,
     }
     virtio_rdma_cq_req w = host;
     le_fields(w);
-    if (!c.ops.cq_push || c.ops.cq_push(c.ops.opaque, cqn, &w) != 0) {
+    if (!c.host.cq_push(cqn, w)) {
         eng(c).stats.cq_overruns++;
         return false;
     }
@@ -74,9 +74,7 @@ bool push(VrdmaCore &c, uint32_t cqn, const virtio_rdma_cq_req &host,
     if ((cq->armed & VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION) ||
         ((cq->armed & VIRTIO_RDMA_NOTIFY_SOLICITED) && (solicited || error))) {
         cq->armed = 0;
-        if (c.ops.cq_notify) {
-            c.ops.cq_notify(c.ops.opaque, cqn);
-        }
+        c.host.cq_notify(cqn);
     }
     return true;
 }

@@ -63,7 +63,7 @@ const Mr *sge_mr(VrdmaCore &c, const Qp &qp, const Sge &s, bool write)
         return nullptr;
     }
     if (write && (!(mr->access & VIRTIO_RDMA_ACCESS_LOCAL_WRITE) ||
-                  (mr->kind == MrKind::kDma && !c.ops.write))) {
+                  (mr->kind == MrKind::kDma && !c.host.can_write_gpa()))) {
         return nullptr;
     }
     if (!in_bounds(*mr, s.addr, s.length)) {
@@ -81,9 +81,9 @@ bool mr_copy(VrdmaCore &c, const Mr &mr, uint64_t va, uint8_t *buf,
     }
     if (mr.kind == MrKind::kDma) {
         if (to_mr) {
-            return c.ops.write && c.ops.write(c.ops.opaque, va, buf, len) == 0;
+            return c.host.write(va, buf, len);
         }
-        return c.ops.read(c.ops.opaque, va, buf, len) == 0;
+        return c.host.read(va, buf, len);
     }
     uint64_t off = va - (mr.iova & ~kPageMask);
     while (len) {
@@ -162,7 +162,7 @@ Mr *rkey_check(VrdmaCore &c, const Qp &qp, uint32_t rkey, uint64_t va,
         return nullptr;
     }
     if (!(mr->access & access) ||
-        (mr->kind == MrKind::kDma && !c.ops.write &&
+        (mr->kind == MrKind::kDma && !c.host.can_write_gpa() &&
          (access & (VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
                     VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC)))) {
         *err = RkeyErr::kAccess;
@@ -194,15 +194,14 @@ bool mr_atomic(VrdmaCore &c, const Mr &mr, uint64_t va, bool cmp_swap,
     /* Guest memory is little-endian; an aligned word is in one page. */
     if (mr.kind == MrKind::kDma) {
         uint64_t raw;
-        if (c.ops.read(c.ops.opaque, va, &raw, sizeof(raw)) != 0) {
+        if (!c.host.read(va, &raw, sizeof(raw))) {
             return false;
         }
         const uint64_t old = le(raw);
         const uint64_t next = cmp_swap ? (old == compare ? swap_add : old)
                                        : old + swap_add;
         raw = le(next);
-        if (!c.ops.write ||
-            c.ops.write(c.ops.opaque, va, &raw, sizeof(raw)) != 0) {
+        if (!c.host.write(va, &raw, sizeof(raw))) {
             return false;
         }
         *orig = old;

@@ -80,9 +80,7 @@ void tx_finish(VrdmaCore &c, const roce::TxFrame &f, const roce::FrameAddr &a)
     g.stats.tx_packets++;
     g.stats.tx_bytes += len;
     if (std::memcmp(a.dmac.data(), c.lim.mac, 6) != 0) {
-        if (c.ops.net_send) {
-            c.ops.net_send(c.ops.opaque, f.frame.data(), len);
-        }
+        c.host.net_send(f.frame.data(), len);
         return;
     }
     if (g.loop_count == kLoopSlots) {

@@ -93,9 +93,7 @@ void drop(VrdmaCore &c, VrdmaDrop why, uint32_t qpn)
 {
     eng(c).stats.drop[why]++;
     eng(c).stats.drops++;
-    if (c.ops.wire_drop) {
-        c.ops.wire_drop(c.ops.opaque, vrdma_drop_name(why), qpn);
-    }
+    c.host.wire_drop(vrdma_drop_name(why), qpn);
 }
 
 static_assert(static_cast<int>(roce::ParseError::kIcrc) == VRDMA_DROP_ICRC,

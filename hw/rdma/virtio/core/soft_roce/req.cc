@@ -233,7 +233,7 @@ uint8_t send_packet(VrdmaCore &c, Qp &qp, SendWqe &w, uint32_t mtu,
     }
     if (qp_is_rc(qp) && !e.comp.retrans_deadline) {
         const uint64_t t = qp_timeout_ns(qp);
-        if (t && c.ops.now_ns && c.ops.timer_mod) {
+        if (t && c.host.has_timer()) {
             e.comp.retrans_deadline = now(c) + t;
             arm_timer(c, e.comp.retrans_deadline);
         }

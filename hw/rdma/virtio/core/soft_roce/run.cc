@@ -7,7 +7,7 @@
  * vrdma_core_run() takes at most kLoopBudget looped-back frames and sends
  * at most kRunBudget packets, kQpBudget per QP per turn (round robin); a QP
  * with more to do goes to the back.  Whenever work appears outside run(),
- * ops.kick asks the host for a run() (once until it comes).
+ * the host's kick asks for a run() (once until it comes).
  *
  * Timers: every QP keeps its own deadlines (retransmit, RNR) on now_ns()'s
  * clock; the host has one timer, armed for the earliest.  A deadline later
@@ -32,16 +32,14 @@ Engine::Engine(const VrdmaLimits &lim)
 
 uint64_t now(const VrdmaCore &c)
 {
-    return c.ops.now_ns ? c.ops.now_ns(c.ops.opaque) : 0;
+    return c.host.now_ns();
 }
 
 void kick(VrdmaCore &c)
 {
     if (!eng(c).kicked) {
         eng(c).kicked = true;
-        if (c.ops.kick) {
-            c.ops.kick(c.ops.opaque);
-        }
+        c.host.kick();
     }
 }
 
@@ -58,9 +56,9 @@ void schedule(VrdmaCore &c, Qp &qp)
 
 void arm_timer(VrdmaCore &c, uint64_t deadline)
 {
-    if (c.ops.timer_mod && deadline < eng(c).timer_armed) {
+    if (c.host.has_timer() && deadline < eng(c).timer_armed) {
         eng(c).timer_armed = deadline;
-        c.ops.timer_mod(c.ops.opaque, deadline);
+        c.host.timer_mod(deadline);
     }
 }
 
@@ -72,9 +70,7 @@ void Engine::reset(VrdmaCore &c)
     g.kicked = false;
     if (g.timer_armed != UINT64_MAX) {
         g.timer_armed = UINT64_MAX;
-        if (c.ops.timer_mod) {
-            c.ops.timer_mod(c.ops.opaque, UINT64_MAX);
-        }
+        c.host.timer_mod(UINT64_MAX);
     }
 }
 

@@ -43,6 +43,7 @@
 #include "../core.h"
 #include "engine.h"
 #include "../roce/headers.h"
+#include "../wr_opcode.h"
 
 namespace vrdma::soft_roce {
 
@@ -76,11 +77,10 @@ enum class St : uint8_t {
     kDone,
 };
 
+/* A READ or an atomic: answered with data, never by a plain ACK. */
 bool is_rd(uint32_t op)
 {
-    return op == VIRTIO_RDMA_WR_RDMA_READ ||
-           op == VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP ||
-           op == VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD;
+    return wr_opcode_info(op).any(kWrRdAtomic);
 }
 
 struct Ctx {
@@ -166,7 +166,7 @@ St check_ack(Ctx &x)
                          x.e.comp.opcode == kRcReadResponseMiddle;
 
     if (x.mask & kMaskReadResp) {
-        if (w.opcode != VIRTIO_RDMA_WR_RDMA_READ) {
+        if (!wr_opcode_info(w.opcode).has(kWrRead)) {
             w.status = VIRTIO_RDMA_WC_BAD_RESP_ERR;
             return St::kError;
         }
@@ -196,8 +196,7 @@ St check_ack(Ctx &x)
     }
     if (op == kRcAtomicAcknowledge) {
         if ((x.pkt->aeth().syndrome() & kAethTypeMask) != kAethAck ||
-            (w.opcode != VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP &&
-             w.opcode != VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD)) {
+            !wr_opcode_info(w.opcode).has(kWrAtomic)) {
             w.status = VIRTIO_RDMA_WC_BAD_RESP_ERR;
             return St::kError;
         }

@@ -23,34 +23,9 @@
 #include "../core.h"
 #include "engine.h"
 #include "../wire.h"
+#include "../wr_opcode.h"
 
 namespace vrdma::soft_roce {
-
-uint32_t wc_opcode_of(uint32_t wr_opcode)
-{
-    switch (wr_opcode) {
-    case VIRTIO_RDMA_WR_RDMA_WRITE:
-    case VIRTIO_RDMA_WR_RDMA_WRITE_WITH_IMM:
-        return VIRTIO_RDMA_WC_RDMA_WRITE;
-    case VIRTIO_RDMA_WR_SEND:
-    case VIRTIO_RDMA_WR_SEND_WITH_IMM:
-    case VIRTIO_RDMA_WR_SEND_WITH_INV:
-        return VIRTIO_RDMA_WC_SEND;
-    case VIRTIO_RDMA_WR_RDMA_READ:
-    case VIRTIO_RDMA_WR_RDMA_READ_WITH_INV:
-        return VIRTIO_RDMA_WC_RDMA_READ;
-    case VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP:
-        return VIRTIO_RDMA_WC_COMP_SWAP;
-    case VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD:
-        return VIRTIO_RDMA_WC_FETCH_ADD;
-    case VIRTIO_RDMA_WR_LOCAL_INV:
-        return VIRTIO_RDMA_WC_LOCAL_INV;
-    case VIRTIO_RDMA_WR_REG_MR:
-        return VIRTIO_RDMA_WC_REG_MR;
-    default:
-        return 0xFF; /* as rxe: no such completion opcode */
-    }
-}
 
 namespace {
 
@@ -96,14 +71,15 @@ static bool send_cqe(VrdmaCore &c, Qp &qp, const SendWqe &w, uint8_t status)
     if (!signaled) {
         return true;
     }
+    /* Any u32 (a malformed WQE completes too): unknown -> kWcOpcodeNone. */
+    const WrOpcodeInfo &op = wr_opcode_info(w.opcode);
     virtio_rdma_cq_req cqe{};
     cqe.wr_id = w.wr_id;
     cqe.status = status;
-    cqe.opcode = wc_opcode_of(w.opcode);
+    cqe.opcode = op.wc_opcode;
     cqe.byte_len = w.length;
     cqe.qp_num = qp.wire_qpn;
-    if (w.opcode == VIRTIO_RDMA_WR_SEND_WITH_IMM ||
-        w.opcode == VIRTIO_RDMA_WR_RDMA_WRITE_WITH_IMM) {
+    if (op.has(kWrImm)) {
         cqe.wc_flags = VIRTIO_RDMA_WC_WITH_IMM;
     }
     return push(c, qp.send_cqn, cqe, false);

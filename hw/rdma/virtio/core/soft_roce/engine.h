@@ -92,7 +92,6 @@ void post_recv(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
  */
 bool cq_post(VrdmaCore &c, uint32_t cqn, const virtio_rdma_cq_req &cqe,
              bool solicited);
-uint32_t wc_opcode_of(uint32_t wr_opcode);
 /* Completes every kDone WQE at the head of the SQ; may put the QP in ERR. */
 void comp_drain(VrdmaCore &c, Qp &qp);
 void flush_queues(VrdmaCore &c, Qp &qp);

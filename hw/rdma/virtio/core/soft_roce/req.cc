@@ -37,6 +37,7 @@
 #include "engine.h"
 #include "../roce/headers.h"
 #include "../wire.h"
+#include "../wr_opcode.h"
 
 namespace vrdma::soft_roce {
 
@@ -44,72 +45,49 @@ using namespace roce;
 
 namespace {
 
-bool is_read(uint32_t op)
-{
-    return op == VIRTIO_RDMA_WR_RDMA_READ;
-}
+/* The RC BTH opcodes of a message by packet (IBA table 38). */
+struct Family {
+    uint8_t first, middle, last, last_imm, only, only_imm;
+};
+constexpr Family kSendFamily = {kRcSendFirst, kRcSendMiddle,
+                                kRcSendLast,  kRcSendLastImm,
+                                kRcSendOnly,  kRcSendOnlyImm};
+constexpr Family kWriteFamily = {kRcWriteFirst, kRcWriteMiddle,
+                                 kRcWriteLast,  kRcWriteLastImm,
+                                 kRcWriteOnly,  kRcWriteOnlyImm};
 
-bool is_atomic(uint32_t op)
+/* The BTH opcode of a packet of @w, whose opcode's entry is @op. */
+uint8_t opcode_for(const Qp &qp, const SendWqe &w, const WrOpcodeInfo &op,
+                   bool first, bool last)
 {
-    return op == VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP ||
-           op == VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD;
-}
-
-bool is_local(uint32_t op)
-{
-    return op == VIRTIO_RDMA_WR_LOCAL_INV || op == VIRTIO_RDMA_WR_REG_MR;
-}
-
-/* Carries data in its packets (SEND and RDMA WRITE families). */
-bool is_data(uint32_t op)
-{
-    return !is_read(op) && !is_atomic(op) && !is_local(op);
-}
-
-/* The BTH opcode of a packet of @w (IBA table 38). */
-uint8_t opcode_for(const Qp &qp, const SendWqe &w, bool first, bool last)
-{
+    const bool imm = op.has(kWrImm);
     if (qp_is_ud(qp)) {
-        return w.opcode == VIRTIO_RDMA_WR_SEND_WITH_IMM ? kUdSendOnlyImm
-                                                        : kUdSendOnly;
+        return imm ? kUdSendOnlyImm : kUdSendOnly;
     }
-    const uint8_t base = qp.type == VIRTIO_RDMA_QPT_UC ? kUcSendFirst : 0;
-    const bool only = first && last;
-    switch (w.opcode) {
-    case VIRTIO_RDMA_WR_SEND:
-    case VIRTIO_RDMA_WR_SEND_WITH_IMM:
-    case VIRTIO_RDMA_WR_SEND_WITH_INV: {
-        uint8_t op;
-        if (!last) {
-            op = first ? kRcSendFirst : kRcSendMiddle;
-        } else if (w.opcode == VIRTIO_RDMA_WR_SEND_WITH_IMM) {
-            op = only ? kRcSendOnlyImm : kRcSendLastImm;
-        } else if (w.opcode == VIRTIO_RDMA_WR_SEND_WITH_INV) {
-            return only ? kRcSendOnlyInv : kRcSendLastInv; /* RC only */
-        } else {
-            op = only ? kRcSendOnly : kRcSendLast;
-        }
-        return static_cast<uint8_t>(base + op);
-    }
-    case VIRTIO_RDMA_WR_RDMA_WRITE:
-    case VIRTIO_RDMA_WR_RDMA_WRITE_WITH_IMM: {
-        uint8_t op;
-        if (!last) {
-            op = first ? kRcWriteFirst : kRcWriteMiddle;
-        } else if (w.opcode == VIRTIO_RDMA_WR_RDMA_WRITE_WITH_IMM) {
-            op = only ? kRcWriteOnlyImm : kRcWriteLastImm;
-        } else {
-            op = only ? kRcWriteOnly : kRcWriteLast;
-        }
-        return static_cast<uint8_t>(base + op);
-    }
-    case VIRTIO_RDMA_WR_RDMA_READ:
+    if (op.has(kWrRead)) {
         return kRcReadRequest;
-    case VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP:
-        return kRcCompareSwap;
-    default:
-        return kRcFetchAdd;
     }
+    if (op.has(kWrAtomic)) {
+        /* Which atomic is the operation itself, not a kind: by opcode. */
+        return w.opcode == VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP ? kRcCompareSwap
+                                                             : kRcFetchAdd;
+    }
+    const bool only = first && last;
+    if (last && op.has(kWrSend | kWrInv)) {
+        return only ? kRcSendOnlyInv : kRcSendLastInv; /* RC only */
+    }
+    const Family &f = op.has(kWrWrite) ? kWriteFamily : kSendFamily;
+    uint8_t bth;
+    if (!last) {
+        bth = first ? f.first : f.middle;
+    } else if (only) {
+        bth = imm ? f.only_imm : f.only;
+    } else {
+        bth = imm ? f.last_imm : f.last;
+    }
+    /* UC's SEND and WRITE opcodes are RC's, moved by the transport bits. */
+    const uint8_t base = qp.type == VIRTIO_RDMA_QPT_UC ? kUcSendFirst : 0;
+    return static_cast<uint8_t>(base + bth);
 }
 
 /*
@@ -131,12 +109,14 @@ uint8_t send_packet(VrdmaCore &c, Qp &qp, SendWqe &w, uint32_t mtu,
                     uint32_t win, QpAddr &qa, bool *last)
 {
     QpEngine &e = eng(qp);
+    const WrOpcodeInfo &op = wr_opcode_info(w.opcode);
     const bool ud = qp_is_ud(qp);
-    const bool data = is_data(w.opcode);
+    const bool data = op.any(kWrPayload);
+    const bool read = op.has(kWrRead);
     const uint32_t payload = data ? std::min(mtu, w.length - w.offset) : 0;
     const bool first = w.offset == 0;
     *last = !data || w.offset + payload == w.length;
-    const uint8_t opcode = opcode_for(qp, w, first, *last);
+    const uint8_t opcode = opcode_for(qp, w, op, first, *last);
 
     FrameAddr ud_addr;
     bool addr_ok;
@@ -164,13 +144,9 @@ uint8_t send_packet(VrdmaCore &c, Qp &qp, SendWqe &w, uint32_t mtu,
     if (ack_req) {
         e.req.noack_pkts = 0;
     }
-    const bool solicits = w.opcode == VIRTIO_RDMA_WR_SEND ||
-                          w.opcode == VIRTIO_RDMA_WR_SEND_WITH_IMM ||
-                          w.opcode == VIRTIO_RDMA_WR_SEND_WITH_INV ||
-                          w.opcode == VIRTIO_RDMA_WR_RDMA_WRITE_WITH_IMM;
-
     const MutBth bth = f.bth();
-    bth.set_se((w.flags & VIRTIO_RDMA_SEND_SOLICITED) && *last && solicits);
+    bth.set_se((w.flags & VIRTIO_RDMA_SEND_SOLICITED) && *last &&
+               op.has(kWrPeerRecv));
     bth.set_qpn(ud ? w.remote_qpn : qp.attr.dest_qp_num);
     bth.set_ack_req(ack_req);
     bth.set_psn(psn);
@@ -179,7 +155,7 @@ uint8_t send_packet(VrdmaCore &c, Qp &qp, SendWqe &w, uint32_t mtu,
         const MutReth reth = f.reth();
         reth.set_va(w.remote_addr + w.offset);
         reth.set_rkey(w.rkey);
-        reth.set_dma_len(is_read(w.opcode) ? w.length - w.offset : w.length);
+        reth.set_dma_len(read ? w.length - w.offset : w.length);
     }
     if (info.has(Hdr::kAtomicEth)) {
         const MutAtomicEth at = f.atomic_eth();
@@ -219,7 +195,7 @@ uint8_t send_packet(VrdmaCore &c, Qp &qp, SendWqe &w, uint32_t mtu,
         eng(c).stats.retransmits++;
     }
     uint32_t used = 1;
-    if (is_read(w.opcode)) {
+    if (read) {
         used = packets_for(w.length - w.offset, mtu); /* response PSNs */
         w.offset = w.length;
     } else if (data) {
@@ -278,7 +254,7 @@ void req_retry(VrdmaCore &c, Qp &qp)
         if (first) {
             /* The oldest unfinished WQE resumes at comp.psn. */
             const int32_t n = psn_diff(e.comp.psn, w.first_psn);
-            if (n > 0 && !is_atomic(w.opcode)) {
+            if (n > 0 && !wr_opcode_info(w.opcode).has(kWrAtomic)) {
                 w.offset = static_cast<uint32_t>(
                     std::min<uint64_t>(uint64_t(n) * mtu, w.length));
             }
@@ -337,7 +313,9 @@ Progress req_run(VrdmaCore &c, Qp &qp, unsigned &budget)
             if ((w.flags & VIRTIO_RDMA_SEND_FENCE) && e.req.rd_atomic) {
                 return Progress::kBlocked;
             }
-            if (is_local(w.opcode)) {
+            const WrOpcodeInfo &op = wr_opcode_info(w.opcode);
+            if (op.has(kWrLocal)) {
+                /* Which local operation runs is the opcode itself. */
                 const uint8_t st = w.opcode == VIRTIO_RDMA_WR_REG_MR
                                        ? reg_mr(c, qp, w)
                                        : local_inv(c, qp, le(w.ex));
@@ -354,7 +332,7 @@ Progress req_run(VrdmaCore &c, Qp &qp, unsigned &budget)
                 }
                 continue;
             }
-            const bool rd = is_read(w.opcode) || is_atomic(w.opcode);
+            const bool rd = op.any(kWrRdAtomic);
             if (rd && e.req.rd_atomic >= qp.attr.max_rd_atomic) {
                 if (qp.attr.max_rd_atomic == 0) {
                     return fail(c, qp, w, VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
@@ -366,7 +344,7 @@ Progress req_run(VrdmaCore &c, Qp &qp, unsigned &budget)
              * sgl_copy() checks the same SGEs, all of them, with the same
              * LOC_PROT_ERR, before anything is sent.
              */
-            const bool one_packet = is_data(w.opcode) && w.length <= mtu;
+            const bool one_packet = op.any(kWrPayload) && w.length <= mtu;
             const uint8_t st =
                 one_packet ? uint8_t{VIRTIO_RDMA_WC_SUCCESS}
                            : sgl_check(c, qp, e.ssge(e.sq_req), w.num_sge, rd);
@@ -389,9 +367,8 @@ Progress req_run(VrdmaCore &c, Qp &qp, unsigned &budget)
             w.first_psn = e.req.psn;
             w.last_psn = psn_add(
                 w.first_psn,
-                (is_data(w.opcode) || is_read(w.opcode)
-                     ? packets_for(w.length, mtu)
-                     : 1) -
+                (op.any(kWrPayload | kWrRead) ? packets_for(w.length, mtu)
+                                              : 1) -
                     1);
             if (rd) {
                 w.rd_atomic = true;

@@ -35,6 +35,7 @@
 #include "../core.h"
 #include "engine.h"
 #include "../wire.h"
+#include "../wr_opcode.h"
 
 namespace vrdma::soft_roce {
 
@@ -44,28 +45,6 @@ constexpr uint32_t kKnownSendFlags =
     VIRTIO_RDMA_SEND_FENCE | VIRTIO_RDMA_SEND_SIGNALED |
     VIRTIO_RDMA_SEND_SOLICITED | VIRTIO_RDMA_SEND_INLINE |
     VIRTIO_RDMA_SEND_IP_CSUM;
-
-/* The opcodes each QP type executes (IBA 10.8.2 / rxe's wr_opcode_mask). */
-bool opcode_valid(uint8_t qp_type, uint32_t op)
-{
-    switch (op) {
-    case VIRTIO_RDMA_WR_SEND:
-    case VIRTIO_RDMA_WR_SEND_WITH_IMM:
-        return true;
-    case VIRTIO_RDMA_WR_RDMA_WRITE:
-    case VIRTIO_RDMA_WR_RDMA_WRITE_WITH_IMM:
-    case VIRTIO_RDMA_WR_LOCAL_INV:
-    case VIRTIO_RDMA_WR_REG_MR:
-        return qp_type == VIRTIO_RDMA_QPT_RC || qp_type == VIRTIO_RDMA_QPT_UC;
-    case VIRTIO_RDMA_WR_RDMA_READ:
-    case VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP:
-    case VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD:
-    case VIRTIO_RDMA_WR_SEND_WITH_INV:
-        return qp_type == VIRTIO_RDMA_QPT_RC;
-    default:
-        return false; /* RDMA_READ_WITH_INV is iWARP's; the rest unknown */
-    }
-}
 
 /*
  * Copies @n SGEs from @p into @out (host order) and sums their lengths.
@@ -129,26 +108,28 @@ void post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
     const auto *p = static_cast<const uint8_t *>(bytes);
 
     const auto h = read_header<virtio_rdma_sq_req>(p, len);
+    /* Valid on which QP types, completes as what: wr_opcode.cc. */
+    const WrOpcodeInfo &op = wr_opcode_info(h.opcode);
 
     uint8_t status = VIRTIO_RDMA_WC_SUCCESS;
     if (len < sizeof(h) || h.num_sge > qp.cap.max_send_sge ||
         len != sizeof(h) + uint64_t{h.num_sge} * sizeof(virtio_rdma_sge) ||
         (h.send_flags & ~kKnownSendFlags) ||
         (h.send_flags & VIRTIO_RDMA_SEND_INLINE) ||
-        !opcode_valid(qp.type, h.opcode)) {
+        !op.valid_on(qp.type)) {
         status = VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }
 
     /* h.wr_id is 0 if the header is cut short before it. */
     const uint32_t state = qp.state();
     if (state == VIRTIO_RDMA_QPS_ERR || state == VIRTIO_RDMA_QPS_SQE) {
-        complete_now(c, qp, qp.send_cqn, h.wr_id, wc_opcode_of(h.opcode),
+        complete_now(c, qp, qp.send_cqn, h.wr_id, op.wc_opcode,
                      VIRTIO_RDMA_WC_WR_FLUSH_ERR);
         return;
     }
     if ((state != VIRTIO_RDMA_QPS_RTS && state != VIRTIO_RDMA_QPS_SQD) ||
         e.sq_count() >= qp.cap.max_send_wr) {
-        complete_now(c, qp, qp.send_cqn, h.wr_id, wc_opcode_of(h.opcode),
+        complete_now(c, qp, qp.send_cqn, h.wr_id, op.wc_opcode,
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
         return;
     }
@@ -185,31 +166,29 @@ void post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
         status = VIRTIO_RDMA_WC_LOC_LEN_ERR;
     }
     if (status == VIRTIO_RDMA_WC_SUCCESS) {
-        switch (w.opcode) {
-        case VIRTIO_RDMA_WR_RDMA_WRITE:
-        case VIRTIO_RDMA_WR_RDMA_WRITE_WITH_IMM:
-        case VIRTIO_RDMA_WR_RDMA_READ:
+        /* One case per member of the request's union, not per opcode. */
+        switch (op.args) {
+        case WrArgs::kRdma:
             w.remote_addr = le(h.wr.rdma.remote_addr);
             w.rkey = le(h.wr.rdma.rkey);
             break;
-        case VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP:
-        case VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD:
+        case WrArgs::kAtomic:
             w.remote_addr = le(h.wr.atomic.remote_addr);
             w.compare_add = le(h.wr.atomic.compare_add);
             w.swap = le(h.wr.atomic.swap);
             w.rkey = le(h.wr.atomic.rkey);
-            /* The local buffer of an atomic is one 64-bit word. */
-            if (w.length != sizeof(uint64_t)) {
-                status = VIRTIO_RDMA_WC_LOC_LEN_ERR;
-            }
             break;
-        case VIRTIO_RDMA_WR_REG_MR:
+        case WrArgs::kReg:
             w.reg_mrn = le(h.wr.reg.mrn);
             w.reg_key = le(h.wr.reg.key);
             w.reg_access = le(h.wr.reg.access);
             break;
-        default:
+        case WrArgs::kNone:
             break;
+        }
+        /* An atomic's local buffer is one 64-bit word. */
+        if (op.has(kWrLen8) && w.length != sizeof(uint64_t)) {
+            status = VIRTIO_RDMA_WC_LOC_LEN_ERR;
         }
         if (qp.type == VIRTIO_RDMA_QPT_UD || qp.type == VIRTIO_RDMA_QPT_GSI) {
             const virtio_rdma_av &av = h.wr.ud.av;

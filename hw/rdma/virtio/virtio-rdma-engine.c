@@ -590,7 +590,7 @@ void virtio_rdma_engine_flush(VirtIORdma *r)
         more = !QTAILQ_EMPTY(&s->cq);
     }
     QSIMPLEQ_FOREACH(f, &tx, next) {
-        virtio_rdma_net_send(r, f->data, f->len);
+        virtio_rdma_wire_send(r, f->data, f->len);
     }
     virtio_rdma_frames_free(&tx);
     QTAILQ_FOREACH(c, &cq, next) {

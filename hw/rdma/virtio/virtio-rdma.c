@@ -387,9 +387,13 @@ static void virtio_rdma_handle_ctrl(VirtIODevice *vdev, VirtQueue *vq)
 
 /* ---- send / receive queues -------------------------------------------------- */
 
+/* The core's largest queue is the largest virtqueue. */
+QEMU_BUILD_BUG_ON(VRDMA_MAX_QUEUE_SIZE != VIRTQUEUE_MAX_SIZE);
+
 /* Largest work request: header + the most SGEs any QP may have, plus one. */
 #define VIRTIO_RDMA_WQE_MAX \
-    (sizeof(struct virtio_rdma_sq_req) + 32 * sizeof(struct virtio_rdma_sge) + 1)
+    (sizeof(struct virtio_rdma_sq_req) + \
+     VRDMA_MAX_SGE * sizeof(struct virtio_rdma_sge) + 1)
 
 /*
  * One descriptor chain per work request, device-readable only.  Its bytes
@@ -576,13 +580,14 @@ static bool virtio_rdma_check_conf(const VirtIORdmaConf *c, Error **errp)
                                  VIRTIO_RDMA_LIMIT_MAX, errp) ||
         !virtio_rdma_check_limit("max-ah", c->max_ah, VIRTIO_RDMA_LIMIT_MIN,
                                  VIRTIO_RDMA_LIMIT_MAX, errp) ||
-        !virtio_rdma_check_limit("max-sge", c->max_sge, 1, 32, errp) ||
+        !virtio_rdma_check_limit("max-sge", c->max_sge, 1, VRDMA_MAX_SGE,
+                                 errp) ||
         !virtio_rdma_check_limit("max-mr-size", c->max_mr_size,
                                  VIRTIO_RDMA_PAGE_SIZE,
                                  (uint64_t)VIRTIO_RDMA_MAX_MR_PAGES *
                                  VIRTIO_RDMA_PAGE_SIZE, errp) ||
         !virtio_rdma_check_limit("queue-size", c->queue_size, 2,
-                                 VIRTQUEUE_MAX_SIZE, errp) ||
+                                 VRDMA_MAX_QUEUE_SIZE, errp) ||
         !virtio_rdma_check_limit("max-mapped-pages", c->max_mapped_pages, 1,
                                  UINT32_MAX, errp)) {
         return false;
@@ -674,7 +679,7 @@ bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp)
         error_setg(errp, "virtio-rdma: the core refused the limits");
         goto fail;
     }
-    if (!virtio_rdma_net_attach(r, errp)) {
+    if (!virtio_rdma_wire_attach(r, errp)) {
         goto fail;
     }
     r->pair_later = false;
@@ -758,7 +763,7 @@ static void virtio_rdma_device_unrealize(DeviceState *dev)
     unsigned i;
 
     /* The wire first: no frame may reach a core being freed. */
-    virtio_rdma_net_detach(r);
+    virtio_rdma_wire_detach(r);
     virtio_rdma_engine_stop(r); /* then nothing of the engine runs */
     vrdma_core_free(r->core);
     r->core = NULL;

@@ -34,6 +34,11 @@ typedef struct VrdmaCore VrdmaCore;
 #define VRDMA_PKEY_TABLE_LEN 1
 #define VRDMA_DEFAULT_PKEY 0xffff
 
+/* The most SGEs a work request may carry (VrdmaLimits.max_sge). */
+#define VRDMA_MAX_SGE 32
+/* The largest virtqueue (VrdmaLimits.queue_size): QEMU's VIRTQUEUE_MAX_SIZE. */
+#define VRDMA_MAX_QUEUE_SIZE 1024
+
 /* Device limits, fixed at realize. */
 typedef struct VrdmaLimits {
     uint32_t max_qp;         /* QP numbers 0..max_qp-1; 0 unused, 1 = GSI */
@@ -197,7 +202,8 @@ typedef struct VrdmaHostOps {
 /*
  * @returns a new core, or NULL if @lim is invalid (max_qp outside
  * 2..VIRTIO_RDMA_LIMIT_MAX, another object limit outside 1..LIMIT_MAX,
- * max_sge outside 1..32, queue_size not a power of two in 2..1024,
+ * max_sge outside 1..VRDMA_MAX_SGE, queue_size not a power of two in
+ * 2..VRDMA_MAX_QUEUE_SIZE,
  * max_mr_size outside 4096..512*512*4096) or @ops lacks mem.map, mem.unmap
  * or mem.read.
  * @ops is copied.

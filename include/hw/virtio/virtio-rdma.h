@@ -98,10 +98,10 @@ int virtio_rdma_mem_read(void *opaque, uint64_t gpa, void *buf, uint64_t len);
 int virtio_rdma_mem_write(void *opaque, uint64_t gpa, const void *buf,
                           uint64_t len);
 
-/* virtio-rdma-net.c: the paired NIC's wire. */
-bool virtio_rdma_net_attach(VirtIORdma *r, Error **errp);
-void virtio_rdma_net_detach(VirtIORdma *r);
-void virtio_rdma_net_send(VirtIORdma *r, const void *frame, size_t len);
+/* virtio-rdma-wire.c: the paired NIC's wire. */
+bool virtio_rdma_wire_attach(VirtIORdma *r, Error **errp);
+void virtio_rdma_wire_detach(VirtIORdma *r);
+void virtio_rdma_wire_send(VirtIORdma *r, const void *frame, size_t len);
 
 /*
  * virtio-rdma-engine.c: where the engine runs (main loop or iothread) and

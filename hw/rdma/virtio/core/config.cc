@@ -9,7 +9,7 @@
 #include <bit>
 #include <cstring>
 
-#include "wire.h"
+#include "guest_abi.h"
 
 namespace vrdma {
 

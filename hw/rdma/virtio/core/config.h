@@ -16,8 +16,8 @@ inline constexpr uint64_t kPageSize = VIRTIO_RDMA_PAGE_SIZE;
 inline constexpr uint64_t kPageMask = kPageSize - 1;
 inline constexpr uint64_t kMaxMrSize =
     static_cast<uint64_t>(VIRTIO_RDMA_MAX_MR_PAGES) * VIRTIO_RDMA_PAGE_SIZE;
-inline constexpr uint32_t kMaxSge = 32;
-inline constexpr uint32_t kMaxQueueSize = 1024;
+inline constexpr uint32_t kMaxSge = VRDMA_MAX_SGE;
+inline constexpr uint32_t kMaxQueueSize = VRDMA_MAX_QUEUE_SIZE;
 /* Outstanding RDMA Read / Atomic operations per QP, each direction. */
 inline constexpr uint32_t kMaxQpRdAtom = 16;
 

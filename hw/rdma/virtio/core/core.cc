@@ -20,7 +20,7 @@
 #include <type_traits>
 
 #include "errors.h"
-#include "wire.h"
+#include "guest_abi.h"
 
 using vrdma::NoPayload;
 using vrdma::Status;

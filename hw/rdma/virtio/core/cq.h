@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "errors.h"
-#include "wire.h"
+#include "guest_abi.h"
 
 namespace vrdma {
 

@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "errors.h"
+#include "guest_abi.h"
 #include "object_table.h"
 #include "page_table.h"
 #include "rng.h"
-#include "wire.h"
 
 namespace vrdma {
 

@@ -9,7 +9,7 @@
 #include <array>
 
 #include "config.h"
-#include "wire.h"
+#include "guest_abi.h"
 
 namespace vrdma {
 

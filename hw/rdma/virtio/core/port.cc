@@ -9,13 +9,13 @@
 #include <cstring>
 
 #include "core.h"
+#include "roce/iba.h"
 
 namespace vrdma {
 
 namespace {
 
 constexpr uint32_t kPortCapCmSup = 1u << 16;   /* IB_PORT_CM_SUP */
-constexpr uint32_t kMaxMsgSize = 0x80000000u;  /* 2 GiB, IBA maximum */
 constexpr uint8_t kWidth4x = 2;                /* IB_WIDTH_4X */
 constexpr uint16_t kSpeedEdr = 32;             /* IB_SPEED_EDR */
 constexpr uint8_t kPhysStateLinkUp = 5;        /* IB_PORT_PHYS_STATE_LINK_UP */
@@ -68,7 +68,7 @@ Status cmd_query_port(VrdmaCore &c, const virtio_rdma_cmd_query_port &req,
     rsp.phys_mtu = c.port.phys_mtu;
     rsp.gid_tbl_len = VRDMA_GID_TABLE_LEN;
     rsp.port_cap_flags = kPortCapCmSup;
-    rsp.max_msg_sz = kMaxMsgSize;
+    rsp.max_msg_sz = roce::kMaxMsgSize;
     rsp.pkey_tbl_len = VRDMA_PKEY_TABLE_LEN;
     rsp.active_width = kWidth4x;
     rsp.active_speed = kSpeedEdr;

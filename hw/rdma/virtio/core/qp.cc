@@ -10,16 +10,14 @@
 
 #include "core.h"
 #include "qp_state.h"
+#include "roce/iba.h"
 
 namespace vrdma {
 
 namespace {
 
-constexpr uint32_t kPsnMax = (1u << 24) - 1;       /* PSNs and QPNs: 24 bits */
 constexpr uint32_t kQpAccess =
     VIRTIO_RDMA_ACCESS_LOCAL_WRITE | VIRTIO_RDMA_ACCESS_REMOTE;
-constexpr uint32_t kTimerMax = 31;                 /* 5-bit IBA fields */
-constexpr uint32_t kRetryMax = 7;                  /* 3-bit IBA fields */
 
 bool qp_type_supported(uint8_t type)
 {
@@ -81,13 +79,13 @@ Status check_values(const VrdmaCore &c, uint32_t mask,
     };
     const Bound bounds[] = {
         {VIRTIO_RDMA_QP_EN_SQD_ASYNC_NOTIFY, a.en_sqd_async_notify, 1},
-        {VIRTIO_RDMA_QP_RQ_PSN, a.rq_psn, kPsnMax},
-        {VIRTIO_RDMA_QP_SQ_PSN, a.sq_psn, kPsnMax},
-        {VIRTIO_RDMA_QP_DEST_QPN, a.dest_qp_num, kPsnMax},
-        {VIRTIO_RDMA_QP_TIMEOUT, a.timeout, kTimerMax},
-        {VIRTIO_RDMA_QP_RETRY_CNT, a.retry_cnt, kRetryMax},
-        {VIRTIO_RDMA_QP_RNR_RETRY, a.rnr_retry, kRetryMax},
-        {VIRTIO_RDMA_QP_MIN_RNR_TIMER, a.min_rnr_timer, kTimerMax},
+        {VIRTIO_RDMA_QP_RQ_PSN, a.rq_psn, roce::kPsnMask},
+        {VIRTIO_RDMA_QP_SQ_PSN, a.sq_psn, roce::kPsnMask},
+        {VIRTIO_RDMA_QP_DEST_QPN, a.dest_qp_num, roce::kQpnMask},
+        {VIRTIO_RDMA_QP_TIMEOUT, a.timeout, roce::kTimerMax},
+        {VIRTIO_RDMA_QP_RETRY_CNT, a.retry_cnt, roce::kRetryMax},
+        {VIRTIO_RDMA_QP_RNR_RETRY, a.rnr_retry, roce::kRetryMax},
+        {VIRTIO_RDMA_QP_MIN_RNR_TIMER, a.min_rnr_timer, roce::kTimerMax},
         {VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC, a.max_rd_atomic,
          c.caps.max_qp_init_rd_atom},
         {VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC, a.max_dest_rd_atomic,

@@ -13,7 +13,7 @@
 
 #include "backend.h"
 #include "errors.h"
-#include "wire.h"
+#include "guest_abi.h"
 
 namespace vrdma {
 

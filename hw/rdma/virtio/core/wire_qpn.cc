@@ -46,7 +46,7 @@ std::optional<uint32_t> WireQpnTable::find(uint32_t wire) const
 
 void WireQpnTable::insert(uint32_t wire, uint32_t qpn)
 {
-    assert(wire && wire < kWireQpnMulticast && live_ < slots_.size() / 2);
+    assert(wire && wire < roce::kQpnMulticast && live_ < slots_.size() / 2);
     size_t i = home(wire);
     while (slots_[i].wire) {
         assert(slots_[i].wire != wire);
@@ -96,7 +96,7 @@ uint32_t WireQpnTable::pick(Rng &rng) const
 {
     /* 2 .. 0xfffffe: 0xfffffd values. */
     constexpr uint32_t kFirst = 2;
-    constexpr uint32_t kCount = kWireQpnMulticast - kFirst;
+    constexpr uint32_t kCount = roce::kQpnMulticast - kFirst;
 
     for (unsigned t = 0; t < kTries; t++) {
         const uint32_t w = kFirst + rng.below(kCount);
@@ -107,7 +107,7 @@ uint32_t WireQpnTable::pick(Rng &rng) const
     /* Live QPNs are at most 16384 of 16.7 million: this ends quickly. */
     uint32_t w = kFirst + rng.below(kCount);
     while (find(w)) {
-        w = w + 1 < kWireQpnMulticast ? w + 1 : kFirst;
+        w = w + 1 < roce::kQpnMulticast ? w + 1 : kFirst;
     }
     return w;
 }

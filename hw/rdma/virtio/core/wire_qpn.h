@@ -26,11 +26,9 @@
 #include <vector>
 
 #include "rng.h"
+#include "roce/iba.h"
 
 namespace vrdma {
-
-inline constexpr uint32_t kWireQpnMask = 0x00FFFFFF;
-inline constexpr uint32_t kWireQpnMulticast = 0x00FFFFFF;
 
 class WireQpnTable {
 public:

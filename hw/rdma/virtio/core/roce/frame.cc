@@ -36,11 +36,7 @@ uint16_t ipv4_sum(const uint8_t *h)
     while (sum >> 16) {
         sum = (sum & 0xFFFF) + (sum >> 16);
     }
-    const auto s = static_cast<uint16_t>(sum);
-    if constexpr (std::endian::native == std::endian::little) {
-        return __builtin_bswap16(s);
-    }
-    return s;
+    return be(static_cast<uint16_t>(sum));
 }
 
 void write_ipv4(uint8_t *h, const FrameAddr &a, size_t tot_len)

@@ -44,8 +44,6 @@ inline constexpr size_t kIpv4Bytes = 20;
 inline constexpr size_t kIpv6Bytes = 40;
 inline constexpr size_t kUdpBytes = 8;
 inline constexpr uint8_t kIpProtoUdp = 17;
-/* The UD GRH area in front of a receive buffer (IBA 11.4.1.2). */
-inline constexpr size_t kGrhBytes = 40;
 
 using Mac = std::array<uint8_t, 6>;
 /* A GID; an IPv4 address is its IPv4-mapped form ::ffff:a.b.c.d. */

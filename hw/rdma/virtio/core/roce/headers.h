@@ -17,6 +17,8 @@
 #include <span>
 #include <type_traits>
 
+#include "../byte_order.h"
+#include "iba.h"
 #include "opcode.h"
 
 namespace vrdma::roce {
@@ -29,29 +31,16 @@ namespace vrdma::roce {
 
 namespace detail {
 template <typename T>
-inline T to_be(T v)
-{
-    if constexpr (std::endian::native == std::endian::big) {
-        return v;
-    } else if constexpr (sizeof(T) == 2) {
-        return __builtin_bswap16(v);
-    } else if constexpr (sizeof(T) == 4) {
-        return __builtin_bswap32(v);
-    } else {
-        return __builtin_bswap64(v);
-    }
-}
-template <typename T>
 inline T load_be(const uint8_t *p)
 {
     T v;
     std::memcpy(&v, p, sizeof(v));
-    return to_be(v);
+    return be(v);
 }
 template <typename T>
 inline void store_be(uint8_t *p, T v)
 {
-    v = to_be(v);
+    v = be(v);
     std::memcpy(p, &v, sizeof(v));
 }
 } // namespace detail
@@ -98,9 +87,6 @@ inline void store_be64(uint8_t *p, uint64_t v)
     detail::store_be<uint64_t>(p, v);
 }
 
-inline constexpr uint32_t kQpnMask = 0x00FFFFFF;
-inline constexpr uint32_t kPsnMask = 0x00FFFFFF;
-inline constexpr uint16_t kDefaultPkey = 0xFFFF;
 inline constexpr uint8_t kBthTver = 0;
 
 /*

@@ -23,8 +23,8 @@
 
 #include "../config.h"
 #include "../core.h"
+#include "../guest_abi.h"
 #include "engine.h"
-#include "../wire.h"
 
 namespace vrdma::soft_roce {
 

@@ -362,7 +362,7 @@ St check_resource(Ctx &x)
     QpEngine &e = x.e;
     if (x.mask & (kMaskRead | kMaskAtomic)) {
         const uint32_t n = std::min<uint32_t>(x.qp.attr.max_dest_rd_atomic,
-                                              kMaxRdAtomic);
+                                              kMaxQpRdAtom);
         /*
          * The oldest resource is reused (rxe); one whose first answer is
          * still going out means the requester ignored max_dest_rd_atomic.
@@ -515,7 +515,7 @@ St execute(Ctx &x)
         r.resid -= x.len;
     } else if (x.mask & (kMaskRead | kMaskAtomic)) {
         const uint32_t n = std::min<uint32_t>(x.qp.attr.max_dest_rd_atomic,
-                                              kMaxRdAtomic);
+                                              kMaxQpRdAtom);
         const uint32_t index = r.res_next % n;
         Res &res = r.res[index];
         const uint16_t gen = static_cast<uint16_t>(res.gen + 1);
@@ -632,7 +632,7 @@ St duplicate(Ctx &x)
         push_ack(e, kAethAckUnlimited, psn_add(r.ack_psn, kPsnMask));
         return St::kDone;
     }
-    for (uint32_t i = 0; i < kMaxRdAtomic; i++) {
+    for (uint32_t i = 0; i < kMaxQpRdAtom; i++) {
         Res &res = r.res[i];
         if ((x.mask & kMaskRead) && res.type == ResType::kRead &&
             psn_diff(x.psn, res.first_psn) >= 0 &&

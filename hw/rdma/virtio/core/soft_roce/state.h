@@ -16,7 +16,9 @@
 #include <span>
 #include <vector>
 
+#include "../config.h"
 #include "../errors.h"
+#include "../roce/iba.h"
 #include "hw/rdma/virtio-rdma-core.h"
 
 struct VrdmaCore;
@@ -28,24 +30,19 @@ struct Mr;
 
 namespace vrdma::soft_roce {
 
-/* ---- PSNs: 24-bit serial numbers (IBA 9.7.1) ---- */
-
-inline constexpr uint32_t kPsnMask = 0x00FFFFFF;
-
-/* a - b as a signed distance in the 24-bit PSN space. */
-constexpr int32_t psn_diff(uint32_t a, uint32_t b)
-{
-    return static_cast<int32_t>((a - b) << 8) >> 8;
-}
-
-constexpr uint32_t psn_add(uint32_t psn, uint32_t n)
-{
-    return (psn + n) & kPsnMask;
-}
+/* The IBA facts the engine uses (../roce/iba.h). */
+using roce::kAethAckUnlimited;
+using roce::kGrhBytes;
+using roce::kGsiQkey;
+using roce::kMaxMsgSize;
+using roce::kPsnMask;
+using roce::kQkeyUseQp;
+using roce::kRnrRetryInfinite;
+using roce::psn_add;
+using roce::psn_diff;
 
 /* ---- protocol constants ---- */
 
-inline constexpr uint32_t kMaxMsgSize = 1u << 31;  /* IBA: 2^31 bytes */
 inline constexpr uint32_t kMaxUnackedPsns = 128;   /* rxe: requester window */
 inline constexpr uint32_t kMaxPktsPerAck = 64;     /* rxe: AckReq every 64 */
 /*
@@ -64,15 +61,8 @@ inline constexpr uint32_t kWindowBytes = 64 * 1024;
  * start) back to the full window, instead of resending the window at once.
  */
 inline constexpr uint32_t kCwndMin = 4;
-inline constexpr uint32_t kGsiQkey = 0x80010000;   /* IBA 13.5.3.2 */
-inline constexpr uint32_t kQkeyUseQp = 0x80000000; /* IBA C10-15 */
-inline constexpr uint8_t kRnrRetryInfinite = 7;    /* IBA 9.7.5.2.8 */
-inline constexpr uint8_t kAethAckUnlimited = 0x1F; /* rxe's ACK syndrome */
-inline constexpr size_t kGrhBytes = 40;
 /* A UD payload up to this size is copied with its GRH area, in one pass. */
 inline constexpr size_t kUdJoinBytes = 256;
-/* Outstanding reads/atomics per QP and direction (config: max_qp_rd_atom). */
-inline constexpr uint32_t kMaxRdAtomic = 16;
 
 /*
  * The largest frame: Ethernet + 802.1Q + IPv6 + UDP + BTH + the largest
@@ -205,7 +195,7 @@ struct OutItem {
     uint32_t msn = 0;        /* kAck */
 };
 
-inline constexpr uint32_t kOutSlots = 2 * kMaxRdAtomic + 8;
+inline constexpr uint32_t kOutSlots = 2 * kMaxQpRdAtom + 8;
 
 struct RespState {
     uint32_t epsn = 0;       /* next expected request PSN */
@@ -221,7 +211,7 @@ struct RespState {
     uint32_t rkey = 0;
     uint32_t resid = 0;
     uint32_t length = 0;     /* RDMA WRITE: DMA length of the RETH */
-    std::array<Res, kMaxRdAtomic> res{};
+    std::array<Res, kMaxQpRdAtom> res{};
     uint32_t res_next = 0;
     std::array<OutItem, kOutSlots> out{};
     uint32_t out_head = 0;

@@ -97,7 +97,7 @@ static void virtio_rdma_filter_cleanup(NetFilterState *nf)
     VirtIORdmaFilter *f = VIRTIO_RDMA_FILTER(nf);
 
     if (f->rdma) {
-        trace_virtio_rdma_net_gone();
+        trace_virtio_rdma_wire_gone();
         f->rdma->wire = NULL;
         f->rdma = NULL;
     }
@@ -132,7 +132,7 @@ static void virtio_rdma_filter_register(void)
 
 type_init(virtio_rdma_filter_register)
 
-bool virtio_rdma_net_attach(VirtIORdma *r, Error **errp)
+bool virtio_rdma_wire_attach(VirtIORdma *r, Error **errp)
 {
     NetClientState *peer = r->nic->nic_conf.peers.ncs[0];
     g_autofree char *id = NULL;
@@ -164,11 +164,11 @@ bool virtio_rdma_net_attach(VirtIORdma *r, Error **errp)
     }
     VIRTIO_RDMA_FILTER(obj)->rdma = r;
     r->wire = obj;
-    trace_virtio_rdma_net_attach(peer->name);
+    trace_virtio_rdma_wire_attach(peer->name);
     return true;
 }
 
-void virtio_rdma_net_detach(VirtIORdma *r)
+void virtio_rdma_wire_detach(VirtIORdma *r)
 {
     Object *wire = r->wire;
 
@@ -180,7 +180,7 @@ void virtio_rdma_net_detach(VirtIORdma *r)
 }
 
 /* dp_bh (BQL, core_lock not held): the backend may answer at once. */
-void virtio_rdma_net_send(VirtIORdma *r, const void *frame, size_t len)
+void virtio_rdma_wire_send(VirtIORdma *r, const void *frame, size_t len)
 {
     static const uint8_t zero_hdr[sizeof(struct virtio_net_hdr_v1_hash)];
     struct iovec iov[2] = {
@@ -192,6 +192,6 @@ void virtio_rdma_net_send(VirtIORdma *r, const void *frame, size_t len)
     if (len > INT_MAX || iov[0].iov_len > sizeof(zero_hdr)) {
         return;
     }
-    trace_virtio_rdma_net_tx(len, iov[0].iov_len);
+    trace_virtio_rdma_wire_tx(len, iov[0].iov_len);
     qemu_sendv_packet(qemu_get_queue(r->nic->nic), iov, 2);
 }

@@ -44,6 +44,7 @@
 #include "dp_harness.h"
 #include "roce/frame.h"
 #include "roce/opcode.h"
+#include "wr_opcode.h"
 
 namespace {
 
@@ -214,13 +215,14 @@ struct Setup {
         vrdma_test::SendWr w;
         w.op(op).id(in.u16()).flags(flags & 0x0F);
         w.sge(src.addr + off, len, src.lkey);
-        if (op == VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP ||
-            op == VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD) {
+        /* The arguments the opcode's row says it takes (wr_opcode.cc). */
+        const vrdma::WrOpcodeInfo &info = vrdma::wr_opcode_info(op);
+        if (info.args == vrdma::WrArgs::kAtomic) {
             w.atomic(dst.addr + roff, dst.rkey, off, roff);
-        } else if (op == VIRTIO_RDMA_WR_REG_MR) {
+        } else if (info.args == vrdma::WrArgs::kReg) {
             w.reg(fmr.mrn, (fmr.lkey & ~0xFFu) | (roff & 0xFF), kAllAccess);
-        } else if (op == VIRTIO_RDMA_WR_SEND_WITH_INV ||
-                   op == VIRTIO_RDMA_WR_LOCAL_INV) {
+        } else if (info.args == vrdma::WrArgs::kNone &&
+                   info.has(vrdma::kWrInv)) {
             w.inv(flags & 0x10 ? fmr.lkey : dst.rkey);
         } else {
             w.rdma(dst.addr + roff, flags & 0x10 ? fmr.rkey : dst.rkey);

@@ -144,7 +144,7 @@ TEST_F(Qp, RingsAreSizedByTheQpsCaps)
     /* sq, sq SGEs, rq, rq SGEs: slots of each */
     auto bytes = [](size_t sq, size_t sq_sge, size_t rq, size_t rq_sge) {
         return sq * sizeof(vrdma::soft_roce::SendWqe) +
-               (sq_sge + rq_sge) * sizeof(vrdma::soft_roce::Sge) +
+               (sq_sge + rq_sge) * sizeof(vrdma::Sge) +
                rq * sizeof(vrdma::soft_roce::RecvWqe);
     };
 

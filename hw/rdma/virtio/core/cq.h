@@ -17,6 +17,22 @@ struct Cq {
     uint32_t cqe = 0;   /* requested depth */
     uint32_t armed = 0; /* VIRTIO_RDMA_NOTIFY_* until the next event */
     uint32_t refs = 0;  /* QP send/receive queues completing here */
+
+    /*
+     * A completion was written: does it raise the event the CQ is armed
+     * for (IBA 11.4.2.2)?  NEXT_COMPLETION fires on any; SOLICITED on a
+     * solicited or an error completion.  An event disarms the CQ until the
+     * next REQ_NOTIFY_CQ.
+     */
+    bool take_event(bool solicited, bool error)
+    {
+        if ((armed & VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION) ||
+            ((armed & VIRTIO_RDMA_NOTIFY_SOLICITED) && (solicited || error))) {
+            armed = 0;
+            return true;
+        }
+        return false;
+    }
 };
 
 Status cmd_create_cq(VrdmaCore &c, const virtio_rdma_cmd_create_cq &req,

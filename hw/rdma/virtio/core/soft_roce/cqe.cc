@@ -2,11 +2,8 @@
  * virtio-rdma soft-RoCE engine: completions.
  *
  * A CQE goes to the host's cq_push (the next buffer the driver posted on
- * the CQ's virtqueue).  Then the arming rules (IBA 11.4.2.2; the RFC
- * driver's REQ_NOTIFY_CQ): armed NEXT_COMPLETION -> any completion
- * interrupts; armed SOLICITED -> only a receive completion of a solicited
- * message or a completion with an error; after the interrupt the CQ is
- * disarmed until the driver arms it again.
+ * the CQ's virtqueue).  Then the CQ's arming rules (Cq::take_event, cq.h)
+ * say whether it interrupts the driver.
  *
  * No buffer (cq_push fails) is a CQ overrun: the CQE is lost, counted, and
  * the QP that completed goes to ERR (IBA 11.4.2.1 makes it a CQ error; the
@@ -22,7 +19,7 @@
  */
 #include "../core.h"
 #include "engine.h"
-#include "../wire.h"
+#include "../guest_abi.h"
 #include "../wr_opcode.h"
 
 namespace vrdma::soft_roce {
@@ -46,9 +43,7 @@ bool push(VrdmaCore &c, uint32_t cqn, const virtio_rdma_cq_req &host,
     eng(c).stats.completions++;
     const bool error = host.status != VIRTIO_RDMA_WC_SUCCESS;
     eng(c).stats.error_completions += error;
-    if ((cq->armed & VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION) ||
-        ((cq->armed & VIRTIO_RDMA_NOTIFY_SOLICITED) && (solicited || error))) {
-        cq->armed = 0;
+    if (cq->take_event(solicited, error)) {
         c.host.cq_notify(cqn);
     }
     return true;

@@ -1,11 +1,14 @@
 /*
- * virtio-rdma soft-RoCE engine: the data-path state of one QP and of the
- * device, and the functions the engine's files share.
+ * virtio-rdma soft-RoCE engine: the backend that builds and parses RoCEv2
+ * frames itself on the paired NIC's wire.  This header has the functions
+ * the engine's files share; its state is in state.h, its side of the
+ * backend seam (../backend.h) in backend.cc.
  *
  * The engine follows Linux rxe's split, one file per role:
- *   wqe.cc    work requests posted by the driver, checked and queued
+ *   wqe.cc    work requests posted by the driver (checked by ../wqe.h),
+ *             into the rings
  *   mem.cc    SGE <-> guest memory, lkey/rkey checks
- *   cqe.cc    completions, CQ arming, flushes
+ *   cqe.cc    completions, flushes
  *   qp.cc     per-QP lifecycle: create, modify hooks, error, destroy
  *   net.cc    frames out: building, the wire, the internal loopback
  *   recv.cc   frames in: is it ours, parse, route to a QP
@@ -13,7 +16,7 @@
  *   comp.cc   completer: ACKs/NAKs/read responses -> completions, retries
  *   resp.cc   responder: request packets -> memory, receive completions,
  *             ACKs, read/atomic replies
- *   run.cc    scheduling, timers, the C entry points, statistics
+ *   run.cc    scheduling, timers
  * The requester, completer and responder are explicit state machines: an
  * enum of states and one driving loop, each step returning the next state.
  *

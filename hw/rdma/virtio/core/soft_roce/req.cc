@@ -36,7 +36,7 @@
 #include "../core.h"
 #include "engine.h"
 #include "../roce/headers.h"
-#include "../wire.h"
+#include "../guest_abi.h"
 #include "../wr_opcode.h"
 
 namespace vrdma::soft_roce {

@@ -19,6 +19,7 @@
 #include "../config.h"
 #include "../errors.h"
 #include "../roce/iba.h"
+#include "../wqe.h"
 #include "hw/rdma/virtio-rdma-core.h"
 
 struct VrdmaCore;
@@ -84,12 +85,6 @@ inline constexpr uint32_t kLoopSlots = 2 * kLoopBudget;
 inline constexpr unsigned kInlineReplyBudget = 8;
 
 /* ---- work requests, as the engine keeps them ---- */
-
-struct Sge {
-    uint64_t addr = 0;
-    uint32_t length = 0;
-    uint32_t lkey = 0;
-};
 
 /* Where a UD send goes (from the WQE's address vector). */
 struct Av {

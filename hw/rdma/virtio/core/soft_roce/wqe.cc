@@ -1,31 +1,9 @@
 /*
- * virtio-rdma soft-RoCE engine: work requests posted by the driver.
- *
- * The host copied the descriptor's bytes once; they are parsed here into
- * the engine's own WQE, with every field checked before the WQE is queued
- * (rdma-core's rxe provider: validate with no side effects, then queue).
- * What is checked, and the completion status of a failure:
- *
- *   length below the header, num_sge above the QP's cap, length not exactly
- *   header + num_sge SGEs, unknown send flag, IB_SEND_INLINE (unsupported),
- *   opcode unknown or not valid for the QP type      -> LOC_QP_OP_ERR
- *   SGE lengths adding up to more than 2^31, an atomic's local buffer not
- *   8 bytes                                          -> LOC_LEN_ERR
- *
- * Keys are not looked up here: a REG_MR earlier in the same send queue may
- * create the key a later WQE uses, so SGEs are checked when executed.
- *
- * Where the request goes depends on the QP state (IBA 10.3.1, 11.4.1.1):
- *   send queue: RTS, SQD -> queued (a malformed WQE too: it completes in
- *     order with its error and the QP goes to ERR, as rxe's requester does);
- *     RESET, INIT, RTR -> LOC_QP_OP_ERR right away (the verb's "immediate
- *     error"), state unchanged; SQE, ERR -> WR_FLUSH_ERR right away.
- *   receive queue: INIT..SQE -> queued (a malformed one completes with its
- *     error right away); RESET -> LOC_QP_OP_ERR; ERR -> WR_FLUSH_ERR.
- *   either queue full (the QP's max_send_wr / max_recv_wr outstanding)
- *     -> LOC_QP_OP_ERR right away.
- * (A request for a QP that does not exist never gets here: the core reports
- * it, data_path.cc.)
+ * virtio-rdma soft-RoCE engine: work requests posted by the driver, into
+ * the engine's own WQE rings.  Reading and checking a request, and where
+ * it goes by the QP's state, are the core's (../wqe.h); here a request is
+ * built in its ring slot, or completed at once with the status the checks
+ * gave.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -34,59 +12,13 @@
 
 #include "../core.h"
 #include "engine.h"
-#include "../wire.h"
+#include "../guest_abi.h"
+#include "../wqe.h"
 #include "../wr_opcode.h"
 
 namespace vrdma::soft_roce {
 
 namespace {
-
-constexpr uint32_t kKnownSendFlags =
-    VIRTIO_RDMA_SEND_FENCE | VIRTIO_RDMA_SEND_SIGNALED |
-    VIRTIO_RDMA_SEND_SOLICITED | VIRTIO_RDMA_SEND_INLINE |
-    VIRTIO_RDMA_SEND_IP_CSUM;
-
-/*
- * Copies @n SGEs from @p into @out (host order) and sums their lengths.
- * @returns false if the sum exceeds the largest message.
- */
-bool read_sges(const uint8_t *p, uint32_t n, Sge *out, uint32_t *total)
-{
-    uint64_t sum = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        virtio_rdma_sge s;
-        std::memcpy(&s, p + i * sizeof(s), sizeof(s));
-        le_fields(s);
-        out[i] = Sge{s.addr, s.length, s.lkey};
-        sum += s.length;
-    }
-    if (sum > kMaxMsgSize) {
-        return false;
-    }
-    *total = static_cast<uint32_t>(sum);
-    return true;
-}
-
-/*
- * The request header from the @len bytes at @p, in host order; zeros past
- * a short one.  A whole header is one fixed-size copy (vector moves); an
- * empty request may come without a buffer.
- */
-template <typename T>
-T read_header(const uint8_t *p, size_t len)
-{
-    T h;
-    if (len >= sizeof(h)) {
-        std::memcpy(&h, p, sizeof(h));
-    } else {
-        h = T{};
-        if (len) {
-            std::memcpy(&h, p, len);
-        }
-    }
-    le_fields(h);
-    return h;
-}
 
 /* A completion outside the queues' order (immediate error or flush). */
 void complete_now(VrdmaCore &c, Qp &qp, uint32_t cqn, uint64_t wr_id,
@@ -110,25 +42,16 @@ void post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
     const auto h = read_header<virtio_rdma_sq_req>(p, len);
     /* Valid on which QP types, completes as what: wr_opcode.cc. */
     const WrOpcodeInfo &op = wr_opcode_info(h.opcode);
+    uint8_t status = check_send(qp.cap, qp.type, h, len, op);
 
-    uint8_t status = VIRTIO_RDMA_WC_SUCCESS;
-    if (len < sizeof(h) || h.num_sge > qp.cap.max_send_sge ||
-        len != sizeof(h) + uint64_t{h.num_sge} * sizeof(virtio_rdma_sge) ||
-        (h.send_flags & ~kKnownSendFlags) ||
-        (h.send_flags & VIRTIO_RDMA_SEND_INLINE) ||
-        !op.valid_on(qp.type)) {
-        status = VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
-    }
-
-    /* h.wr_id is 0 if the header is cut short before it. */
     const uint32_t state = qp.state();
-    if (state == VIRTIO_RDMA_QPS_ERR || state == VIRTIO_RDMA_QPS_SQE) {
+    const Admit admit = send_queue_admits(state);
+    if (admit == Admit::kFlush) {
         complete_now(c, qp, qp.send_cqn, h.wr_id, op.wc_opcode,
                      VIRTIO_RDMA_WC_WR_FLUSH_ERR);
         return;
     }
-    if ((state != VIRTIO_RDMA_QPS_RTS && state != VIRTIO_RDMA_QPS_SQD) ||
-        e.sq_count() >= qp.cap.max_send_wr) {
+    if (admit == Admit::kError || e.sq_count() >= qp.cap.max_send_wr) {
         complete_now(c, qp, qp.send_cqn, h.wr_id, op.wc_opcode,
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
         return;
@@ -193,7 +116,7 @@ void post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
         if (qp.type == VIRTIO_RDMA_QPT_UD || qp.type == VIRTIO_RDMA_QPT_GSI) {
             const virtio_rdma_av &av = h.wr.ud.av;
             const uint32_t stf = le(av.sl_tclass_flowlabel);
-            w.remote_qpn = le(h.wr.ud.remote_qpn) & 0x00FFFFFF;
+            w.remote_qpn = le(h.wr.ud.remote_qpn) & roce::kQpnMask;
             w.remote_qkey = le(h.wr.ud.remote_qkey);
             std::memcpy(w.av.dgid.data(), av.dgid, 16);
             std::memcpy(w.av.dmac.data(), av.dmac, 6);
@@ -224,16 +147,14 @@ void post_recv(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
 
     const auto h = read_header<virtio_rdma_rq_req>(p, len);
 
-    const uint32_t state = qp.state();
-    if (state == VIRTIO_RDMA_QPS_ERR) {
+    const Admit admit = recv_queue_admits(qp.state());
+    if (admit == Admit::kFlush) {
         complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
                      VIRTIO_RDMA_WC_WR_FLUSH_ERR);
         return;
     }
-    if (state == VIRTIO_RDMA_QPS_RESET ||
-        e.rq_count() >= qp.cap.max_recv_wr || len < sizeof(h) ||
-        h.num_sge > qp.cap.max_recv_sge ||
-        len != sizeof(h) + uint64_t{h.num_sge} * sizeof(virtio_rdma_sge)) {
+    if (admit == Admit::kError || e.rq_count() >= qp.cap.max_recv_wr ||
+        check_recv(qp.cap, h, len) != VIRTIO_RDMA_WC_SUCCESS) {
         complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
         return;

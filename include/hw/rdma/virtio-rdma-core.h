@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "hw/rdma/virtio-rdma-abi.h"
+#include "hw/rdma/virtio-rdma-names.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -69,23 +70,14 @@ typedef struct VrdmaLimits {
     uint64_t rng_seed;
 } VrdmaLimits;
 
-/* Why a guest request was refused; names via vrdma_err_name(). */
+/*
+ * Why a guest request was refused: VRDMA_ERRS in virtio-rdma-names.h says
+ * what each means; names via vrdma_err_name().
+ */
 typedef enum VrdmaErr {
-    VRDMA_ERR_NONE = 0,
-    VRDMA_ERR_UNKNOWN_CMD,
-    VRDMA_ERR_REQ_SIZE,        /* request length != sizeof(struct) */
-    VRDMA_ERR_RSP_SIZE,        /* response buffer too small */
-    VRDMA_ERR_BAD_HANDLE,      /* out of range, stale or wrong type */
-    VRDMA_ERR_TABLE_FULL,
-    VRDMA_ERR_IN_USE,          /* object still referenced */
-    VRDMA_ERR_BAD_ARG,         /* a field outside its allowed values */
-    VRDMA_ERR_LIMIT,           /* a size/count outside device limits */
-    VRDMA_ERR_OVERFLOW,        /* 64-bit arithmetic would overflow */
-    VRDMA_ERR_BAD_ADDR,        /* guest address not (entirely) in RAM */
-    VRDMA_ERR_BAD_STATE,       /* invalid QP state transition */
-    VRDMA_ERR_BAD_MASK,        /* attr mask wrong for the transition */
-    VRDMA_ERR_BAD_PORT,
-    VRDMA_ERR_BAD_INDEX,       /* GID/P_Key index out of range */
+#define VRDMA_ERR_ENUM_(up, status, why) VRDMA_ERR_##up,
+    VRDMA_ERRS(VRDMA_ERR_ENUM_)
+#undef VRDMA_ERR_ENUM_
     VRDMA_ERR__COUNT,
 } VrdmaErr;
 
@@ -375,51 +367,20 @@ bool vrdma_core_run(VrdmaCore *core);
 /* ---- data-path statistics ------------------------------------------------ */
 
 /*
- * Why a received (or internally looped-back) frame was dropped.  1..20 are
+ * Why a received (or internally looped-back) frame was dropped: 1..20 are
  * the ways a frame can fail to be a well-formed RoCEv2 packet, in the order
- * they are checked; the rest are packets that are well-formed but not
- * acceptable.  Names via vrdma_drop_name(); each drop is also reported
- * through VrdmaHostOps.wire_drop with that name.
+ * they are checked (VRDMA_DROPS_FRAME); the rest are packets that are
+ * well-formed but not acceptable (VRDMA_DROPS_PACKET).  Each is explained
+ * in virtio-rdma-names.h.  Names via vrdma_drop_name(); each drop is also
+ * reported through VrdmaHostOps.wire_drop with that name.
  */
 typedef enum VrdmaDrop {
-    VRDMA_DROP_NONE = 0,
-    VRDMA_DROP_TRUNCATED_ETH,   /* shorter than the Ethernet header */
-    VRDMA_DROP_ETHERTYPE,       /* neither IPv4 nor IPv6 */
-    VRDMA_DROP_TRUNCATED_IP,
-    VRDMA_DROP_IP_VERSION,
-    VRDMA_DROP_IPV4_IHL,        /* IPv4 options */
-    VRDMA_DROP_IP_LENGTH,
-    VRDMA_DROP_IPV4_CHECKSUM,
-    VRDMA_DROP_IPV4_FRAGMENT,   /* never: fragments are not ours */
-    VRDMA_DROP_IP_PROTOCOL,
-    VRDMA_DROP_TRUNCATED_UDP,
-    VRDMA_DROP_UDP_LENGTH,
-    VRDMA_DROP_UDP_PORT,
-    VRDMA_DROP_TRUNCATED_BTH,
-    VRDMA_DROP_BTH_VERSION,
-    VRDMA_DROP_OPCODE,          /* unknown BTH opcode */
-    VRDMA_DROP_TRUNCATED_EXT,
-    VRDMA_DROP_TRUNCATED_ICRC,
-    VRDMA_DROP_PAD,
-    VRDMA_DROP_PAYLOAD,         /* payload on an opcode without one */
-    VRDMA_DROP_ICRC,            /* ICRC mismatch (corruption) */
-    VRDMA_DROP_PKEY,            /* BTH P_Key does not match ours */
-    VRDMA_DROP_NO_QP,           /* destination QP does not exist */
-    VRDMA_DROP_QP_TYPE,         /* opcode of another transport than the QP's */
-    VRDMA_DROP_QP_STATE,        /* the QP takes no such packet in its state */
-    VRDMA_DROP_ADDR,            /* RC/UC: not between the QP's two addresses */
-    VRDMA_DROP_QKEY,            /* UD/GSI: Q_Key mismatch */
-    VRDMA_DROP_NO_RECV_WQE,     /* UD/UC: no receive WQE posted */
-    VRDMA_DROP_LENGTH,          /* UD/UC: bad length or receive buffer too small */
-    VRDMA_DROP_UC_MESSAGE,      /* UC: rest of a message that lost a packet */
-    VRDMA_DROP_UC_ACCESS,       /* UC: RDMA WRITE the QP or the R_Key refuses */
-    VRDMA_DROP_UNSUPPORTED,     /* opcode this engine does not execute (UD/UC) */
-    VRDMA_DROP_RESPONSE,        /* response with no request outstanding */
-    VRDMA_DROP_RESPONSE_OLD,    /* response for PSNs already acknowledged */
-    VRDMA_DROP_RESPONSE_AHEAD,  /* response beyond what was ever sent */
-    VRDMA_DROP_RESPONSE_READ,   /* ACK for a READ, or a READ response after a gap */
-    VRDMA_DROP_LOOPBACK_FULL,   /* internal loopback queue full */
-    VRDMA_DROP_NOT_OURS,        /* looped-back frame not for one of our GIDs */
+#define VRDMA_DROP_FRAME_(up, camel, low, why) VRDMA_DROP_##up,
+#define VRDMA_DROP_PACKET_(up, low, why) VRDMA_DROP_##up,
+    VRDMA_DROPS_FRAME(VRDMA_DROP_FRAME_)
+    VRDMA_DROPS_PACKET(VRDMA_DROP_PACKET_)
+#undef VRDMA_DROP_FRAME_
+#undef VRDMA_DROP_PACKET_
     VRDMA_DROP__COUNT,
 } VrdmaDrop;
 

@@ -15,6 +15,7 @@
 #include "standard-headers/linux/virtio_ring.h"
 #include "pci.h"
 #include "virtio-pci.h"
+#include "hw/rdma/virtio-rdma-names.h"
 #include "virtio-rdma-dp.h"
 
 #define QVRDMA_DP_POLL_US       200
@@ -846,16 +847,12 @@ void qvrdma_dp_add_gid(QVrdmaDev *d, uint16_t index, const uint8_t gid[16])
 
 const char *qvrdma_wc_status_name(uint32_t status)
 {
-    static const char *const names[] = {
-        "SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_EEC_OP_ERR",
-        "LOC_PROT_ERR", "WR_FLUSH_ERR", "MW_BIND_ERR", "BAD_RESP_ERR",
-        "LOC_ACCESS_ERR", "REM_INV_REQ_ERR", "REM_ACCESS_ERR", "REM_OP_ERR",
-        "RETRY_EXC_ERR", "RNR_RETRY_EXC_ERR", "LOC_RDD_VIOL_ERR",
-        "REM_INV_RD_REQ_ERR", "REM_ABORT_ERR", "INV_EECN_ERR",
-        "INV_EEC_STATE_ERR", "FATAL_ERR", "RESP_TIMEOUT_ERR", "GENERAL_ERR",
-    };
-
-    return status < ARRAY_SIZE(names) ? names[status] : "?";
+    switch (status) {
+#define QVRDMA_WC_STATUS_NAME_(up) case VIRTIO_RDMA_WC_##up: return #up;
+    VRDMA_WC_STATUSES(QVRDMA_WC_STATUS_NAME_)
+#undef QVRDMA_WC_STATUS_NAME_
+    }
+    return "?";
 }
 
 const char *qvrdma_wc_opcode_name(uint32_t opcode)

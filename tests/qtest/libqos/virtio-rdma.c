@@ -11,6 +11,7 @@
 #include "standard-headers/linux/virtio_config.h"
 #include "standard-headers/linux/virtio_ring.h"
 #include "qgraph.h"
+#include "hw/rdma/virtio-rdma-names.h"
 #include "virtio-rdma.h"
 
 /* ---- bring-up ------------------------------------------------------------ */
@@ -678,44 +679,21 @@ void qvrdma_pt_free(QVirtioRdma *r, QVrdmaPageTable *pt)
 
 const char *qvrdma_cmd_name(uint8_t cmd)
 {
-    static const char *const names[] = {
-        [VIRTIO_RDMA_CMD_ILLEGAL] = "ILLEGAL",
-        [VIRTIO_RDMA_CMD_QUERY_PORT] = "QUERY_PORT",
-        [VIRTIO_RDMA_CMD_CREATE_CQ] = "CREATE_CQ",
-        [VIRTIO_RDMA_CMD_DESTROY_CQ] = "DESTROY_CQ",
-        [VIRTIO_RDMA_CMD_CREATE_PD] = "CREATE_PD",
-        [VIRTIO_RDMA_CMD_DESTROY_PD] = "DESTROY_PD",
-        [VIRTIO_RDMA_CMD_GET_DMA_MR] = "GET_DMA_MR",
-        [VIRTIO_RDMA_CMD_CREATE_MR] = "CREATE_MR",
-        [VIRTIO_RDMA_CMD_MAP_MR_SG] = "MAP_MR_SG",
-        [VIRTIO_RDMA_CMD_REG_USER_MR] = "REG_USER_MR",
-        [VIRTIO_RDMA_CMD_DEREG_MR] = "DEREG_MR",
-        [VIRTIO_RDMA_CMD_CREATE_QP] = "CREATE_QP",
-        [VIRTIO_RDMA_CMD_MODIFY_QP] = "MODIFY_QP",
-        [VIRTIO_RDMA_CMD_QUERY_QP] = "QUERY_QP",
-        [VIRTIO_RDMA_CMD_DESTROY_QP] = "DESTROY_QP",
-        [VIRTIO_RDMA_CMD_QUERY_PKEY] = "QUERY_PKEY",
-        [VIRTIO_RDMA_CMD_ADD_GID] = "ADD_GID",
-        [VIRTIO_RDMA_CMD_DEL_GID] = "DEL_GID",
-        [VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ] = "REQ_NOTIFY_CQ",
-    };
-
-    return cmd < ARRAY_SIZE(names) ? names[cmd] : "UNKNOWN";
+    switch (cmd) {
+#define QVRDMA_CMD_NAME_(up) case VIRTIO_RDMA_CMD_##up: return #up;
+    VRDMA_CMDS(QVRDMA_CMD_NAME_)
+#undef QVRDMA_CMD_NAME_
+    }
+    return "UNKNOWN";
 }
 
 const char *qvrdma_status_name(uint8_t status)
 {
-    switch (status) {
-    case VIRTIO_RDMA_OK: return "OK";
-    case VIRTIO_RDMA_EPERM: return "EPERM";
-    case VIRTIO_RDMA_ENOENT: return "ENOENT";
-    case VIRTIO_RDMA_EIO: return "EIO";
-    case VIRTIO_RDMA_ENOMEM: return "ENOMEM";
-    case VIRTIO_RDMA_EFAULT: return "EFAULT";
-    case VIRTIO_RDMA_EBUSY: return "EBUSY";
-    case VIRTIO_RDMA_EINVAL: return "EINVAL";
-    case VIRTIO_RDMA_ERANGE: return "ERANGE";
-    case VIRTIO_RDMA_EOPNOTSUPP: return "EOPNOTSUPP";
+    /* Over the enum, so that a status missing from the list warns. */
+    switch ((enum virtio_rdma_status)status) {
+#define QVRDMA_STATUS_NAME_(up) case VIRTIO_RDMA_##up: return #up;
+    VRDMA_STATUSES(QVRDMA_STATUS_NAME_)
+#undef QVRDMA_STATUS_NAME_
     }
     return "?";
 }

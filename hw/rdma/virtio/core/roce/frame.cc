@@ -236,27 +236,10 @@ void frame_finish(const TxFrame &f) noexcept
 const char *parse_error_name(ParseError e) noexcept
 {
     switch (e) {
-    case ParseError::kNone: return "none";
-    case ParseError::kTruncatedEth: return "truncated_eth";
-    case ParseError::kEtherType: return "ethertype";
-    case ParseError::kTruncatedIp: return "truncated_ip";
-    case ParseError::kIpVersion: return "ip_version";
-    case ParseError::kIpv4Ihl: return "ipv4_ihl";
-    case ParseError::kIpLength: return "ip_length";
-    case ParseError::kIpv4Checksum: return "ipv4_checksum";
-    case ParseError::kIpv4Fragment: return "ipv4_fragment";
-    case ParseError::kIpProtocol: return "ip_protocol";
-    case ParseError::kTruncatedUdp: return "truncated_udp";
-    case ParseError::kUdpLength: return "udp_length";
-    case ParseError::kUdpPort: return "udp_port";
-    case ParseError::kTruncatedBth: return "truncated_bth";
-    case ParseError::kBthVersion: return "bth_version";
-    case ParseError::kOpcode: return "opcode";
-    case ParseError::kTruncatedExt: return "truncated_ext";
-    case ParseError::kTruncatedIcrc: return "truncated_icrc";
-    case ParseError::kPad: return "pad";
-    case ParseError::kPayload: return "payload";
-    case ParseError::kIcrc: return "icrc";
+#define VRDMA_PARSE_ERROR_NAME_(up, camel, low, why)                        \
+    case ParseError::k##camel: return #low;
+    VRDMA_DROPS_FRAME(VRDMA_PARSE_ERROR_NAME_)
+#undef VRDMA_PARSE_ERROR_NAME_
     case ParseError::kCount: break;
     }
     return "?";

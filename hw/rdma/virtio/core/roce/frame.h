@@ -30,6 +30,7 @@
 #include <span>
 
 #include "headers.h"
+#include "hw/rdma/virtio-rdma-names.h"
 #include "opcode.h"
 
 namespace vrdma::roce {
@@ -142,28 +143,14 @@ BuildError frame_begin(std::span<uint8_t> buf, const FrameAddr &a,
 /* Writes the ICRC: call once every header field and the payload are set. */
 void frame_finish(const TxFrame &f) noexcept;
 
+/*
+ * Why parse_frame() refused a frame: VRDMA_DROPS_FRAME, in the order of the
+ * checks, each explained there.  The values are VrdmaDrop's 0..20.
+ */
 enum class ParseError : uint8_t {
-    kNone = 0,
-    kTruncatedEth,      /* shorter than the Ethernet (+ 802.1Q) header */
-    kEtherType,         /* neither IPv4 nor IPv6 */
-    kTruncatedIp,       /* shorter than the fixed IP header */
-    kIpVersion,         /* IP version not that of the EtherType */
-    kIpv4Ihl,           /* IPv4 header with options (IHL != 5) */
-    kIpLength,          /* IP total/payload length beyond the frame */
-    kIpv4Checksum,      /* IPv4 header checksum wrong */
-    kIpv4Fragment,      /* MF set or fragment offset != 0 */
-    kIpProtocol,        /* not UDP (IPv6: incl. any extension header) */
-    kTruncatedUdp,      /* IP payload shorter than the UDP header */
-    kUdpLength,         /* UDP length != IP payload length */
-    kUdpPort,           /* destination port not 4791 */
-    kTruncatedBth,      /* UDP payload shorter than the BTH */
-    kBthVersion,        /* TVer != 0 */
-    kOpcode,            /* opcode not in the table */
-    kTruncatedExt,      /* shorter than the opcode's extension headers */
-    kTruncatedIcrc,     /* no room for the ICRC after the headers */
-    kPad,               /* pad count larger than what follows the headers */
-    kPayload,           /* payload on an opcode that carries none */
-    kIcrc,              /* ICRC mismatch */
+#define VRDMA_PARSE_ERROR_(up, camel, low, why) k##camel,
+    VRDMA_DROPS_FRAME(VRDMA_PARSE_ERROR_)
+#undef VRDMA_PARSE_ERROR_
     kCount
 };
 inline constexpr size_t kParseErrorCount = static_cast<size_t>(ParseError::kCount);

@@ -151,44 +151,13 @@ extern "C" {
 const char *vrdma_drop_name(VrdmaDrop why)
 {
     switch (why) {
-    case VRDMA_DROP_NONE: return "none";
-    case VRDMA_DROP_TRUNCATED_ETH: return "truncated_eth";
-    case VRDMA_DROP_ETHERTYPE: return "ethertype";
-    case VRDMA_DROP_TRUNCATED_IP: return "truncated_ip";
-    case VRDMA_DROP_IP_VERSION: return "ip_version";
-    case VRDMA_DROP_IPV4_IHL: return "ipv4_ihl";
-    case VRDMA_DROP_IP_LENGTH: return "ip_length";
-    case VRDMA_DROP_IPV4_CHECKSUM: return "ipv4_checksum";
-    case VRDMA_DROP_IPV4_FRAGMENT: return "ipv4_fragment";
-    case VRDMA_DROP_IP_PROTOCOL: return "ip_protocol";
-    case VRDMA_DROP_TRUNCATED_UDP: return "truncated_udp";
-    case VRDMA_DROP_UDP_LENGTH: return "udp_length";
-    case VRDMA_DROP_UDP_PORT: return "udp_port";
-    case VRDMA_DROP_TRUNCATED_BTH: return "truncated_bth";
-    case VRDMA_DROP_BTH_VERSION: return "bth_version";
-    case VRDMA_DROP_OPCODE: return "opcode";
-    case VRDMA_DROP_TRUNCATED_EXT: return "truncated_ext";
-    case VRDMA_DROP_TRUNCATED_ICRC: return "truncated_icrc";
-    case VRDMA_DROP_PAD: return "pad";
-    case VRDMA_DROP_PAYLOAD: return "payload";
-    case VRDMA_DROP_ICRC: return "icrc";
-    case VRDMA_DROP_PKEY: return "pkey";
-    case VRDMA_DROP_NO_QP: return "no_qp";
-    case VRDMA_DROP_QP_TYPE: return "qp_type";
-    case VRDMA_DROP_QP_STATE: return "qp_state";
-    case VRDMA_DROP_ADDR: return "addr";
-    case VRDMA_DROP_QKEY: return "qkey";
-    case VRDMA_DROP_NO_RECV_WQE: return "no_recv_wqe";
-    case VRDMA_DROP_LENGTH: return "length";
-    case VRDMA_DROP_UC_MESSAGE: return "uc_message";
-    case VRDMA_DROP_UC_ACCESS: return "uc_access";
-    case VRDMA_DROP_UNSUPPORTED: return "unsupported";
-    case VRDMA_DROP_RESPONSE: return "response";
-    case VRDMA_DROP_RESPONSE_OLD: return "response_old";
-    case VRDMA_DROP_RESPONSE_AHEAD: return "response_ahead";
-    case VRDMA_DROP_RESPONSE_READ: return "response_read";
-    case VRDMA_DROP_LOOPBACK_FULL: return "loopback_full";
-    case VRDMA_DROP_NOT_OURS: return "not_ours";
+#define VRDMA_DROP_FRAME_(up, camel, low, doc)                              \
+    case VRDMA_DROP_##up: return #low;
+#define VRDMA_DROP_PACKET_(up, low, doc) case VRDMA_DROP_##up: return #low;
+    VRDMA_DROPS_FRAME(VRDMA_DROP_FRAME_)
+    VRDMA_DROPS_PACKET(VRDMA_DROP_PACKET_)
+#undef VRDMA_DROP_FRAME_
+#undef VRDMA_DROP_PACKET_
     case VRDMA_DROP__COUNT: break;
     }
     return "?";

@@ -229,10 +229,10 @@ void Node::h_wire_drop(void *o, const char *why, uint32_t qpn)
     static_cast<Node *>(o)->drop_log.emplace_back(why, qpn);
 }
 
-void Node::h_guest_error(void *o, uint8_t cmd, VrdmaErr err, uint64_t a,
-                         uint64_t b)
+void Node::h_guest_error(void *o, uint8_t cmd, VrdmaErr err,
+                         const char *field, uint64_t a, uint64_t b)
 {
-    static_cast<Node *>(o)->errors.push_back({cmd, err, a, b});
+    static_cast<Node *>(o)->errors.push_back({cmd, err, a, b, field});
 }
 
 uint8_t Node::ctrl_raw(uint8_t cmd, const void *req, size_t len, void *rsp,

@@ -275,8 +275,8 @@ private:
     static void h_timer_mod(void *o, uint64_t deadline);
     static void h_kick(void *o);
     static void h_wire_drop(void *o, const char *why, uint32_t qpn);
-    static void h_guest_error(void *o, uint8_t cmd, VrdmaErr err, uint64_t a,
-                              uint64_t b);
+    static void h_guest_error(void *o, uint8_t cmd, VrdmaErr err,
+                              const char *field, uint64_t a, uint64_t b);
 
     uint64_t next_ram_ = FakeGuest::kRam0.base + 0x1000;
     uint64_t next_table_ = FakeGuest::kRam1.base;

@@ -121,9 +121,10 @@ void FakeGuest::gid_changed(void *opaque, uint32_t port, uint32_t index,
 }
 
 void FakeGuest::guest_error(void *opaque, uint8_t cmd, VrdmaErr err,
-                            uint64_t a, uint64_t b)
+                            const char *field, uint64_t a, uint64_t b)
 {
-    static_cast<FakeGuest *>(opaque)->errors.push_back({cmd, err, a, b});
+    static_cast<FakeGuest *>(opaque)->errors.push_back(
+        {cmd, err, a, b, field});
 }
 
 } // namespace vrdma_test

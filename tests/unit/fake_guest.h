@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -28,6 +29,7 @@ struct GuestError {
     VrdmaErr err;
     uint64_t a;
     uint64_t b;
+    std::string field; /* the request field the refusal names */
 };
 
 struct GidEvent {
@@ -78,7 +80,7 @@ private:
                             const uint8_t gid[16], uint32_t gid_type,
                             bool added);
     static void guest_error(void *opaque, uint8_t cmd, VrdmaErr err,
-                            uint64_t a, uint64_t b);
+                            const char *field, uint64_t a, uint64_t b);
 
     /*
      * calloc'd, not a std::vector: pages nobody touches cost nothing (the

@@ -393,10 +393,11 @@ static void virtio_rdma_engine_gid_changed(void *opaque, uint32_t port,
 }
 
 static void virtio_rdma_engine_guest_error(void *opaque, uint8_t cmd,
-                                           VrdmaErr err, uint64_t a,
-                                           uint64_t b)
+                                           VrdmaErr err, const char *field,
+                                           uint64_t a, uint64_t b)
 {
-    trace_virtio_rdma_err_cmd(vrdma_cmd_name(cmd), vrdma_err_name(err), a, b);
+    trace_virtio_rdma_err_cmd(vrdma_cmd_name(cmd), vrdma_err_name(err), field,
+                              a, b);
 }
 
 void virtio_rdma_engine_host_ops(VirtIORdma *r, VrdmaHostOps *ops)

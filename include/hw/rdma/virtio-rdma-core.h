@@ -115,9 +115,15 @@ typedef struct VrdmaHostOps {
         void (*gid_changed)(void *opaque, uint32_t port, uint32_t index,
                             const uint8_t gid[16], uint32_t gid_type,
                             bool added);
-        /* A guest request was refused: one call per refusal (trace point). */
+        /*
+         * A guest request was refused: one call per refusal (trace point).
+         * @field names the request field that failed as the ABI struct
+         * spells it ("send_cqn", "attrs.path_mtu"; "request"/"response"
+         * for their sizes), a string literal, never NULL; @a is the
+         * offending value, @b the bound or object it was checked against.
+         */
         void (*guest_error)(void *opaque, uint8_t cmd, VrdmaErr err,
-                            uint64_t a, uint64_t b);
+                            const char *field, uint64_t a, uint64_t b);
     } events;
 
     /* ---- completions (data path) ---- */

@@ -184,10 +184,12 @@ Status dispatch(VrdmaCore &c, uint8_t cmd, const void *req, size_t req_len,
     const Command *command = find_command(cmd);
 
     if (!command) {
-        return vrdma::fail(VRDMA_ERR_UNKNOWN_CMD, cmd, VIRTIO_RDMA_CMD_MAX);
+        return vrdma::fail(VRDMA_ERR_UNKNOWN_CMD, "cmd", cmd,
+                           VIRTIO_RDMA_CMD_MAX);
     }
     if (req_len != command->req_size) {
-        return vrdma::fail(VRDMA_ERR_REQ_SIZE, req_len, command->req_size);
+        return vrdma::fail(VRDMA_ERR_REQ_SIZE, "request", req_len,
+                           command->req_size);
     }
     size_t rsp_size = command->rsp_size;
     if (cmd == VIRTIO_RDMA_CMD_CREATE_QP &&
@@ -195,7 +197,7 @@ Status dispatch(VrdmaCore &c, uint8_t cmd, const void *req, size_t req_len,
         rsp_size = sizeof(virtio_rdma_rsp_create_qp); /* the queue index */
     }
     if (rsp_cap < rsp_size) {
-        return vrdma::fail(VRDMA_ERR_RSP_SIZE, rsp_cap, rsp_size);
+        return vrdma::fail(VRDMA_ERR_RSP_SIZE, "response", rsp_cap, rsp_size);
     }
     const Status s = command->run(c, req, rsp, rsp_size);
     if (s.ok()) {
@@ -248,7 +250,8 @@ uint8_t vrdma_core_ctrl(VrdmaCore *core, uint8_t cmd, const void *req,
     if (!s.ok()) {
         core->cmd_errors++;
         core->err_count[s.err]++;
-        core->host.guest_error(cmd, s.err, s.a, s.b);
+        core->host.guest_error(cmd, s.err, s.field ? s.field : "?", s.a,
+                               s.b);
     }
     return vrdma::status_of(s.err);
 }

@@ -23,11 +23,11 @@ Status cmd_create_cq(VrdmaCore &c, const virtio_rdma_cmd_create_cq &req,
 {
     /* Completions are buffers of the CQ's vring: its size bounds the depth. */
     if (req.cqe < 1 || req.cqe > c.lim.queue_size) {
-        return fail(VRDMA_ERR_LIMIT, req.cqe, c.lim.queue_size);
+        return fail(VRDMA_ERR_LIMIT, "cqe", req.cqe, c.lim.queue_size);
     }
     const auto cqn = c.cqs.lowest_free();
     if (!cqn) {
-        return fail(VRDMA_ERR_TABLE_FULL, c.cqs.capacity());
+        return fail(VRDMA_ERR_TABLE_FULL, "cqn", c.cqs.capacity());
     }
     auto cq = std::make_unique<Cq>();
     cq->cqe = req.cqe;
@@ -41,10 +41,10 @@ Status cmd_destroy_cq(VrdmaCore &c, const virtio_rdma_cmd_destroy_cq &req,
 {
     const Cq *cq = c.cqs.at(req.cqn);
     if (!cq) {
-        return fail(VRDMA_ERR_BAD_HANDLE, req.cqn);
+        return fail(VRDMA_ERR_BAD_HANDLE, "cqn", req.cqn);
     }
     if (cq->refs) {
-        return fail(VRDMA_ERR_IN_USE, req.cqn, cq->refs);
+        return fail(VRDMA_ERR_IN_USE, "cqn", req.cqn, cq->refs);
     }
     c.cqs.erase(req.cqn);
     return kOk;
@@ -55,10 +55,10 @@ Status cmd_req_notify_cq(VrdmaCore &c, const virtio_rdma_cmd_req_notify &req,
 {
     Cq *cq = c.cqs.at(req.cqn);
     if (!cq) {
-        return fail(VRDMA_ERR_BAD_HANDLE, req.cqn);
+        return fail(VRDMA_ERR_BAD_HANDLE, "cqn", req.cqn);
     }
     if (!req.flags || (req.flags & ~kNotifyFlags)) {
-        return fail(VRDMA_ERR_BAD_ARG, req.flags, kNotifyFlags);
+        return fail(VRDMA_ERR_BAD_ARG, "flags", req.flags, kNotifyFlags);
     }
     /* Arming twice before an event keeps the wider request (IBA 11.4.2.2). */
     cq->armed |= req.flags;

@@ -17,13 +17,13 @@ namespace {
 /*
  * The QP a work request was posted to.  One for a QP that does not exist
  * has no CQ to complete on: it is reported through guest_error (cmd 0,
- * BAD_HANDLE, the queue index and the request's length).
+ * BAD_HANDLE, field "qpn", the queue index and the request's length).
  */
 Qp *posted_to(VrdmaCore &c, uint32_t qpn, size_t len)
 {
     Qp *qp = c.qps.at(qpn);
     if (!qp) {
-        c.host.guest_error(0, VRDMA_ERR_BAD_HANDLE, qpn, len);
+        c.host.guest_error(0, VRDMA_ERR_BAD_HANDLE, "qpn", qpn, len);
     }
     return qp;
 }

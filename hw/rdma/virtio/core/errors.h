@@ -14,23 +14,37 @@
 namespace vrdma {
 
 /*
- * Outcome of a command handler.  On refusal, @a and @b are the values the
- * guest_error() trace point shows: the offending value, then the bound or
- * the object it was checked against.
+ * Outcome of a command handler.  On refusal, @field names the request
+ * field that failed as the ABI struct spells it ("send_cqn",
+ * "attrs.path_mtu"; "request" / "response" for their sizes), and @a and @b
+ * are the values the guest_error() trace point shows with it: the
+ * offending value, then the bound or the object it was checked against.
  */
 struct [[nodiscard]] Status {
     VrdmaErr err = VRDMA_ERR_NONE;
     uint64_t a = 0;
     uint64_t b = 0;
+    const char *field = nullptr; /* a string literal */
 
     bool ok() const { return err == VRDMA_ERR_NONE; }
 };
 
 inline constexpr Status kOk{};
 
+/* Refuses because of request field @field (a string literal). */
+inline Status fail(VrdmaErr err, const char *field, uint64_t a = 0,
+                   uint64_t b = 0)
+{
+    return Status{err, a, b, field};
+}
+
+/*
+ * A refusal from a helper that does not know which request field its input
+ * came from (page_table.h): its caller sets Status::field.
+ */
 inline Status fail(VrdmaErr err, uint64_t a = 0, uint64_t b = 0)
 {
-    return Status{err, a, b};
+    return Status{err, a, b, nullptr};
 }
 
 /* The status byte (enum virtio_rdma_status) the guest sees for @err. */

@@ -18,7 +18,8 @@ void no_gid_changed(void *, uint32_t, uint32_t, const uint8_t *, uint32_t,
                     bool)
 {
 }
-void no_guest_error(void *, uint8_t, VrdmaErr, uint64_t, uint64_t)
+void no_guest_error(void *, uint8_t, VrdmaErr, const char *, uint64_t,
+                    uint64_t)
 {
 }
 int no_cq_push(void *, uint32_t, const virtio_rdma_cq_req *)

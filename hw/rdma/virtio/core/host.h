@@ -52,9 +52,10 @@ public:
     {
         ops_.events.gid_changed(ops_.opaque, port, index, gid, type, added);
     }
-    void guest_error(uint8_t cmd, VrdmaErr err, uint64_t a, uint64_t b) const
+    void guest_error(uint8_t cmd, VrdmaErr err, const char *field,
+                     uint64_t a, uint64_t b) const
     {
-        ops_.events.guest_error(ops_.opaque, cmd, err, a, b);
+        ops_.events.guest_error(ops_.opaque, cmd, err, field, a, b);
     }
 
     /* ---- completions ---- */

@@ -148,12 +148,14 @@ constexpr uint32_t kWriteAccess = VIRTIO_RDMA_ACCESS_LOCAL_WRITE |
 Status check_access(uint32_t access)
 {
     if (access & ~VIRTIO_RDMA_ACCESS_SUPPORTED) {
-        return fail(VRDMA_ERR_BAD_ARG, access, VIRTIO_RDMA_ACCESS_SUPPORTED);
+        return fail(VRDMA_ERR_BAD_ARG, "access_flags", access,
+                    VIRTIO_RDMA_ACCESS_SUPPORTED);
     }
     if ((access & (VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
                    VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC)) &&
         !(access & VIRTIO_RDMA_ACCESS_LOCAL_WRITE)) {
-        return fail(VRDMA_ERR_BAD_ARG, access, VIRTIO_RDMA_ACCESS_LOCAL_WRITE);
+        return fail(VRDMA_ERR_BAD_ARG, "access_flags", access,
+                    VIRTIO_RDMA_ACCESS_LOCAL_WRITE);
     }
     return kOk;
 }
@@ -171,7 +173,7 @@ Status check_no_overflow(uint64_t addr, uint64_t len)
 {
     uint64_t end;
     if (__builtin_add_overflow(addr, len, &end)) {
-        return fail(VRDMA_ERR_OVERFLOW, addr, len);
+        return fail(VRDMA_ERR_OVERFLOW, "length", addr, len);
     }
     return kOk;
 }
@@ -181,9 +183,16 @@ Status check_npages_match(uint64_t addr, uint64_t len, uint32_t npages)
 {
     const uint64_t want = pages_spanned(addr, len);
     if (npages != want) {
-        return fail(VRDMA_ERR_BAD_ARG, npages, want);
+        return fail(VRDMA_ERR_BAD_ARG, "npages", npages, want);
     }
     return kOk;
+}
+
+/* A refusal of map_page_table(): the table (or a page it lists) is "pages". */
+Status in_pages(Status s)
+{
+    s.field = "pages";
+    return s;
 }
 
 /*
@@ -196,7 +205,7 @@ Status check_page_cap(VrdmaCore &c, uint64_t npages)
     const uint64_t cap = c.lim.max_mapped_pages;
     const uint64_t want = c.mrs.mapped_pages() + npages;
     if (cap && want > cap) {
-        return fail(VRDMA_ERR_TABLE_FULL, want, cap);
+        return fail(VRDMA_ERR_TABLE_FULL, "npages", want, cap);
     }
     return kOk;
 }
@@ -227,14 +236,14 @@ Status cmd_get_dma_mr(VrdmaCore &c, const virtio_rdma_cmd_get_dma_mr &req,
 {
     Pd *pd = c.pds.find(req.pdn);
     if (!pd) {
-        return fail(VRDMA_ERR_BAD_HANDLE, req.pdn);
+        return fail(VRDMA_ERR_BAD_HANDLE, "pdn", req.pdn);
     }
     if (Status s = check_access(req.access_flags); !s.ok()) {
         return s;
     }
     const auto index = c.mrs.objects().lowest_free();
     if (!index) {
-        return fail(VRDMA_ERR_TABLE_FULL, c.mrs.objects().capacity());
+        return fail(VRDMA_ERR_TABLE_FULL, "mrn", c.mrs.objects().capacity());
     }
     auto mr = std::make_unique<Mr>();
     mr->kind = MrKind::kDma;
@@ -248,19 +257,19 @@ Status cmd_create_mr(VrdmaCore &c, const virtio_rdma_cmd_create_mr &req,
 {
     Pd *pd = c.pds.find(req.pdn);
     if (!pd) {
-        return fail(VRDMA_ERR_BAD_HANDLE, req.pdn);
+        return fail(VRDMA_ERR_BAD_HANDLE, "pdn", req.pdn);
     }
     if (Status s = check_access(req.access_flags); !s.ok()) {
         return s;
     }
     if (req.max_num_sg < 1 ||
         req.max_num_sg > c.caps.max_fast_reg_page_list_len) {
-        return fail(VRDMA_ERR_LIMIT, req.max_num_sg,
+        return fail(VRDMA_ERR_LIMIT, "max_num_sg", req.max_num_sg,
                     c.caps.max_fast_reg_page_list_len);
     }
     const auto index = c.mrs.objects().lowest_free();
     if (!index) {
-        return fail(VRDMA_ERR_TABLE_FULL, c.mrs.objects().capacity());
+        return fail(VRDMA_ERR_TABLE_FULL, "mrn", c.mrs.objects().capacity());
     }
     auto mr = std::make_unique<Mr>();
     mr->kind = MrKind::kFastReg;
@@ -275,16 +284,17 @@ Status cmd_map_mr_sg(VrdmaCore &c, const virtio_rdma_cmd_map_mr_sg &req,
 {
     Mr *mr = c.mrs.objects().find(req.mrn);
     if (!mr) {
-        return fail(VRDMA_ERR_BAD_HANDLE, req.mrn);
+        return fail(VRDMA_ERR_BAD_HANDLE, "mrn", req.mrn);
     }
     if (mr->kind != MrKind::kFastReg) {
-        return fail(VRDMA_ERR_BAD_ARG, req.mrn, static_cast<uint64_t>(mr->kind));
+        return fail(VRDMA_ERR_BAD_ARG, "mrn", req.mrn,
+                    static_cast<uint64_t>(mr->kind)); /* not fast-reg */
     }
     if (req.npages < 1 || req.npages > mr->max_num_sg) {
-        return fail(VRDMA_ERR_LIMIT, req.npages, mr->max_num_sg);
+        return fail(VRDMA_ERR_LIMIT, "npages", req.npages, mr->max_num_sg);
     }
     if (req.length < 1) {
-        return fail(VRDMA_ERR_BAD_ARG, req.start, req.length);
+        return fail(VRDMA_ERR_BAD_ARG, "length", req.start, req.length);
     }
     if (Status s = check_no_overflow(req.start, req.length); !s.ok()) {
         return s;
@@ -305,7 +315,7 @@ Status cmd_map_mr_sg(VrdmaCore &c, const virtio_rdma_cmd_map_mr_sg &req,
     if (Status s = map_page_table(c.host, req.pages, req.npages, true,
                                   c.mrs.mapped_counter(), pages);
         !s.ok()) {
-        return s;
+        return in_pages(s);
     }
     /* The new mapping is complete: only now does the old one go. */
     mr->pages = std::move(pages);
@@ -322,16 +332,17 @@ Status cmd_reg_user_mr(VrdmaCore &c, const virtio_rdma_cmd_reg_user_mr &req,
 {
     Pd *pd = c.pds.find(req.pdn);
     if (!pd) {
-        return fail(VRDMA_ERR_BAD_HANDLE, req.pdn);
+        return fail(VRDMA_ERR_BAD_HANDLE, "pdn", req.pdn);
     }
     if (req.length < 1 || req.length > c.lim.max_mr_size) {
-        return fail(VRDMA_ERR_LIMIT, req.length, c.lim.max_mr_size);
+        return fail(VRDMA_ERR_LIMIT, "length", req.length, c.lim.max_mr_size);
     }
     if (Status s = check_no_overflow(req.virt_addr, req.length); !s.ok()) {
         return s;
     }
     if (req.npages < 1 || req.npages > VIRTIO_RDMA_MAX_MR_PAGES) {
-        return fail(VRDMA_ERR_LIMIT, req.npages, VIRTIO_RDMA_MAX_MR_PAGES);
+        return fail(VRDMA_ERR_LIMIT, "npages", req.npages,
+                    VIRTIO_RDMA_MAX_MR_PAGES);
     }
     if (Status s = check_npages_match(req.virt_addr, req.length, req.npages);
         !s.ok()) {
@@ -342,7 +353,7 @@ Status cmd_reg_user_mr(VrdmaCore &c, const virtio_rdma_cmd_reg_user_mr &req,
     }
     const auto index = c.mrs.objects().lowest_free();
     if (!index) {
-        return fail(VRDMA_ERR_TABLE_FULL, c.mrs.objects().capacity());
+        return fail(VRDMA_ERR_TABLE_FULL, "mrn", c.mrs.objects().capacity());
     }
     if (Status s = check_page_cap(c, req.npages); !s.ok()) {
         return s;
@@ -352,7 +363,7 @@ Status cmd_reg_user_mr(VrdmaCore &c, const virtio_rdma_cmd_reg_user_mr &req,
                                   req.access_flags & kWriteAccess,
                                   c.mrs.mapped_counter(), mr->pages);
         !s.ok()) {
-        return s;
+        return in_pages(s);
     }
     mr->kind = MrKind::kUser;
     mr->access = req.access_flags;
@@ -376,7 +387,7 @@ Status cmd_dereg_mr(VrdmaCore &c, const virtio_rdma_cmd_dereg_mr &req,
 {
     Mr *mr = c.mrs.objects().find(req.mrn);
     if (!mr) {
-        return fail(VRDMA_ERR_BAD_HANDLE, req.mrn);
+        return fail(VRDMA_ERR_BAD_HANDLE, "mrn", req.mrn);
     }
     backend::mr_deregistered(c, *mr);
     c.pds.at(mr->pd_index)->refs--;

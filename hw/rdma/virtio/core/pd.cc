@@ -16,7 +16,7 @@ Status cmd_create_pd(VrdmaCore &c, const NoPayload &,
 {
     const auto index = c.pds.lowest_free();
     if (!index) {
-        return fail(VRDMA_ERR_TABLE_FULL, c.pds.capacity());
+        return fail(VRDMA_ERR_TABLE_FULL, "pdn", c.pds.capacity());
     }
     c.pds.insert(*index, std::make_unique<Pd>());
     rsp.pdn = c.pds.handle_of(*index);
@@ -28,10 +28,10 @@ Status cmd_destroy_pd(VrdmaCore &c, const virtio_rdma_cmd_destroy_pd &req,
 {
     const Pd *pd = c.pds.find(req.pdn);
     if (!pd) {
-        return fail(VRDMA_ERR_BAD_HANDLE, req.pdn);
+        return fail(VRDMA_ERR_BAD_HANDLE, "pdn", req.pdn);
     }
     if (pd->refs) {
-        return fail(VRDMA_ERR_IN_USE, req.pdn, pd->refs);
+        return fail(VRDMA_ERR_IN_USE, "pdn", req.pdn, pd->refs);
     }
     c.pds.erase(req.pdn & kHandleIndexMask);
     return kOk;

@@ -20,10 +20,11 @@ constexpr uint8_t kWidth4x = 2;                /* IB_WIDTH_4X */
 constexpr uint16_t kSpeedEdr = 32;             /* IB_SPEED_EDR */
 constexpr uint8_t kPhysStateLinkUp = 5;        /* IB_PORT_PHYS_STATE_LINK_UP */
 
-Status check_port(uint32_t port)
+/* @field: the request's name for its port number. */
+Status check_port(uint32_t port, const char *field)
 {
     if (port != kPortNum) {
-        return fail(VRDMA_ERR_BAD_PORT, port, kPortNum);
+        return fail(VRDMA_ERR_BAD_PORT, field, port, kPortNum);
     }
     return kOk;
 }
@@ -31,7 +32,7 @@ Status check_port(uint32_t port)
 Status check_gid_index(uint32_t index)
 {
     if (index >= VRDMA_GID_TABLE_LEN) {
-        return fail(VRDMA_ERR_BAD_INDEX, index, VRDMA_GID_TABLE_LEN);
+        return fail(VRDMA_ERR_BAD_INDEX, "index", index, VRDMA_GID_TABLE_LEN);
     }
     return kOk;
 }
@@ -59,7 +60,7 @@ uint32_t Port::gid_count() const
 Status cmd_query_port(VrdmaCore &c, const virtio_rdma_cmd_query_port &req,
                       virtio_rdma_port_attr &rsp)
 {
-    if (Status s = check_port(req.port); !s.ok()) {
+    if (Status s = check_port(req.port, "port"); !s.ok()) {
         return s;
     }
     rsp.state = VIRTIO_RDMA_PORT_ACTIVE;
@@ -79,11 +80,12 @@ Status cmd_query_port(VrdmaCore &c, const virtio_rdma_cmd_query_port &req,
 Status cmd_query_pkey(VrdmaCore &, const virtio_rdma_cmd_query_pkey &req,
                       virtio_rdma_rsp_query_pkey &rsp)
 {
-    if (Status s = check_port(req.port); !s.ok()) {
+    if (Status s = check_port(req.port, "port"); !s.ok()) {
         return s;
     }
     if (req.index >= VRDMA_PKEY_TABLE_LEN) {
-        return fail(VRDMA_ERR_BAD_INDEX, req.index, VRDMA_PKEY_TABLE_LEN);
+        return fail(VRDMA_ERR_BAD_INDEX, "index", req.index,
+                    VRDMA_PKEY_TABLE_LEN);
     }
     rsp.pkey = VRDMA_DEFAULT_PKEY;
     return kOk;
@@ -92,14 +94,14 @@ Status cmd_query_pkey(VrdmaCore &, const virtio_rdma_cmd_query_pkey &req,
 Status cmd_add_gid(VrdmaCore &c, const virtio_rdma_cmd_add_gid &req,
                    NoPayload &)
 {
-    if (Status s = check_port(req.port_num); !s.ok()) {
+    if (Status s = check_port(req.port_num, "port_num"); !s.ok()) {
         return s;
     }
     if (Status s = check_gid_index(req.index); !s.ok()) {
         return s;
     }
     if (req.gid_type > VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP) {
-        return fail(VRDMA_ERR_BAD_ARG, req.gid_type,
+        return fail(VRDMA_ERR_BAD_ARG, "gid_type", req.gid_type,
                     VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP);
     }
     GidEntry next;
@@ -122,7 +124,7 @@ Status cmd_add_gid(VrdmaCore &c, const virtio_rdma_cmd_add_gid &req,
 Status cmd_del_gid(VrdmaCore &c, const virtio_rdma_cmd_del_gid &req,
                    NoPayload &)
 {
-    if (Status s = check_port(req.port); !s.ok()) {
+    if (Status s = check_port(req.port, "port"); !s.ok()) {
         return s;
     }
     if (Status s = check_gid_index(req.index); !s.ok()) {
@@ -130,7 +132,7 @@ Status cmd_del_gid(VrdmaCore &c, const virtio_rdma_cmd_del_gid &req,
     }
     GidEntry &e = c.port.gids[req.index];
     if (!e.valid) {
-        return fail(VRDMA_ERR_BAD_INDEX, req.index);
+        return fail(VRDMA_ERR_BAD_INDEX, "index", req.index);
     }
     const GidEntry old = e;
     e = GidEntry{};

@@ -53,17 +53,20 @@ std::optional<uint32_t> pick_qp_slot(VrdmaCore &c)
 Status check_av(const VrdmaCore &c, const virtio_rdma_ah_attr &ah)
 {
     if (!(ah.ah_flags & VIRTIO_RDMA_AH_GRH)) {
-        return fail(VRDMA_ERR_BAD_ARG, ah.ah_flags, VIRTIO_RDMA_AH_GRH);
+        return fail(VRDMA_ERR_BAD_ARG, "attrs.ah_attr.ah_flags", ah.ah_flags,
+                    VIRTIO_RDMA_AH_GRH);
     }
     if (ah.port_num != kPortNum) {
-        return fail(VRDMA_ERR_BAD_PORT, ah.port_num, kPortNum);
+        return fail(VRDMA_ERR_BAD_PORT, "attrs.ah_attr.port_num", ah.port_num,
+                    kPortNum);
     }
     if (ah.grh.sgid_index >= VRDMA_GID_TABLE_LEN) {
-        return fail(VRDMA_ERR_BAD_INDEX, ah.grh.sgid_index,
-                    VRDMA_GID_TABLE_LEN);
+        return fail(VRDMA_ERR_BAD_INDEX, "attrs.ah_attr.grh.sgid_index",
+                    ah.grh.sgid_index, VRDMA_GID_TABLE_LEN);
     }
     if (!c.port.gid(ah.grh.sgid_index)) {
-        return fail(VRDMA_ERR_BAD_INDEX, ah.grh.sgid_index);
+        return fail(VRDMA_ERR_BAD_INDEX, "attrs.ah_attr.grh.sgid_index",
+                    ah.grh.sgid_index);
     }
     return kOk;
 }
@@ -74,42 +77,52 @@ Status check_values(const VrdmaCore &c, uint32_t mask,
 {
     struct Bound {
         uint32_t bit;
+        const char *field;
         uint64_t value;
         uint64_t max;
     };
     const Bound bounds[] = {
-        {VIRTIO_RDMA_QP_EN_SQD_ASYNC_NOTIFY, a.en_sqd_async_notify, 1},
-        {VIRTIO_RDMA_QP_RQ_PSN, a.rq_psn, roce::kPsnMask},
-        {VIRTIO_RDMA_QP_SQ_PSN, a.sq_psn, roce::kPsnMask},
-        {VIRTIO_RDMA_QP_DEST_QPN, a.dest_qp_num, roce::kQpnMask},
-        {VIRTIO_RDMA_QP_TIMEOUT, a.timeout, roce::kTimerMax},
-        {VIRTIO_RDMA_QP_RETRY_CNT, a.retry_cnt, roce::kRetryMax},
-        {VIRTIO_RDMA_QP_RNR_RETRY, a.rnr_retry, roce::kRetryMax},
-        {VIRTIO_RDMA_QP_MIN_RNR_TIMER, a.min_rnr_timer, roce::kTimerMax},
-        {VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC, a.max_rd_atomic,
-         c.caps.max_qp_init_rd_atom},
-        {VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC, a.max_dest_rd_atomic,
-         c.caps.max_qp_rd_atom},
+        {VIRTIO_RDMA_QP_EN_SQD_ASYNC_NOTIFY, "attrs.en_sqd_async_notify",
+         a.en_sqd_async_notify, 1},
+        {VIRTIO_RDMA_QP_RQ_PSN, "attrs.rq_psn", a.rq_psn, roce::kPsnMask},
+        {VIRTIO_RDMA_QP_SQ_PSN, "attrs.sq_psn", a.sq_psn, roce::kPsnMask},
+        {VIRTIO_RDMA_QP_DEST_QPN, "attrs.dest_qp_num", a.dest_qp_num,
+         roce::kQpnMask},
+        {VIRTIO_RDMA_QP_TIMEOUT, "attrs.timeout", a.timeout, roce::kTimerMax},
+        {VIRTIO_RDMA_QP_RETRY_CNT, "attrs.retry_cnt", a.retry_cnt,
+         roce::kRetryMax},
+        {VIRTIO_RDMA_QP_RNR_RETRY, "attrs.rnr_retry", a.rnr_retry,
+         roce::kRetryMax},
+        {VIRTIO_RDMA_QP_MIN_RNR_TIMER, "attrs.min_rnr_timer", a.min_rnr_timer,
+         roce::kTimerMax},
+        {VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC, "attrs.max_rd_atomic",
+         a.max_rd_atomic, c.caps.max_qp_init_rd_atom},
+        {VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC, "attrs.max_dest_rd_atomic",
+         a.max_dest_rd_atomic, c.caps.max_qp_rd_atom},
     };
 
     if ((mask & VIRTIO_RDMA_QP_PORT) && a.port_num != kPortNum) {
-        return fail(VRDMA_ERR_BAD_PORT, a.port_num, kPortNum);
+        return fail(VRDMA_ERR_BAD_PORT, "attrs.port_num", a.port_num,
+                    kPortNum);
     }
     if ((mask & VIRTIO_RDMA_QP_PKEY_INDEX) &&
         a.pkey_index >= VRDMA_PKEY_TABLE_LEN) {
-        return fail(VRDMA_ERR_BAD_INDEX, a.pkey_index, VRDMA_PKEY_TABLE_LEN);
+        return fail(VRDMA_ERR_BAD_INDEX, "attrs.pkey_index", a.pkey_index,
+                    VRDMA_PKEY_TABLE_LEN);
     }
     if ((mask & VIRTIO_RDMA_QP_PATH_MTU) &&
         (a.path_mtu < VIRTIO_RDMA_MTU_256 || a.path_mtu > c.port.active_mtu)) {
-        return fail(VRDMA_ERR_BAD_ARG, a.path_mtu, c.port.active_mtu);
+        return fail(VRDMA_ERR_BAD_ARG, "attrs.path_mtu", a.path_mtu,
+                    c.port.active_mtu);
     }
     if ((mask & VIRTIO_RDMA_QP_ACCESS_FLAGS) &&
         (a.qp_access_flags & ~kQpAccess)) {
-        return fail(VRDMA_ERR_BAD_ARG, a.qp_access_flags, kQpAccess);
+        return fail(VRDMA_ERR_BAD_ARG, "attrs.qp_access_flags",
+                    a.qp_access_flags, kQpAccess);
     }
     for (const Bound &b : bounds) {
         if ((mask & b.bit) && b.value > b.max) {
-            return fail(VRDMA_ERR_BAD_ARG, b.value, b.max);
+            return fail(VRDMA_ERR_BAD_ARG, b.field, b.value, b.max);
         }
     }
     if (mask & VIRTIO_RDMA_QP_AV) {
@@ -191,42 +204,59 @@ Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
     const uint32_t qs = c.lim.queue_size;
 
     if (!c.pds.find(req.pdn)) {
-        return fail(VRDMA_ERR_BAD_HANDLE, req.pdn);
+        return fail(VRDMA_ERR_BAD_HANDLE, "pdn", req.pdn);
     }
     if (!qp_type_supported(req.qp_type)) {
-        return fail(VRDMA_ERR_BAD_ARG, req.qp_type);
+        return fail(VRDMA_ERR_BAD_ARG, "qp_type", req.qp_type);
     }
     if (req.sq_sig_type > VIRTIO_RDMA_SIGNAL_REQ_WR) {
-        return fail(VRDMA_ERR_BAD_ARG, req.sq_sig_type);
+        return fail(VRDMA_ERR_BAD_ARG, "sq_sig_type", req.sq_sig_type);
     }
-    /* WQEs are buffers of the QP's vrings: their size bounds the depth. */
-    if (req.max_send_wr > qs || req.max_recv_wr > qs ||
-        (!req.max_send_wr && !req.max_recv_wr)) {
-        return fail(VRDMA_ERR_LIMIT, req.max_send_wr, req.max_recv_wr);
+    /*
+     * WQEs are buffers of the QP's vrings: their size bounds the depth.
+     * Each refusal shows both sizes of the pair.
+     */
+    if (req.max_send_wr > qs) {
+        return fail(VRDMA_ERR_LIMIT, "max_send_wr", req.max_send_wr,
+                    req.max_recv_wr);
     }
-    if (req.max_send_sge > c.lim.max_sge || req.max_recv_sge > c.lim.max_sge) {
-        return fail(VRDMA_ERR_LIMIT, req.max_send_sge, req.max_recv_sge);
+    if (req.max_recv_wr > qs) {
+        return fail(VRDMA_ERR_LIMIT, "max_recv_wr", req.max_send_wr,
+                    req.max_recv_wr);
+    }
+    if (!req.max_send_wr && !req.max_recv_wr) { /* a QP with no queue */
+        return fail(VRDMA_ERR_LIMIT, "max_send_wr+max_recv_wr",
+                    req.max_send_wr, req.max_recv_wr);
+    }
+    if (req.max_send_sge > c.lim.max_sge) {
+        return fail(VRDMA_ERR_LIMIT, "max_send_sge", req.max_send_sge,
+                    req.max_recv_sge);
+    }
+    if (req.max_recv_sge > c.lim.max_sge) {
+        return fail(VRDMA_ERR_LIMIT, "max_recv_sge", req.max_send_sge,
+                    req.max_recv_sge);
     }
     if (!c.cqs.at(req.send_cqn)) {
-        return fail(VRDMA_ERR_BAD_HANDLE, req.send_cqn);
+        return fail(VRDMA_ERR_BAD_HANDLE, "send_cqn", req.send_cqn);
     }
     if (!c.cqs.at(req.recv_cqn)) {
-        return fail(VRDMA_ERR_BAD_HANDLE, req.recv_cqn);
+        return fail(VRDMA_ERR_BAD_HANDLE, "recv_cqn", req.recv_cqn);
     }
     if (req.max_inline_data != 0) { /* inline sends are not supported */
-        return fail(VRDMA_ERR_LIMIT, req.max_inline_data, 0);
+        return fail(VRDMA_ERR_LIMIT, "max_inline_data", req.max_inline_data,
+                    0);
     }
 
     uint32_t qpn;
     if (req.qp_type == VIRTIO_RDMA_QPT_GSI) {
-        if (c.qps.at(kGsiQpn)) {
-            return fail(VRDMA_ERR_IN_USE, kGsiQpn);
+        if (c.qps.at(kGsiQpn)) { /* there is one GSI QP */
+            return fail(VRDMA_ERR_IN_USE, "qp_type", kGsiQpn);
         }
         qpn = kGsiQpn;
     } else {
         const auto free = pick_qp_slot(c);
         if (!free) {
-            return fail(VRDMA_ERR_TABLE_FULL, c.qps.capacity());
+            return fail(VRDMA_ERR_TABLE_FULL, "qpn", c.qps.capacity());
         }
         qpn = *free;
     }
@@ -262,7 +292,7 @@ Status cmd_modify_qp(VrdmaCore &c, const virtio_rdma_cmd_modify_qp &req,
 {
     Qp *qp = c.qps.at(req.qpn);
     if (!qp) {
-        return fail(VRDMA_ERR_BAD_HANDLE, req.qpn);
+        return fail(VRDMA_ERR_BAD_HANDLE, "qpn", req.qpn);
     }
     const virtio_rdma_qp_attr &a = req.attrs;
     if (Status s = qp_check_modify(qp->state(), qp->type, req.attr_mask,
@@ -294,10 +324,10 @@ Status cmd_query_qp(VrdmaCore &c, const virtio_rdma_cmd_query_qp &req,
 {
     const Qp *qp = c.qps.at(req.qpn);
     if (!qp) {
-        return fail(VRDMA_ERR_BAD_HANDLE, req.qpn);
+        return fail(VRDMA_ERR_BAD_HANDLE, "qpn", req.qpn);
     }
     if (req.attr_mask & ~kQpAttrKnown) {
-        return fail(VRDMA_ERR_BAD_MASK, req.attr_mask,
+        return fail(VRDMA_ERR_BAD_MASK, "attr_mask", req.attr_mask,
                     req.attr_mask & ~kQpAttrKnown);
     }
     rsp = qp->attr;
@@ -311,7 +341,7 @@ Status cmd_destroy_qp(VrdmaCore &c, const virtio_rdma_cmd_destroy_qp &req,
 {
     Qp *qp = c.qps.at(req.qpn);
     if (!qp) {
-        return fail(VRDMA_ERR_BAD_HANDLE, req.qpn);
+        return fail(VRDMA_ERR_BAD_HANDLE, "qpn", req.qpn);
     }
     backend::qp_destroyed(c, *qp); /* outstanding work is dropped */
     c.wires.release(qp->wire_qpn);

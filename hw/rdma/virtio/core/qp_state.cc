@@ -149,23 +149,27 @@ Status qp_check_modify(uint32_t cur, uint8_t qp_type, uint32_t mask,
     const uint32_t attrs = mask & ~(STATE_ | CUR_STATE_);
 
     if (mask & ~kQpAttrKnown) {
-        return fail(VRDMA_ERR_BAD_MASK, mask, mask & ~kQpAttrKnown);
+        return fail(VRDMA_ERR_BAD_MASK, "attr_mask", mask,
+                    mask & ~kQpAttrKnown);
     }
     if ((mask & CUR_STATE_) && cur_state_attr != cur) {
-        return fail(VRDMA_ERR_BAD_STATE, cur_state_attr, cur);
+        return fail(VRDMA_ERR_BAD_STATE, "attrs.cur_qp_state", cur_state_attr,
+                    cur);
     }
     if (!qp_transition_valid(cur, next)) {
-        return fail(VRDMA_ERR_BAD_STATE, cur, next);
+        return fail(VRDMA_ERR_BAD_STATE, "attrs.qp_state", cur, next);
     }
     if (attrs & kQpAttrUnsupported) {
-        return fail(VRDMA_ERR_BAD_MASK, mask, attrs & kQpAttrUnsupported);
+        return fail(VRDMA_ERR_BAD_MASK, "attr_mask", mask,
+                    attrs & kQpAttrUnsupported);
     }
     const QpAttrRule r = qp_transition_attrs(cur, next, qp_type);
     if ((attrs & r.required) != r.required) {
-        return fail(VRDMA_ERR_BAD_MASK, mask, r.required & ~attrs); /* missing */
+        return fail(VRDMA_ERR_BAD_MASK, "attr_mask", mask,
+                    r.required & ~attrs); /* missing */
     }
     if (attrs & ~(r.required | r.optional)) {
-        return fail(VRDMA_ERR_BAD_MASK, mask,
+        return fail(VRDMA_ERR_BAD_MASK, "attr_mask", mask,
                     attrs & ~(r.required | r.optional)); /* not allowed */
     }
     return kOk;

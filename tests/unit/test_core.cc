@@ -200,6 +200,8 @@ protected:
         EXPECT_EQ(guest_.errors.back().err, err);
         EXPECT_EQ(guest_.errors.back().a, err == VRDMA_ERR_REQ_SIZE ? req_len
                                                                     : rsp_cap);
+        EXPECT_EQ(guest_.errors.back().field,
+                  err == VRDMA_ERR_REQ_SIZE ? "request" : "response");
         EXPECT_EQ(snapshot(), before);
     }
 };
@@ -255,6 +257,7 @@ TEST_F(Gate, StatsCountCommandsAndErrors)
                    virtio_rdma_cmd_destroy_pd{.pdn = 0x12345},
                    VRDMA_ERR_BAD_HANDLE);
     expect_refused(0, None{}, VRDMA_ERR_UNKNOWN_CMD);
+    EXPECT_EQ(guest_.errors.back().field, "cmd");
     expect_refused(VIRTIO_RDMA_CMD_CREATE_CQ,
                    virtio_rdma_cmd_create_cq{.cqe = 0}, VRDMA_ERR_LIMIT);
 

@@ -121,6 +121,7 @@ TEST_F(Cq, ReqNotifyErrors)
     expect_refused(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
                    virtio_rdma_cmd_req_notify{.cqn = 3, .flags = 1},
                    VRDMA_ERR_BAD_HANDLE);
+    EXPECT_EQ(guest_.errors.back().field, "cqn");
     expect_refused(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
                    virtio_rdma_cmd_req_notify{.cqn = 0xffffffff, .flags = 1},
                    VRDMA_ERR_BAD_HANDLE);
@@ -128,6 +129,7 @@ TEST_F(Cq, ReqNotifyErrors)
         expect_refused(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
                        virtio_rdma_cmd_req_notify{.cqn = cqn, .flags = flags},
                        VRDMA_ERR_BAD_ARG);
+        EXPECT_EQ(guest_.errors.back().field, "flags");
     }
     EXPECT_EQ(vrdma_core_cq_armed(core_, cqn), 0u);
     EXPECT_EQ(ctrl(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,

@@ -51,6 +51,7 @@ TEST_F(DpLocal, RequestForAMissingQpIsAGuestError)
     ASSERT_EQ(a->errors.size(), 2u);
     EXPECT_EQ(a->errors[0].err, VRDMA_ERR_BAD_HANDLE);
     EXPECT_EQ(a->errors[0].a, 9u);
+    EXPECT_EQ(a->errors[0].field, "qpn");
     EXPECT_EQ(a->cq_size(cq_a), 0u);
 }
 

@@ -513,6 +513,7 @@ TEST_F(MrPageCap, RegUserAboveTheCapIsRefusedBeforeAnyMapping)
     EXPECT_EQ(guest_.maps, maps);
     EXPECT_EQ(guest_.errors.back().a, 11u) << "pages it would take";
     EXPECT_EQ(guest_.errors.back().b, 10u) << "the cap";
+    EXPECT_EQ(guest_.errors.back().field, "npages");
 
     reg_user(4);
     EXPECT_EQ(vrdma_core_mapped_pages(core_), 10u);
@@ -622,6 +623,7 @@ TEST_F(Mr, WalkDataPagesInHoleLeakNothing)
     EXPECT_EQ(guest_.maps, 512u);
     EXPECT_EQ(guest_.unmaps, 512u);
     EXPECT_EQ(guest_.errors.back().a, FakeGuest::kHole);
+    EXPECT_EQ(guest_.errors.back().field, "pages") << "a page it lists";
 
     /* A page straddling the end of RAM1, and one past the end of RAM0. */
     data[512] = FakeGuest::kRam1.base + FakeGuest::kRam1.size;

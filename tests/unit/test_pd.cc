@@ -26,6 +26,7 @@ TEST_F(Pd, TableFull)
         create_pd();
     }
     expect_refused(VIRTIO_RDMA_CMD_CREATE_PD, None{}, VRDMA_ERR_TABLE_FULL);
+    EXPECT_EQ(guest_.errors.back().field, "pdn") << "no PD number left";
     EXPECT_EQ(destroy_pd(0x10002), VIRTIO_RDMA_OK);
     EXPECT_EQ(create_pd(), 0x20002u);
 }
@@ -39,6 +40,7 @@ TEST_F(Pd, DestroyBadAndStaleHandles)
         expect_refused(VIRTIO_RDMA_CMD_DESTROY_PD,
                        virtio_rdma_cmd_destroy_pd{.pdn = bad},
                        VRDMA_ERR_BAD_HANDLE);
+        EXPECT_EQ(guest_.errors.back().field, "pdn");
     }
     EXPECT_EQ(destroy_pd(pdn), VIRTIO_RDMA_OK);
     /* Stale: the slot is free, and later reused under a new generation. */

@@ -173,14 +173,17 @@ TEST_F(Port, AddGidErrors)
         expect_refused(VIRTIO_RDMA_CMD_ADD_GID,
                        gid_req(0, 1, VIRTIO_RDMA_GID_TYPE_ROCE, port),
                        VRDMA_ERR_BAD_PORT);
+        EXPECT_EQ(guest_.errors.back().field, "port_num");
     }
     for (uint16_t index : {16, 17, 0xffff}) {
         expect_refused(VIRTIO_RDMA_CMD_ADD_GID, gid_req(index, 1),
                        VRDMA_ERR_BAD_INDEX);
+        EXPECT_EQ(guest_.errors.back().field, "index");
     }
     for (uint32_t type : {3u, 0x100u, 0xffffffffu}) {
         expect_refused(VIRTIO_RDMA_CMD_ADD_GID, gid_req(0, 1, type),
                        VRDMA_ERR_BAD_ARG);
+        EXPECT_EQ(guest_.errors.back().field, "gid_type");
     }
     EXPECT_TRUE(guest_.gid_events.empty());
     EXPECT_EQ(ctrl(VIRTIO_RDMA_CMD_ADD_GID, gid_req(0, 1)), VIRTIO_RDMA_OK);
@@ -207,6 +210,7 @@ TEST_F(Port, DelGidErrors)
     expect_refused(VIRTIO_RDMA_CMD_DEL_GID,
                    virtio_rdma_cmd_del_gid{.index = 1, .pad = 0, .port = 2},
                    VRDMA_ERR_BAD_PORT);
+    EXPECT_EQ(guest_.errors.back().field, "port") << "DEL_GID's name for it";
     expect_refused(VIRTIO_RDMA_CMD_DEL_GID,
                    virtio_rdma_cmd_del_gid{.index = 0, .pad = 0, .port = 1},
                    VRDMA_ERR_BAD_INDEX); /* empty */

@@ -72,6 +72,7 @@ TEST_F(Qp, OnlyOneGsiQp)
     EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_GSI), 1u);
     expect_refused(VIRTIO_RDMA_CMD_CREATE_QP,
                    qp_req(pdn_, VIRTIO_RDMA_QPT_GSI, cqn_), VRDMA_ERR_IN_USE);
+    EXPECT_EQ(guest_.errors.back().field, "qp_type");
     EXPECT_EQ(destroy_qp(1), VIRTIO_RDMA_OK);
     EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_GSI), 1u);
 }
@@ -84,6 +85,7 @@ TEST_F(Qp, TableFull)
     expect_refused(VIRTIO_RDMA_CMD_CREATE_QP,
                    qp_req(pdn_, VIRTIO_RDMA_QPT_UD, cqn_),
                    VRDMA_ERR_TABLE_FULL);
+    EXPECT_EQ(guest_.errors.back().field, "qpn") << "no QP number left";
     EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_GSI), 1u) << "QP 1 is kept for GSI";
 }
 
@@ -171,43 +173,57 @@ TEST_F(Qp, RingsAreSizedByTheQpsCaps)
 TEST_F(Qp, CreateErrors)
 {
     const auto good = qp_req(pdn_, VIRTIO_RDMA_QPT_RC, cqn_);
+    /* Each refusal names the field that failed. */
+    const auto field = [this] { return guest_.errors.back().field; };
     auto r = good;
     r.pdn = pdn_ + 0x10000;
     expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_BAD_HANDLE);
+    EXPECT_EQ(field(), "pdn");
     for (uint8_t type : {uint8_t{VIRTIO_RDMA_QPT_SMI}, uint8_t{5},
                          uint8_t{0xff}}) {
         r = good;
         r.qp_type = type;
         expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_BAD_ARG);
+        EXPECT_EQ(field(), "qp_type");
     }
     r = good;
     r.sq_sig_type = 2;
     expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_BAD_ARG);
+    EXPECT_EQ(field(), "sq_sig_type");
     r = good;
     r.max_send_wr = 65;
     expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_LIMIT);
+    EXPECT_EQ(field(), "max_send_wr");
     r = good;
     r.max_recv_wr = 0xffffffff;
     expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_LIMIT);
+    EXPECT_EQ(field(), "max_recv_wr");
     r = good;
     r.max_send_wr = 0;
     r.max_recv_wr = 0;
     expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_LIMIT);
+    EXPECT_EQ(field(), "max_send_wr+max_recv_wr");
     r = good;
     r.max_send_sge = 5;
     expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_LIMIT);
+    EXPECT_EQ(field(), "max_send_sge");
     r = good;
     r.max_recv_sge = 0x80000000;
     expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_LIMIT);
+    EXPECT_EQ(field(), "max_recv_sge");
     r = good;
     r.send_cqn = 1;
     expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_BAD_HANDLE);
+    EXPECT_EQ(field(), "send_cqn");
+    EXPECT_EQ(guest_.errors.back().a, 1u);
     r = good;
     r.recv_cqn = 0xffffffff;
     expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_BAD_HANDLE);
+    EXPECT_EQ(field(), "recv_cqn");
     r = good;
     r.max_inline_data = 1;
     expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_LIMIT);
+    EXPECT_EQ(field(), "max_inline_data");
 
     EXPECT_EQ(create_qp(good), 2u);
 }
@@ -303,51 +319,59 @@ struct BadValue {
     uint32_t to;
     void (*set)(virtio_rdma_qp_attr &a);
     VrdmaErr err;
+    const char *field;                    /* the refusal names it */
 };
 
 const BadValue kBadValues[] = {
-    {"port0", RESET, INIT, [](auto &a) { a.port_num = 0; }, VRDMA_ERR_BAD_PORT},
-    {"port2", RESET, INIT, [](auto &a) { a.port_num = 2; }, VRDMA_ERR_BAD_PORT},
+    {"port0", RESET, INIT, [](auto &a) { a.port_num = 0; }, VRDMA_ERR_BAD_PORT,
+     "attrs.port_num"},
+    {"port2", RESET, INIT, [](auto &a) { a.port_num = 2; }, VRDMA_ERR_BAD_PORT,
+     "attrs.port_num"},
     {"pkey1", RESET, INIT, [](auto &a) { a.pkey_index = 1; },
-     VRDMA_ERR_BAD_INDEX},
+     VRDMA_ERR_BAD_INDEX, "attrs.pkey_index"},
     {"pkeyMax", RESET, INIT, [](auto &a) { a.pkey_index = 0xffff; },
-     VRDMA_ERR_BAD_INDEX},
+     VRDMA_ERR_BAD_INDEX, "attrs.pkey_index"},
     {"accessMwBind", RESET, INIT,
      [](auto &a) { a.qp_access_flags = VIRTIO_RDMA_ACCESS_MW_BIND; },
-     VRDMA_ERR_BAD_ARG},
+     VRDMA_ERR_BAD_ARG, "attrs.qp_access_flags"},
     {"accessRelaxed", RESET, INIT,
      [](auto &a) { a.qp_access_flags = VIRTIO_RDMA_ACCESS_RELAXED_ORDERING; },
-     VRDMA_ERR_BAD_ARG},
-    {"mtu0", INIT, RTR, [](auto &a) { a.path_mtu = 0; }, VRDMA_ERR_BAD_ARG},
-    {"mtu6", INIT, RTR, [](auto &a) { a.path_mtu = 6; }, VRDMA_ERR_BAD_ARG},
+     VRDMA_ERR_BAD_ARG, "attrs.qp_access_flags"},
+    {"mtu0", INIT, RTR, [](auto &a) { a.path_mtu = 0; }, VRDMA_ERR_BAD_ARG,
+     "attrs.path_mtu"},
+    {"mtu6", INIT, RTR, [](auto &a) { a.path_mtu = 6; }, VRDMA_ERR_BAD_ARG,
+     "attrs.path_mtu"},
     {"mtuAboveActive", INIT, RTR,
-     [](auto &a) { a.path_mtu = VIRTIO_RDMA_MTU_2048; }, VRDMA_ERR_BAD_ARG},
+     [](auto &a) { a.path_mtu = VIRTIO_RDMA_MTU_2048; }, VRDMA_ERR_BAD_ARG,
+     "attrs.path_mtu"},
     {"rqPsn", INIT, RTR, [](auto &a) { a.rq_psn = 1u << 24; },
-     VRDMA_ERR_BAD_ARG},
+     VRDMA_ERR_BAD_ARG, "attrs.rq_psn"},
     {"destQpn", INIT, RTR, [](auto &a) { a.dest_qp_num = 0xffffffff; },
-     VRDMA_ERR_BAD_ARG},
+     VRDMA_ERR_BAD_ARG, "attrs.dest_qp_num"},
     {"minRnr", INIT, RTR, [](auto &a) { a.min_rnr_timer = 32; },
-     VRDMA_ERR_BAD_ARG},
+     VRDMA_ERR_BAD_ARG, "attrs.min_rnr_timer"},
     {"destRdAtomic", INIT, RTR, [](auto &a) { a.max_dest_rd_atomic = 17; },
-     VRDMA_ERR_BAD_ARG},
+     VRDMA_ERR_BAD_ARG, "attrs.max_dest_rd_atomic"},
     {"avNoGrh", INIT, RTR, [](auto &a) { a.ah_attr.ah_flags = 0; },
-     VRDMA_ERR_BAD_ARG},
+     VRDMA_ERR_BAD_ARG, "attrs.ah_attr.ah_flags"},
     {"avPort", INIT, RTR, [](auto &a) { a.ah_attr.port_num = 2; },
-     VRDMA_ERR_BAD_PORT},
+     VRDMA_ERR_BAD_PORT, "attrs.ah_attr.port_num"},
     {"avSgidRange", INIT, RTR, [](auto &a) { a.ah_attr.grh.sgid_index = 16; },
-     VRDMA_ERR_BAD_INDEX},
+     VRDMA_ERR_BAD_INDEX, "attrs.ah_attr.grh.sgid_index"},
     {"avSgidEmpty", INIT, RTR, [](auto &a) { a.ah_attr.grh.sgid_index = 5; },
-     VRDMA_ERR_BAD_INDEX},
+     VRDMA_ERR_BAD_INDEX, "attrs.ah_attr.grh.sgid_index"},
     {"sqPsn", RTR, RTS, [](auto &a) { a.sq_psn = 0x01000000; },
-     VRDMA_ERR_BAD_ARG},
-    {"timeout", RTR, RTS, [](auto &a) { a.timeout = 32; }, VRDMA_ERR_BAD_ARG},
-    {"retry", RTR, RTS, [](auto &a) { a.retry_cnt = 8; }, VRDMA_ERR_BAD_ARG},
+     VRDMA_ERR_BAD_ARG, "attrs.sq_psn"},
+    {"timeout", RTR, RTS, [](auto &a) { a.timeout = 32; }, VRDMA_ERR_BAD_ARG,
+     "attrs.timeout"},
+    {"retry", RTR, RTS, [](auto &a) { a.retry_cnt = 8; }, VRDMA_ERR_BAD_ARG,
+     "attrs.retry_cnt"},
     {"rnrRetry", RTR, RTS, [](auto &a) { a.rnr_retry = 0xff; },
-     VRDMA_ERR_BAD_ARG},
+     VRDMA_ERR_BAD_ARG, "attrs.rnr_retry"},
     {"rdAtomic", RTR, RTS, [](auto &a) { a.max_rd_atomic = 17; },
-     VRDMA_ERR_BAD_ARG},
+     VRDMA_ERR_BAD_ARG, "attrs.max_rd_atomic"},
     {"enSqd", RTS, SQD, [](auto &a) { a.en_sqd_async_notify = 2; },
-     VRDMA_ERR_BAD_ARG},
+     VRDMA_ERR_BAD_ARG, "attrs.en_sqd_async_notify"},
 };
 
 class QpValues : public QpTest, public ::testing::WithParamInterface<BadValue> {};
@@ -371,6 +395,7 @@ TEST_P(QpValues, RefusedAndNothingApplied)
                    virtio_rdma_cmd_modify_qp{.qpn = qpn, .attr_mask = mask,
                                              .attrs = a},
                    v.err);
+    EXPECT_EQ(guest_.errors.back().field, v.field);
     const virtio_rdma_qp_attr after = query_qp(qpn);
     EXPECT_EQ(std::memcmp(&before, &after, sizeof(after)), 0);
     EXPECT_EQ(move(qpn, v.to, mask & ~M_STATE), VIRTIO_RDMA_OK);

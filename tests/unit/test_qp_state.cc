@@ -160,6 +160,7 @@ TEST_P(QpMask, EveryRequiredAttributeIsRequired)
                                .attrs = a},
                            VRDMA_ERR_BAD_MASK);
             EXPECT_EQ(guest_.errors.back().b, bit) << "reports what is missing";
+            EXPECT_EQ(guest_.errors.back().field, "attr_mask");
             EXPECT_EQ(state_of(qpn), step[0]);
         }
         ASSERT_EQ(move(qpn, step[1], req), VIRTIO_RDMA_OK);

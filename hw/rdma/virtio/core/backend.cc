@@ -1,6 +1,7 @@
 /*
  * virtio-rdma core: the backend seam (backend.h) -- each hook visits the
- * core's backend once and calls the member of the same name.
+ * core's backend once and calls the member of the same name.  The
+ * per-packet hooks are visited in data_path.cc.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -60,31 +61,6 @@ void mr_revoked(VrdmaCore &c, Mr &mr)
 void mr_deregistered(VrdmaCore &c, Mr &mr)
 {
     with(c, [&](auto &b) { b.mr_deregistered(c, mr); });
-}
-
-void post_send(VrdmaCore &c, Qp &qp, const void *wqe, size_t len)
-{
-    with(c, [&](auto &b) { b.post_send(c, qp, wqe, len); });
-}
-
-void post_recv(VrdmaCore &c, Qp &qp, const void *wqe, size_t len)
-{
-    with(c, [&](auto &b) { b.post_recv(c, qp, wqe, len); });
-}
-
-bool frame_receive(VrdmaCore &c, std::span<const uint8_t> frame)
-{
-    return with(c, [&](auto &b) { return b.frame_receive(c, frame); });
-}
-
-bool run(VrdmaCore &c)
-{
-    return with(c, [&](auto &b) { return b.run(c); });
-}
-
-void timer(VrdmaCore &c)
-{
-    with(c, [&](auto &b) { b.timer(c); });
 }
 
 void reset(VrdmaCore &c)

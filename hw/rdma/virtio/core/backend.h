@@ -35,6 +35,8 @@
  *                   the host reported late): to ERR, with the flush.
  *   reset           device reset, after the QPs were freed.
  *   stats           the data-path counters.
+ * post_send/recv, frame_receive, run and timer are per packet: the C entry
+ * points (data_path.cc) visit them there, with no call in between.
  * Fast registration (REG_MR), LOCAL_INV and remote invalidation are work
  * requests and packets, not commands: a backend executes them and changes
  * the MR's state through MrTable's operations (mr.h), the one place that
@@ -73,11 +75,6 @@ Status mr_registered(VrdmaCore &c, uint32_t index, Mr &mr);
 void mr_mapped(VrdmaCore &c, Mr &mr);
 void mr_revoked(VrdmaCore &c, Mr &mr);
 void mr_deregistered(VrdmaCore &c, Mr &mr);
-void post_send(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
-void post_recv(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
-bool frame_receive(VrdmaCore &c, std::span<const uint8_t> frame);
-bool run(VrdmaCore &c);
-void timer(VrdmaCore &c);
 void qp_to_error(VrdmaCore &c, Qp &qp);
 void reset(VrdmaCore &c);
 const VrdmaDpStats &stats(const VrdmaCore &c);

@@ -1,11 +1,14 @@
 /*
  * virtio-rdma core: the data path's C entry points
  * (include/hw/rdma/virtio-rdma-core.h).  The core names the QP; its
- * backend (backend.h) does the rest.
+ * backend (backend.h) does the rest.  These are per packet, so each visits
+ * the backend here, inline: one call from the host to the backend's work.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include <span>
+#include <variant>
+#include <utility>
 
 #include "backend.h"
 #include "core.h"
@@ -28,6 +31,12 @@ Qp *posted_to(VrdmaCore &c, uint32_t qpn, size_t len)
     return qp;
 }
 
+template <typename F>
+decltype(auto) with(VrdmaCore &c, F &&f)
+{
+    return std::visit(std::forward<F>(f), c.backend);
+}
+
 } // namespace
 
 extern "C" {
@@ -36,7 +45,7 @@ void vrdma_core_post_send(VrdmaCore *core, uint32_t qpn, const void *wqe,
                           size_t len)
 {
     if (Qp *qp = posted_to(*core, qpn, len)) {
-        backend::post_send(*core, *qp, wqe, len);
+        with(*core, [&](auto &b) { b.post_send(*core, *qp, wqe, len); });
     }
 }
 
@@ -44,25 +53,24 @@ void vrdma_core_post_recv(VrdmaCore *core, uint32_t qpn, const void *wqe,
                           size_t len)
 {
     if (Qp *qp = posted_to(*core, qpn, len)) {
-        backend::post_recv(*core, *qp, wqe, len);
+        with(*core, [&](auto &b) { b.post_recv(*core, *qp, wqe, len); });
     }
 }
 
 bool vrdma_core_net_receive(VrdmaCore *core, const void *frame, size_t len)
 {
-    return backend::frame_receive(
-        *core,
-        std::span<const uint8_t>(static_cast<const uint8_t *>(frame), len));
+    const std::span<const uint8_t> f(static_cast<const uint8_t *>(frame), len);
+    return with(*core, [&](auto &b) { return b.frame_receive(*core, f); });
 }
 
 void vrdma_core_timer(VrdmaCore *core)
 {
-    backend::timer(*core);
+    with(*core, [&](auto &b) { b.timer(*core); });
 }
 
 bool vrdma_core_run(VrdmaCore *core)
 {
-    return backend::run(*core);
+    return with(*core, [&](auto &b) { return b.run(*core); });
 }
 
 void vrdma_core_get_dp_stats(const VrdmaCore *core, VrdmaDpStats *stats)

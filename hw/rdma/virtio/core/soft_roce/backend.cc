@@ -1,6 +1,9 @@
 /*
  * virtio-rdma soft-RoCE engine: its side of the backend seam
- * (../backend.h).  Engine::run, timer and reset are in run.cc.
+ * (../backend.h).  The per-packet hooks are defined where their work is,
+ * so that nothing stands between the seam's visit and the work:
+ * Engine::post_send/post_recv in wqe.cc, frame_receive in recv.cc, run,
+ * timer and reset in run.cc.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -64,21 +67,6 @@ void Engine::mr_revoked(VrdmaCore &, Mr &)
 
 void Engine::mr_deregistered(VrdmaCore &, Mr &)
 {
-}
-
-void Engine::post_send(VrdmaCore &c, Qp &qp, const void *wqe, size_t len)
-{
-    soft_roce::post_send(c, qp, wqe, len);
-}
-
-void Engine::post_recv(VrdmaCore &c, Qp &qp, const void *wqe, size_t len)
-{
-    soft_roce::post_recv(c, qp, wqe, len);
-}
-
-bool Engine::frame_receive(VrdmaCore &c, std::span<const uint8_t> frame)
-{
-    return receive(c, frame, false);
 }
 
 } // namespace vrdma::soft_roce

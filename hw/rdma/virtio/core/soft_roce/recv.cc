@@ -159,4 +159,9 @@ bool receive(VrdmaCore &c, std::span<const uint8_t> frame, bool loopback)
     return true;
 }
 
+bool Engine::frame_receive(VrdmaCore &c, std::span<const uint8_t> frame)
+{
+    return receive(c, frame, false);
+}
+
 } // namespace vrdma::soft_roce

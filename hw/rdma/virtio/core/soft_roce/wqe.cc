@@ -34,7 +34,7 @@ void complete_now(VrdmaCore &c, Qp &qp, uint32_t cqn, uint64_t wr_id,
 
 } // namespace
 
-void post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
+void Engine::post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
 {
     QpEngine &e = eng(qp);
     const auto *p = static_cast<const uint8_t *>(bytes);
@@ -140,7 +140,7 @@ void post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
     }
 }
 
-void post_recv(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
+void Engine::post_recv(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
 {
     QpEngine &e = eng(qp);
     const auto *p = static_cast<const uint8_t *>(bytes);

@@ -7,21 +7,10 @@
  */
 #include "backend.h"
 
-#include <utility>
 
 #include "core.h"
 
 namespace vrdma::backend {
-
-namespace {
-
-template <typename F>
-decltype(auto) with(VrdmaCore &c, F &&f)
-{
-    return std::visit(std::forward<F>(f), c.backend);
-}
-
-} // namespace
 
 uint32_t qp_created(VrdmaCore &c, Qp &qp)
 {
@@ -70,9 +59,9 @@ void reset(VrdmaCore &c)
 
 const VrdmaDpStats &stats(const VrdmaCore &c)
 {
-    return std::visit([](const auto &b) -> const VrdmaDpStats & {
+    return with(c, [](const auto &b) -> const VrdmaDpStats & {
         return b.stats;
-    }, c.backend);
+    });
 }
 
 VrdmaDpStats &stats(VrdmaCore &c)

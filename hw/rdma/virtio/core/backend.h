@@ -50,6 +50,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <variant>
 
 #include "errors.h"
@@ -67,6 +68,13 @@ using Backend = std::variant<soft_roce::Engine>;
 using BackendQp = std::variant<soft_roce::QpEngine>;
 
 namespace backend {
+
+/* Calls @f with the core's backend state (where VrdmaCore is complete). */
+template <typename Core, typename F>
+decltype(auto) with(Core &c, F &&f)
+{
+    return std::visit(std::forward<F>(f), c.backend);
+}
 
 uint32_t qp_created(VrdmaCore &c, Qp &qp);
 void qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state, uint32_t mask);

@@ -7,13 +7,12 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include <span>
-#include <variant>
-#include <utility>
 
 #include "backend.h"
 #include "core.h"
 
 using namespace vrdma;
+using vrdma::backend::with;
 
 namespace {
 
@@ -29,12 +28,6 @@ Qp *posted_to(VrdmaCore &c, uint32_t qpn, size_t len)
         c.host.guest_error(0, VRDMA_ERR_BAD_HANDLE, "qpn", qpn, len);
     }
     return qp;
-}
-
-template <typename F>
-decltype(auto) with(VrdmaCore &c, F &&f)
-{
-    return std::visit(std::forward<F>(f), c.backend);
 }
 
 } // namespace

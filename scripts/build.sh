@@ -28,6 +28,7 @@ flags=(
     --without-default-devices --with-devices-x86_64=virtio-rdma
     --enable-tcg --enable-slirp --enable-attr --enable-virtfs --enable-cap-ng
     --enable-fdt=system
+    -Dvirtio_rdma_ibverbs=enabled      # backend=ibverbs (libibverbs-dev)
     --disable-install-blobs --disable-docs
     --cc="ccache gcc" --cxx="ccache g++"
 )

@@ -25,6 +25,7 @@ packages=(
     nvme-cli fio
     # lab tier's suite part: pyverbs from rdma-core's source (Cython)
     cython3 python3-dev
+    # virtio-rdma backend=ibverbs (QEMU -Dvirtio_rdma_ibverbs) and
     # guest/tests/vrdma-abuse, built on the host against libibverbs; zstd
     # unpacks the 6.12 lab kernel (bookworm-backports compresses it so)
     libibverbs-dev zstd

@@ -1632,6 +1632,7 @@ static void test_query_hmp(void *obj, void *data, QGuestAllocator *alloc)
                     "/machine/peripheral/" QVRDMA_NIC_ID "/virtio-backend");
     g_assert_cmpstr(qdict_get_str(info, "netdev"), ==, QVRDMA_NETDEV_ID);
     g_assert_cmpstr(qdict_get_str(info, "node-guid"), ==, "505400fffe123456");
+    g_assert_cmpstr(qdict_get_str(info, "backend"), ==, "soft-roce");
     g_assert_cmpint(qdict_get_int(info, "max-qp"), ==, DEF_MAX_QP);
     g_assert_cmpint(qdict_get_int(info, "max-cq"), ==, DEF_MAX_CQ);
     g_assert_cmpint(qdict_get_int(info, "max-mr"), ==, DEF_MAX_MR);
@@ -1675,6 +1676,7 @@ static void test_query_hmp(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_nonnull(strstr(out, "  nic /machine/peripheral/" QVRDMA_NIC_ID
                             "/virtio-backend netdev '" QVRDMA_NETDEV_ID
                             "' node-guid 505400fffe123456\n"));
+    g_assert_nonnull(strstr(out, "  backend: soft-roce\n"));
     g_assert_nonnull(strstr(out, "  limits: qp 64 cq 64 mr 1024 pd 256 "
                             "queue-size 1024\n"));
     g_assert_nonnull(strstr(out, "  objects: pd 1 cq 1 qp 0 mr 0 gid 2 "
@@ -1932,6 +1934,53 @@ static void expect_refused(const char *args, const char *msg)
         g_test_message("expected a failure mentioning \"%s\"", msg);
         g_test_fail();
     }
+}
+
+#define RDMA_AT_05 "-device virtio-rdma-pci,addr=05.1,"
+/* Guest RAM a host RDMA device can map (shared, fd-backed). */
+#define MEMFD_RAM "-object memory-backend-memfd,id=m0,size=128M " \
+                  "-machine memory-backend=m0 -m 128M "
+
+/*
+ * backend= and the properties of each backend (virtio-rdma-backend.c).
+ * The host side of backend=ibverbs on a host RDMA device is the lab's
+ * (tests/lab); here, what realize refuses before and without one.
+ */
+static void test_backend_refusals(void *obj, void *data,
+                                  QGuestAllocator *alloc)
+{
+    expect_refused(NIC_AT("05") RDMA_AT_05 "backend=rxe",
+                   "backend=rxe is not a backend");
+    /* ibverbs properties on a soft-roce device would be ignored. */
+    expect_refused(NIC_AT("05") RDMA_AT_05 "ibdev=rxe0",
+                   "ibdev is for backend=ibverbs");
+    expect_refused(NIC_AT("05") RDMA_AT_05 "backend=soft-roce,ibport=1",
+                   "ibport is for backend=ibverbs");
+    expect_refused("-chardev null,id=mux0 " NIC_AT("05") RDMA_AT_05
+                   "mad-chardev=mux0", "mad-chardev is for backend=ibverbs");
+    expect_refused(NIC_AT("05") RDMA_AT_05 "backend=ibverbs",
+                   "backend=ibverbs needs ibdev=");
+    /* Private RAM (plain -m): the host device could not map guest pages. */
+    expect_refused(NIC_AT("05") RDMA_AT_05 "backend=ibverbs,ibdev=rxe0",
+                   "needs guest RAM that is shared and backed by a file "
+                   "descriptor");
+    expect_refused("-object memory-backend-ram,id=m0,size=128M "
+                   "-machine memory-backend=m0 -m 128M "
+                   NIC_AT("05") RDMA_AT_05 "backend=ibverbs,ibdev=rxe0",
+                   "needs guest RAM that is shared");
+    /*
+     * Shareable RAM passes; then the host device: this host has no RDMA
+     * stack (no /sys/class/infiniband) or no such device.
+     */
+    expect_refused(MEMFD_RAM NIC_AT("05") RDMA_AT_05
+                   "backend=ibverbs,ibdev=vrdma-nosuch",
+                   access("/sys/class/infiniband", F_OK) == 0 ?
+                   "no host RDMA device 'vrdma-nosuch'" :
+                   "cannot list the host's RDMA devices");
+    expect_refused("-object memory-backend-ram,id=m0,size=128M,share=on "
+                   "-machine memory-backend=m0 -m 128M "
+                   NIC_AT("05") RDMA_AT_05 "backend=ibverbs,ibdev=vrdma-nosuch",
+                   "RDMA device");
 }
 
 static void test_realize_errors(void *obj, void *data, QGuestAllocator *alloc)
@@ -2212,6 +2261,8 @@ static void register_virtio_rdma_test(void)
     qos_add_test("limits", "virtio-rdma", test_limits, &limits);
     qos_add_test("props", "virtio-rdma", test_props, &props);
     qos_add_test("realize-errors", "virtio-rdma", test_realize_errors, NULL);
+    qos_add_test("backend-refusals", "virtio-rdma", test_backend_refusals,
+                 NULL);
     qos_add_test("device-help", "virtio-rdma", test_device_help, NULL);
     qos_add_test("pairing-orders", "virtio-rdma", test_pairing_orders, NULL);
     qos_add_test("pairing-hotplug", "virtio-rdma", test_pairing_hotplug,

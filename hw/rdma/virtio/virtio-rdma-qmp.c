@@ -92,6 +92,7 @@ static int virtio_rdma_collect(Object *obj, void *opaque)
 
     info = g_new0(VirtioRdmaInfo, 1);
     info->path = object_get_canonical_path(obj);
+    info->backend = r->backend;
     info->nic = object_get_canonical_path(OBJECT(r->nic));
     info->netdev = g_strdup(r->netdev_name);
     info->node_guid = g_strdup_printf("%02x%02x%02x%02x%02x%02x%02x%02x",
@@ -143,6 +144,8 @@ void hmp_info_rdma(Monitor *mon, const QDict *qdict)
         monitor_printf(mon, "%s:\n", i->path);
         monitor_printf(mon, "  nic %s netdev '%s' node-guid %s\n",
                        i->nic, i->netdev, i->node_guid);
+        monitor_printf(mon, "  backend: %s\n",
+                       VirtioRdmaBackend_str(i->backend));
         monitor_printf(mon, "  engine: %s%s\n",
                        i->iothread ? "iothread " : "main loop (BQL)",
                        i->iothread ? i->iothread : "");

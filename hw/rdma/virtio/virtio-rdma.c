@@ -25,6 +25,7 @@
 #include "qemu/guest-random.h"
 #include "exec/memory.h"
 #include "hw/qdev-properties.h"
+#include "hw/qdev-properties-system.h"
 #include "hw/virtio/virtio.h"
 #include "hw/virtio/virtio-net.h"
 #include "hw/virtio/virtio-rdma.h"
@@ -708,7 +709,11 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
                           "a slot whose function 0 is virtio-net-pci\n");
         return;
     }
+    if (!virtio_rdma_backend_check(r, errp)) {
+        return;
+    }
     if (!virtio_rdma_check_conf(c, errp)) {
+        virtio_rdma_backend_release(r);
         return;
     }
     qemu_mutex_init(&r->core_lock);
@@ -754,6 +759,7 @@ fail:
     g_clear_pointer(&r->ctrl_bh, qemu_bh_delete);
     g_clear_pointer(&r->dp_bh, qemu_bh_delete);
     qemu_mutex_destroy(&r->core_lock);
+    virtio_rdma_backend_release(r);
 }
 
 static void virtio_rdma_device_unrealize(DeviceState *dev)
@@ -786,6 +792,7 @@ static void virtio_rdma_device_unrealize(DeviceState *dev)
         object_unref(OBJECT(r->nic));
         r->nic = NULL;
     }
+    virtio_rdma_backend_release(r);
 }
 
 /* QP state lives in the core and on the wire: not migratable yet. */
@@ -821,6 +828,11 @@ static const Property virtio_rdma_properties[] = {
                       VIRTIO_RDMA_F_EVENT_QUEUE, true),
     DEFINE_PROP_LINK("iothread", VirtIORdma, conf.iothread, TYPE_IOTHREAD,
                      IOThread *),
+    /* soft-roce (default) or ibverbs: virtio-rdma-backend.c */
+    DEFINE_PROP_STRING("backend", VirtIORdma, conf.backend),
+    DEFINE_PROP_STRING("ibdev", VirtIORdma, conf.ibdev),
+    DEFINE_PROP_UINT32("ibport", VirtIORdma, conf.ibport, 0),
+    DEFINE_PROP_CHR("mad-chardev", VirtIORdma, conf.mad_chr),
 };
 
 static void virtio_rdma_class_init(ObjectClass *klass, void *data)

@@ -7,7 +7,10 @@
 #define HW_VIRTIO_RDMA_H
 
 #include "hw/virtio/virtio.h"
+#include "chardev/char-fe.h"
 #include "hw/rdma/virtio-rdma-core.h"
+#include "hw/rdma/virtio-rdma-ibverbs.h"
+#include "qapi/qapi-types-rdma-virtio.h"
 #include "qemu/thread.h"
 #include "qom/object.h"
 #include "system/iothread.h"
@@ -34,6 +37,10 @@ typedef struct VirtIORdmaConf {
     uint64_t node_guid;     /* 0: derived from the paired NIC's MAC */
     char *netdev;           /* NULL: the paired NIC's netdev id */
     IOThread *iothread;     /* NULL: the engine runs under the BQL */
+    char *backend;          /* VirtioRdmaBackend by name; NULL: soft-roce */
+    char *ibdev;            /* backend=ibverbs: the host RDMA device */
+    uint32_t ibport;        /* backend=ibverbs: its port; 0: port 1 */
+    CharBackend mad_chr;    /* backend=ibverbs: rdmacm-mux's socket */
 } VirtIORdmaConf;
 
 struct VirtIORdma {
@@ -70,6 +77,10 @@ struct VirtIORdma {
 
     Object *wire;           /* net filter on the paired NIC's netdev; NULL
                                once the netdev is gone */
+
+    VirtioRdmaBackend backend; /* conf.backend, parsed at realize */
+    VrdmaIbHostInfo ib;     /* backend=ibverbs: the host side at realize */
+    Error *migration_blocker; /* backend=ibverbs */
 };
 
 /*
@@ -97,6 +108,16 @@ void virtio_rdma_mem_unmap(void *opaque, void *host, uint64_t len,
 int virtio_rdma_mem_read(void *opaque, uint64_t gpa, void *buf, uint64_t len);
 int virtio_rdma_mem_write(void *opaque, uint64_t gpa, const void *buf,
                           uint64_t len);
+
+/*
+ * virtio-rdma-backend.c: which backend moves the data (property backend=),
+ * the properties that belong to each, and the host side of backend=ibverbs
+ * (guest RAM the host device can map, the device and port, limits lowered
+ * to the host's, the migration blocker).  Realize calls check before it
+ * sizes anything by the limits; unrealize calls release.
+ */
+bool virtio_rdma_backend_check(VirtIORdma *r, Error **errp);
+void virtio_rdma_backend_release(VirtIORdma *r);
 
 /* virtio-rdma-wire.c: the paired NIC's wire. */
 bool virtio_rdma_wire_attach(VirtIORdma *r, Error **errp);

@@ -1,0 +1,161 @@
+/*
+ * virtio-rdma ibverbs backend: the host RDMA device and port (host_device.h),
+ * and the C entry point realize checks it with.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "host_device.h"
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace vrdma::ib {
+
+namespace {
+
+/* IBV_MTU_256 (1) .. IBV_MTU_4096 (5) in bytes; 0 for anything else. */
+uint32_t mtu_bytes(ibv_mtu mtu)
+{
+    return mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096 ? 128u << mtu : 0;
+}
+
+/* "rxe0, mlx5_0" (or "none"): what the user could have meant. */
+std::string device_names(ibv_device **list, int n)
+{
+    std::string names;
+    for (int i = 0; i < n; i++) {
+        names += (i ? ", " : "") + std::string(ibv_get_device_name(list[i]));
+    }
+    return n ? names : "none";
+}
+
+template <typename T>
+void lower(T &v, long long host)
+{
+    if (host >= 0 && static_cast<unsigned long long>(v) >
+                         static_cast<unsigned long long>(host)) {
+        v = static_cast<T>(host);
+    }
+}
+
+} // namespace
+
+std::unique_ptr<HostDevice> HostDevice::open(const std::string &name,
+                                             unsigned port, std::string *err)
+{
+    int n = 0;
+    ibv_device **list = ibv_get_device_list(&n);
+    if (!list) {
+        *err = "cannot list the host's RDMA devices: " +
+               std::string(std::strerror(errno)) +
+               " (is the kernel's ib_uverbs module loaded?)";
+        return nullptr;
+    }
+    ibv_device *dev = nullptr;
+    for (int i = 0; i < n && !dev; i++) {
+        if (name == ibv_get_device_name(list[i])) {
+            dev = list[i];
+        }
+    }
+    if (!dev) {
+        *err = "no host RDMA device '" + name + "' (the host has: " +
+               device_names(list, n) + ")";
+        ibv_free_device_list(list);
+        return nullptr;
+    }
+    ibv_context *ctx = ibv_open_device(dev);
+    ibv_free_device_list(list);
+    if (!ctx) {
+        *err = "cannot open host RDMA device '" + name + "': " +
+               std::strerror(errno);
+        return nullptr;
+    }
+    std::unique_ptr<HostDevice> d(new HostDevice(ctx, port));
+    if (ibv_query_device(ctx, &d->dev_)) {
+        *err = "cannot query host RDMA device '" + name + "'";
+        return nullptr;
+    }
+    if (port < 1 || port > d->dev_.phys_port_cnt) {
+        *err = "host RDMA device '" + name + "' has no port " +
+               std::to_string(port) + " (ports 1.." +
+               std::to_string(d->dev_.phys_port_cnt) + ")";
+        return nullptr;
+    }
+    if (ibv_query_port(ctx, static_cast<uint8_t>(port), &d->port_attr_)) {
+        *err = "cannot query port " + std::to_string(port) +
+               " of host RDMA device '" + name + "'";
+        return nullptr;
+    }
+    /* The guest sees a RoCE device: its GIDs are IP addresses. */
+    if (d->port_attr_.link_layer != IBV_LINK_LAYER_ETHERNET) {
+        *err = "port " + std::to_string(port) + " of host RDMA device '" +
+               name + "' is not Ethernet (RoCE); virtio-rdma is RoCE only";
+        return nullptr;
+    }
+    return d;
+}
+
+HostDevice::~HostDevice()
+{
+    ibv_close_device(ctx_);
+}
+
+void HostDevice::clamp(VrdmaLimits &lim) const
+{
+    lower(lim.max_qp, dev_.max_qp);
+    lower(lim.max_cq, dev_.max_cq);
+    lower(lim.max_mr, dev_.max_mr);
+    lower(lim.max_pd, dev_.max_pd);
+    lower(lim.max_ah, dev_.max_ah);
+    lower(lim.max_sge, dev_.max_sge);
+    lower(lim.max_mr_size, static_cast<long long>(
+                               std::min<uint64_t>(dev_.max_mr_size, INT64_MAX)));
+    /* A vring's entries are WQEs of one QP and CQEs of one CQ. */
+    const int host_q = std::min(dev_.max_qp_wr, dev_.max_cqe);
+    if (host_q > 0) {
+        lower(lim.queue_size, std::bit_floor(static_cast<unsigned>(host_q)));
+    }
+}
+
+void HostDevice::describe(VrdmaIbHostInfo &info) const
+{
+    info = VrdmaIbHostInfo{};
+    std::snprintf(info.ibdev, sizeof(info.ibdev), "%s",
+                  ibv_get_device_name(ctx_->device));
+    std::snprintf(info.fw_ver, sizeof(info.fw_ver), "%s", dev_.fw_ver);
+    info.port = port_;
+    info.port_state = port_attr_.state;
+    info.active_mtu = mtu_bytes(port_attr_.active_mtu);
+    info.max_msg_sz = port_attr_.max_msg_sz;
+    info.gid_tbl_len = static_cast<uint32_t>(port_attr_.gid_tbl_len);
+    info.vendor_id = dev_.vendor_id;
+    info.vendor_part_id = dev_.vendor_part_id;
+}
+
+} // namespace vrdma::ib
+
+extern "C" {
+
+bool vrdma_ibverbs_built(void)
+{
+    return true;
+}
+
+bool vrdma_ib_probe(const char *ibdev, unsigned ibport, VrdmaLimits *lim,
+                    VrdmaIbHostInfo *info, char *err, size_t errlen)
+{
+    std::string why;
+    auto dev = vrdma::ib::HostDevice::open(ibdev ? ibdev : "", ibport, &why);
+    if (!dev) {
+        std::snprintf(err, errlen, "%s", why.c_str());
+        return false;
+    }
+    dev->clamp(*lim);
+    dev->describe(*info);
+    return true;
+}
+
+} // extern "C"

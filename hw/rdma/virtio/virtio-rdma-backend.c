@@ -1,0 +1,165 @@
+/*
+ * virtio-rdma: which backend moves the data (property backend=), the
+ * properties that belong to each, and the host side of backend=ibverbs.
+ *
+ * backend=ibverbs proxies guest objects 1:1 to a host RDMA device, which
+ * registers guest pages as host MRs: the host maps them from the guest RAM's
+ * file descriptor, so guest RAM must be shared fd-backed memory of 4 KiB
+ * pages (memory-backend-memfd, or memory-backend-ram,share=on), and the
+ * device's limits may not promise more than the host device gives.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qapi/util.h"
+#include "qemu/error-report.h"
+#include "exec/cpu-common.h"
+#include "exec/memory.h"
+#include "exec/ramblock.h"
+#include "hw/boards.h"
+#include "hw/virtio/virtio-rdma.h"
+#include "migration/blocker.h"
+#include "trace.h"
+
+/* Guest RAM the host device can map: shared, fd-backed, 4 KiB pages. */
+static bool virtio_rdma_ram_is_mappable(Error **errp)
+{
+    MachineState *ms = MACHINE(qdev_get_machine());
+    RAMBlock *rb = ms->ram ? ms->ram->ram_block : NULL;
+
+    if (!rb || qemu_ram_get_fd(rb) < 0 || !qemu_ram_is_shared(rb)) {
+        error_setg(errp, "virtio-rdma: backend=ibverbs needs guest RAM that "
+                   "is shared and backed by a file descriptor");
+        error_append_hint(errp, "The host RDMA device maps guest pages from "
+                          "it: use -object memory-backend-memfd,id=mem,"
+                          "size=<RAM size> -machine memory-backend=mem (or "
+                          "memory-backend-ram,share=on)\n");
+        return false;
+    }
+    if (qemu_ram_pagesize(rb) != VIRTIO_RDMA_PAGE_SIZE) {
+        error_setg(errp, "virtio-rdma: backend=ibverbs needs guest RAM of "
+                   "4 KiB pages, not %zu KiB (hugetlbfs)",
+                   qemu_ram_pagesize(rb) / 1024);
+        return false;
+    }
+    return true;
+}
+
+/* Says which limit the host device lowered, by property name. */
+static void virtio_rdma_report_lowered(const char *name, uint64_t want,
+                                       uint64_t got, const char *ibdev)
+{
+    if (got != want) {
+        warn_report("virtio-rdma: %s=%" PRIu64 " lowered to %" PRIu64
+                    ", host RDMA device %s's limit", name, want, got, ibdev);
+    }
+}
+
+/*
+ * backend=ibverbs: the host device and port, limits lowered to the host's
+ * (before realize sizes the virtqueues by them).
+ */
+static bool virtio_rdma_ibverbs_check(VirtIORdma *r, Error **errp)
+{
+    VirtIORdmaConf *c = &r->conf;
+    unsigned port = c->ibport ? c->ibport : 1;
+    char why[256];
+    VrdmaLimits lim = {
+        .max_qp = c->max_qp, .max_cq = c->max_cq, .max_mr = c->max_mr,
+        .max_pd = c->max_pd, .max_ah = c->max_ah, .max_sge = c->max_sge,
+        .max_mr_size = c->max_mr_size, .queue_size = c->queue_size,
+    };
+
+    if (!vrdma_ibverbs_built()) {
+        vrdma_ib_probe(NULL, 0, &lim, &r->ib, why, sizeof(why));
+        error_setg(errp, "virtio-rdma: backend=ibverbs: %s", why);
+        return false;
+    }
+    if (!c->ibdev || !*c->ibdev) {
+        error_setg(errp, "virtio-rdma: backend=ibverbs needs ibdev=<host "
+                   "RDMA device>");
+        error_append_hint(errp, "rdma link show lists the host's devices\n");
+        return false;
+    }
+    if (!virtio_rdma_ram_is_mappable(errp)) {
+        return false;
+    }
+    if (!vrdma_ib_probe(c->ibdev, port, &lim, &r->ib, why, sizeof(why))) {
+        error_setg(errp, "virtio-rdma: %s", why);
+        return false;
+    }
+    trace_virtio_rdma_ibverbs_host(r->ib.ibdev, r->ib.port,
+                                   r->ib.port_state, r->ib.active_mtu,
+                                   r->ib.max_msg_sz);
+    virtio_rdma_report_lowered("max-qp", c->max_qp, lim.max_qp, c->ibdev);
+    virtio_rdma_report_lowered("max-cq", c->max_cq, lim.max_cq, c->ibdev);
+    virtio_rdma_report_lowered("max-mr", c->max_mr, lim.max_mr, c->ibdev);
+    virtio_rdma_report_lowered("max-pd", c->max_pd, lim.max_pd, c->ibdev);
+    virtio_rdma_report_lowered("max-ah", c->max_ah, lim.max_ah, c->ibdev);
+    virtio_rdma_report_lowered("max-sge", c->max_sge, lim.max_sge, c->ibdev);
+    virtio_rdma_report_lowered("max-mr-size", c->max_mr_size,
+                               lim.max_mr_size, c->ibdev);
+    virtio_rdma_report_lowered("queue-size", c->queue_size, lim.queue_size,
+                               c->ibdev);
+    c->max_qp = lim.max_qp;
+    c->max_cq = lim.max_cq;
+    c->max_mr = lim.max_mr;
+    c->max_pd = lim.max_pd;
+    c->max_ah = lim.max_ah;
+    c->max_sge = lim.max_sge;
+    c->max_mr_size = lim.max_mr_size;
+    c->queue_size = lim.queue_size;
+
+    error_setg(&r->migration_blocker, "virtio-rdma: backend=ibverbs: guest "
+               "memory is registered with host RDMA device %s and its queue "
+               "pairs live there; they cannot move to another host",
+               r->ib.ibdev);
+    if (migrate_add_blocker(&r->migration_blocker, errp) < 0) {
+        return false;
+    }
+    /*
+     * The host device is there and the limits fit it; what the backend
+     * does with it -- objects proxied to it, its completions, the MAD
+     * link -- is not in this build yet.  Refuse rather than offer a device
+     * that cannot move data.
+     */
+    error_setg(errp, "virtio-rdma: backend=ibverbs: host RDMA device %s "
+               "port %u is usable, but this build's ibverbs backend cannot "
+               "proxy objects yet; use backend=soft-roce", r->ib.ibdev, port);
+    virtio_rdma_backend_release(r);
+    return false;
+}
+
+bool virtio_rdma_backend_check(VirtIORdma *r, Error **errp)
+{
+    VirtIORdmaConf *c = &r->conf;
+    int kind = qapi_enum_parse(&VirtioRdmaBackend_lookup,
+                               c->backend ? c->backend : "soft-roce", -1,
+                               NULL);
+
+    if (kind < 0) {
+        error_setg(errp, "virtio-rdma: backend=%s is not a backend",
+                   c->backend);
+        error_append_hint(errp, "Use backend=soft-roce (the default) or "
+                          "backend=ibverbs\n");
+        return false;
+    }
+    r->backend = kind;
+    if (r->backend == VIRTIO_RDMA_BACKEND_IBVERBS) {
+        return virtio_rdma_ibverbs_check(r, errp);
+    }
+    /* Properties of the other backend would be silently ignored: refuse. */
+    if (c->ibdev || c->ibport || qemu_chr_fe_backend_connected(&c->mad_chr)) {
+        error_setg(errp, "virtio-rdma: %s is for backend=ibverbs; this "
+                   "device is backend=soft-roce",
+                   c->ibdev ? "ibdev" : c->ibport ? "ibport" : "mad-chardev");
+        return false;
+    }
+    return true;
+}
+
+void virtio_rdma_backend_release(VirtIORdma *r)
+{
+    migrate_del_blocker(&r->migration_blocker);
+}

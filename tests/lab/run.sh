@@ -4,9 +4,10 @@
 # guests on our device through our driver (virtio_rdma.ko + provider), and
 # the same guests defined and started by a real libvirtd (libvirt), NVMe over
 # RDMA between guests on our device and on rxe (nvme), rdma-core's own test
-# suite on our device and on rxe (suite).
+# suite on our device and on rxe (suite), the device with backend=ibverbs on
+# a guest's rxe, nested (ibverbs).
 #   tests/lab/run.sh [PART...]     PART: baseline interop driver libvirt nvme
-#                                  suite (default: baseline interop)
+#                                  suite ibverbs (default: baseline interop)
 #   LAB_KERNEL=6.12 tests/lab/run.sh ...   the guests on Debian's 6.12 kernel
 #                                  (tests/lab/setup.sh with the same LAB_KERNEL)
 # Ends with "lab: N passed, N failed"; exit status non-zero on any failure.
@@ -21,6 +22,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/lab/libvirt.sh"
 . "$top/tests/lab/nvme.sh"
 . "$top/tests/lab/suite.sh"
+. "$top/tests/lab/ibverbs.sh"
 
 passed=0 failed=0
 lab_result() { # RESULT NAME DETAILS
@@ -48,6 +50,7 @@ for p in $parts; do
     libvirt)  lab_libvirt "$RES/libvirt" ;;
     nvme)     lab_nvme "$RES/nvme" ;;
     suite)    lab_suite "$RES/suite" ;;
+    ibverbs)  lab_ibverbs "$RES/ibverbs" ;;
     *) lab_die "unknown part $p" ;;
     esac
     echo "lab: part $p took $(( $(date +%s) - t0 )) s" | tee -a "$RES/timings.txt"

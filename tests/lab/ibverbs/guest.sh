@@ -1,0 +1,47 @@
+#!/bin/sh
+# Lab guest job of the ibverbs part (tests/lab/ibverbs.sh): our QEMU, nested
+# under -accel qtest, with virtio-rdma-pci backend=ibverbs on this guest's
+# rxe0.  Each case writes "PASS|FAIL NAME details" to /out/results.
+. /out/env
+out=/out/results
+: > $out
+
+# realize ARGS: stderr of a QEMU with the device (ARGS appended to it) that
+# quits at once (QMP quit); guest RAM shareable unless ARGS says otherwise.
+realize() {
+    ram=${RAM:--object memory-backend-memfd,id=m0,size=128M -machine memory-backend=m0}
+    timeout 60 "$QEMU" -M q35 -accel qtest -display none -nodefaults -m 128M $ram \
+        -netdev user,id=n0 -device virtio-net-pci,netdev=n0,addr=04.0,multifunction=on \
+        -device "virtio-rdma-pci,addr=04.1,$1" -trace 'virtio_rdma_ibverbs_*' \
+        -qtest null -qmp stdio 2>&1 <<QMP | grep -v '^{'
+{"execute": "qmp_capabilities"}
+{"execute": "quit"}
+QMP
+}
+# check NAME WANT STDERR: PASS when STDERR contains WANT.
+check() {
+    if printf '%s' "$3" | grep -qF -- "$2"; then
+        echo "PASS $1 $(printf '%s' "$3" | grep -F -- "$2" | head -1 | cut -c1-160)" >> $out
+    else
+        echo "FAIL $1 wanted \"$2\", got: $(printf '%s' "$3" | tr '\n' ' ' | cut -c1-300)" >> $out
+    fi
+}
+
+rdma link show > /out/rdma-link.txt 2>&1
+ibv_devinfo -v > /out/ibv_devinfo.txt 2>&1
+
+# The host device is found and its port is RoCE: realize gets to the end.
+e=$(realize backend=ibverbs,ibdev=rxe0)
+check probe "rxe0 port 1 is usable" "$e"
+check probe-port "host device rxe0 port 1 state 4 active mtu 1024" "$e"
+# rxe's limits are above every property's maximum: nothing is lowered.
+e=$(realize backend=ibverbs,ibdev=rxe0,max-qp=480,max-cq=63,max-sge=32,queue-size=1024)
+case $e in *lowered*) echo "FAIL no-clamp $(printf '%s' "$e" | grep lowered | head -1)" >> $out ;;
+*) check no-clamp "is usable" "$e" ;; esac
+# Refusals name what the host has.
+check no-device "no host RDMA device 'rxe9' (the host has: rxe0)" \
+    "$(realize backend=ibverbs,ibdev=rxe9)"
+check no-port "host RDMA device 'rxe0' has no port 2 (ports 1..1)" \
+    "$(realize backend=ibverbs,ibdev=rxe0,ibport=2)"
+check private-ram "needs guest RAM that is shared" \
+    "$(RAM=' ' realize backend=ibverbs,ibdev=rxe0)"

@@ -33,6 +33,7 @@
 #include "qemu/osdep.h"
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <arpa/inet.h>
 #include "libqtest.h"
 #include "qemu/bswap.h"
 #include "standard-headers/linux/virtio_config.h"
@@ -82,6 +83,31 @@ typedef struct Side {
  */
 static uint64_t dp_features;
 
+/*
+ * The features a device negotiates: dp_features, plus WIRE_QPN on a host
+ * RDMA device (QVRDMA_IBDEV), whose QPs are numbered by the host.
+ */
+static uint64_t dev_features(void)
+{
+    return dp_features |
+           (qvrdma_dp_ibverbs() ? 1ull << VIRTIO_RDMA_F_WIRE_QPN : 0);
+}
+
+/*
+ * Loopback's GID 0: ::ffff:10.0.0.1, or on a host RDMA device an address
+ * the host has (QVRDMA_GID_IPV4, its RoCE netdev's).
+ */
+static void loopback_gid(uint8_t gid[16])
+{
+    const char *ip = g_getenv("QVRDMA_GID_IPV4");
+    uint8_t a[4] = { 10, 0, 0, 1 };
+
+    if (ip) {
+        g_assert_cmpint(inet_pton(AF_INET, ip, a), ==, 1);
+    }
+    qvrdma_gid_ipv4(gid, a[0], a[1], a[2], a[3]);
+}
+
 static void side_init(Side *s, const char *name, QVrdmaDev *d, bool own_dev,
                       uint64_t va, uint32_t sq_psn)
 {
@@ -106,7 +132,7 @@ static void side_init(Side *s, const char *name, QVrdmaDev *d, bool own_dev,
     /* Only WRs with SIGNALED complete when successful (as ULPs use it). */
     s->qp = qvrdma_dp_qp_create(d, s->pdn, VIRTIO_RDMA_QPT_RC, s->cq, s->cq,
                                 4, VIRTIO_RDMA_SIGNAL_REQ_WR);
-    if (dp_features & (1ull << VIRTIO_RDMA_F_WIRE_QPN)) {
+    if (dev_features() & (1ull << VIRTIO_RDMA_F_WIRE_QPN)) {
         /* 24 random bits: equal to a queue index below 16 once in 2^20. */
         g_assert_cmpuint(s->qp->wire_qpn, >=, 16);
         g_assert_cmpuint(s->qp->wire_qpn, <, 0xffffff);
@@ -118,7 +144,12 @@ static void side_init(Side *s, const char *name, QVrdmaDev *d, bool own_dev,
     st = qvrdma_reg_user_mr(&d->r, s->pdn, access, va, MR_LEN, va, s->pt.l1,
                             MR_PAGES, &s->mr);
     g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
-    g_assert_cmphex(s->mr.rkey, ==, s->mr.lkey);
+    if (qvrdma_dp_ibverbs()) {
+        /* The host device's rkey; the lkey stays the device's own. */
+        g_assert_cmphex(s->mr.rkey, !=, 0);
+    } else {
+        g_assert_cmphex(s->mr.rkey, ==, s->mr.lkey);
+    }
 
     /* Random contents, known to the shadow. */
     s->shadow = g_malloc(MR_LEN);
@@ -385,11 +416,11 @@ static void rc_connect(Side *a, Side *b, uint8_t timeout, uint8_t retry_cnt)
 static QVrdmaDev *loopback_boot(Side *a, Side *b, uint32_t a_sq_psn)
 {
     QVrdmaDev *d = qvrdma_dev_boot_features("user,id=n0", MAC_A, RDMA_OPTS,
-                                            dp_features);
+                                            dev_features());
 
     side_init(a, "A", d, true, VA_A, a_sq_psn);
     side_init(b, "B", d, false, VA_B, 0xabcde);
-    qvrdma_gid_ipv4(a->gid, 10, 0, 0, 1);
+    loopback_gid(a->gid);
     memcpy(b->gid, a->gid, 16);
     qvrdma_dp_add_gid(d, 0, a->gid);
     return d;
@@ -423,13 +454,19 @@ static void wire_setup(Side *a, Side *b, uint8_t timeout, uint8_t retry_cnt)
     qvrdma_free_udp_ports(&pa, &pb);
     na = qvrdma_dgram_netdev(pa, pb);
     nb = qvrdma_dgram_netdev(pb, pa);
-    da = qvrdma_dev_boot_features(na, MAC_A, RDMA_OPTS, dp_features);
-    db = qvrdma_dev_boot_features(nb, MAC_B, RDMA_OPTS, dp_features);
+    da = qvrdma_dev_boot_features(na, MAC_A, RDMA_OPTS, dev_features());
+    db = qvrdma_dev_boot_features(nb, MAC_B, RDMA_OPTS, dev_features());
 
     side_init(a, "A", da, true, VA_A, 0x100);
     side_init(b, "B", db, true, VA_B, 0xabcde);
-    qvrdma_gid_ipv4(a->gid, 10, 0, 0, 1);
-    qvrdma_gid_ipv4(b->gid, 10, 0, 0, 2);
+    if (qvrdma_dp_ibverbs()) {
+        /* Both on the one host device: its address, told apart by QPN. */
+        loopback_gid(a->gid);
+        loopback_gid(b->gid);
+    } else {
+        qvrdma_gid_ipv4(a->gid, 10, 0, 0, 1);
+        qvrdma_gid_ipv4(b->gid, 10, 0, 0, 2);
+    }
     qvrdma_dp_add_gid(da, 0, a->gid);
     qvrdma_dp_add_gid(db, 0, b->gid);
     rc_connect(a, b, timeout, retry_cnt);
@@ -1040,7 +1077,10 @@ static void test_loopback_loc_prot(void)
 /*
  * SEND longer than the receive buffer: the requester gets REM_INV_REQ_ERR
  * (NAK invalid request), the receive completes with LOC_LEN_ERR (IBA), both
- * QPs end in ERR.  Nothing is written past the receive buffer.
+ * QPs end in ERR.  Nothing is written past the receive buffer.  On a host
+ * rxe (QVRDMA_IBDEV) both statuses are the host's: rxe NAKs it as a
+ * remote operational error (REM_OP_ERR) and completes the receive with
+ * LOC_QP_OP_ERR.
  */
 static void test_loopback_recv_too_small(void)
 {
@@ -1057,7 +1097,8 @@ static void test_loopback_recv_too_small(void)
     src = sge_of(&a, 0, 100);
     wr = qvrdma_wr_send(0xd300);
     qvrdma_dp_post_send(a.qp, &wr, &src, 1);
-    e = expect_err(0xd300, VIRTIO_RDMA_WC_REM_INV_REQ_ERR, a.qp->wire_qpn);
+    e = expect_err(0xd300, qvrdma_dp_ibverbs() ? VIRTIO_RDMA_WC_REM_OP_ERR :
+                           VIRTIO_RDMA_WC_REM_INV_REQ_ERR, a.qp->wire_qpn);
     expect_cqe(&a, "SEND longer than the receive buffer", &e);
 
     qvrdma_dp_wait_cqe(b.cq, &c);
@@ -1066,7 +1107,8 @@ static void test_loopback_recv_too_small(void)
                    qvrdma_wc_status_name(st));
     g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0xd301);
     g_assert_cmpuint(le32_to_cpu(c.qp_num), ==, b.qp->wire_qpn);
-    g_assert_cmpstr(qvrdma_wc_status_name(st), ==, "LOC_LEN_ERR");
+    g_assert_cmpstr(qvrdma_wc_status_name(st), ==,
+                    qvrdma_dp_ibverbs() ? "LOC_QP_OP_ERR" : "LOC_LEN_ERR");
     g_assert_cmpuint(qvrdma_dp_qp_state(b.d, b.qp), ==, VIRTIO_RDMA_QPS_ERR);
     expect_qp_error(&a, "SEND after REM_INV_REQ_ERR", 0xd310);
     /* Whatever was placed stays inside the 64-byte buffer. */
@@ -1104,8 +1146,11 @@ static void test_loopback_rnr(void)
     expect_quiet(&a, "SEND without a receive posted");
     rbuf = sge_of(&b, 0x1000, 64);
     qvrdma_dp_post_recv(b.qp, 0xe001, &rbuf, 1);
-    {
-        /* RNR NAKs came, but no faster than one per 5.12 ms. */
+    if (!qvrdma_dp_ibverbs()) {
+        /*
+         * RNR NAKs came, but no faster than one per 5.12 ms (the soft
+         * engine's counters: on a host device the NAKs are the host's).
+         */
         uint64_t naks = qvrdma_dp_counter(a.d, "rnr-naks-received");
         gint64 waited = g_get_monotonic_time() - t0;
 
@@ -1139,9 +1184,11 @@ static void test_loopback_rnr(void)
     expect_cqe(&a, "SEND to a QP that never posts a receive", &e);
     /* Two waits of at least 5.12 ms happened first. */
     g_assert_cmpint(g_get_monotonic_time() - t0, >=, 2 * 5120);
-    /* The first try and rnr_retry (2) retries, each NAKed. */
-    g_assert_cmpuint(qvrdma_dp_counter(a.d, "rnr-naks-sent"), ==, 3);
-    g_assert_cmpuint(qvrdma_dp_counter(a.d, "rnr-naks-received"), ==, 3);
+    /* The first try and rnr_retry (2) retries, each NAKed (soft engine). */
+    if (!qvrdma_dp_ibverbs()) {
+        g_assert_cmpuint(qvrdma_dp_counter(a.d, "rnr-naks-sent"), ==, 3);
+        g_assert_cmpuint(qvrdma_dp_counter(a.d, "rnr-naks-received"), ==, 3);
+    }
     expect_qp_error(&a, "SEND after RNR_RETRY_EXC_ERR", 0xe110);
     side_check_mem(&b, "RNR_RETRY_EXC_ERR");
     teardown(&a, &b);
@@ -1327,9 +1374,19 @@ static void ud_send(Side *a, Side *b, uint8_t sgid_index,
 static void test_wire_ud(const void *opaque)
 {
     bool ipv6 = GPOINTER_TO_INT(opaque);
-    /* fd00::a / fd00::b at GID index 1 for the IPv6 case. */
+    /*
+     * fd00::a / fd00::b at GID index 1 for the IPv6 case; on a host RDMA
+     * device both are the host's IPv6 address (QVRDMA_GID_IPV6).
+     */
     uint8_t ga6[16] = { 0xfd, [15] = 0x0a }, gb6[16] = { 0xfd, [15] = 0x0b };
+    const char *host6 = g_getenv("QVRDMA_GID_IPV6");
     Side a, b;
+
+    if (ipv6 && qvrdma_dp_ibverbs()) {
+        g_assert_nonnull(host6);
+        g_assert_cmpint(inet_pton(AF_INET6, host6, ga6), ==, 1);
+        memcpy(gb6, ga6, 16);
+    }
 
     wire_setup(&a, &b, 14, 7);
     side_add_ud(&a, 0x777);

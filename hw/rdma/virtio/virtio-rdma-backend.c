@@ -111,24 +111,26 @@ static bool virtio_rdma_ibverbs_check(VirtIORdma *r, Error **errp)
     c->max_mr_size = lim.max_mr_size;
     c->queue_size = lim.queue_size;
 
+    /*
+     * The host device pins registered guest pages: a balloon or virtio-mem
+     * must not discard them under it (as for VFIO).
+     */
+    if (ram_block_discard_disable(true)) {
+        error_setg(errp, "virtio-rdma: backend=ibverbs cannot pin guest RAM "
+                   "for host RDMA device %s: a device in this machine "
+                   "discards RAM (virtio-mem?)", r->ib.ibdev);
+        return false;
+    }
+    r->discard_disabled = true;
     error_setg(&r->migration_blocker, "virtio-rdma: backend=ibverbs: guest "
                "memory is registered with host RDMA device %s and its queue "
                "pairs live there; they cannot move to another host",
                r->ib.ibdev);
     if (migrate_add_blocker(&r->migration_blocker, errp) < 0) {
+        virtio_rdma_backend_release(r);
         return false;
     }
-    /*
-     * The host device is there and the limits fit it; what the backend
-     * does with it -- objects proxied to it, its completions, the MAD
-     * link -- is not in this build yet.  Refuse rather than offer a device
-     * that cannot move data.
-     */
-    error_setg(errp, "virtio-rdma: backend=ibverbs: host RDMA device %s "
-               "port %u is usable, but this build's ibverbs backend cannot "
-               "proxy objects yet; use backend=soft-roce", r->ib.ibdev, port);
-    virtio_rdma_backend_release(r);
-    return false;
+    return true;
 }
 
 bool virtio_rdma_backend_check(VirtIORdma *r, Error **errp)
@@ -162,4 +164,8 @@ bool virtio_rdma_backend_check(VirtIORdma *r, Error **errp)
 void virtio_rdma_backend_release(VirtIORdma *r)
 {
     migrate_del_blocker(&r->migration_blocker);
+    if (r->discard_disabled) {
+        ram_block_discard_disable(false);
+        r->discard_disabled = false;
+    }
 }

@@ -73,6 +73,15 @@ typedef struct VrdmaStagedCqe {
     struct virtio_rdma_cq_req cqe;
 } VrdmaStagedCqe;
 
+/* An fd the core watches (backend=ibverbs: its completion channel). */
+#define VRDMA_FD_WATCHES 2
+typedef struct VrdmaFdWatch {
+    VirtIORdma *r;
+    int fd;                             /* -1: slot free */
+    void (*ready)(void *ctx);
+    void *ctx;
+} VrdmaFdWatch;
+
 typedef QSIMPLEQ_HEAD(, VrdmaFrame) VrdmaFrameList;
 typedef QTAILQ_HEAD(, VrdmaStagedCqe) VrdmaCqeList;
 
@@ -81,6 +90,7 @@ struct VirtIORdmaStage {
     bool in_iothread;
     QEMUBH *engine_bh;                  /* iothread only: rx frames, then run */
     QEMUTimer *timer;                   /* the core's timer, in ctx */
+    VrdmaFdWatch fd_watch[VRDMA_FD_WATCHES]; /* handlers in ctx */
     bool stopped;                       /* under core_lock: unrealize */
     uint8_t *rx_buf;                    /* main loop: a linearised frame */
 
@@ -226,7 +236,54 @@ static void virtio_rdma_engine_timer_cb(void *opaque)
     }
 }
 
+/* In ctx: a watched fd is readable; the core reads it under core_lock. */
+static void virtio_rdma_engine_fd_ready(void *opaque)
+{
+    VrdmaFdWatch *w = opaque;
+
+    WITH_QEMU_LOCK_GUARD(&w->r->core_lock) {
+        if (!w->r->stage->stopped && w->ready) {
+            w->ready(w->ctx);
+        }
+    }
+}
+
 /* ---- host-ops (under core_lock, in whichever thread runs the core) --------- */
+
+/*
+ * Level-triggered in the engine's AioContext; what the core stages while
+ * it reads goes out through dp_bh as everything else does.
+ */
+static void virtio_rdma_engine_fd_watch(void *opaque, int fd,
+                                        void (*ready)(void *ctx), void *ctx)
+{
+    VirtIORdma *r = opaque;
+    VirtIORdmaStage *s = r->stage;
+    VrdmaFdWatch *w = NULL;
+    unsigned i;
+
+    for (i = 0; i < VRDMA_FD_WATCHES; i++) {
+        if (s->fd_watch[i].fd == fd) {
+            w = &s->fd_watch[i];
+        }
+    }
+    if (!ready) {
+        if (w) {
+            aio_set_fd_handler(s->ctx, fd, NULL, NULL, NULL, NULL, NULL);
+            w->fd = -1;
+        }
+        return;
+    }
+    for (i = 0; !w && i < VRDMA_FD_WATCHES; i++) {
+        if (s->fd_watch[i].fd < 0) {
+            w = &s->fd_watch[i];
+        }
+    }
+    assert(w); /* the core watches at most VRDMA_FD_WATCHES fds */
+    *w = (VrdmaFdWatch) { .r = r, .fd = fd, .ready = ready, .ctx = ctx };
+    aio_set_fd_handler(s->ctx, fd, virtio_rdma_engine_fd_ready, NULL, NULL,
+                       NULL, w);
+}
 
 static void virtio_rdma_engine_kick(void *opaque)
 {
@@ -412,6 +469,7 @@ void virtio_rdma_engine_host_ops(VirtIORdma *r, VrdmaHostOps *ops)
     ops->time.kick = virtio_rdma_engine_kick;
     ops->wire.send = virtio_rdma_engine_tx;
     ops->wire.drop = virtio_rdma_engine_wire_drop;
+    ops->loop.fd_watch = virtio_rdma_engine_fd_watch;
 }
 
 /* ---- the main loop ------------------------------------------------------------ */
@@ -769,6 +827,9 @@ void virtio_rdma_engine_init(VirtIORdma *r)
     s->cq_cap = r->conf.queue_size;
     s->cq_staged = g_new0(uint32_t, s->max_cq);
     s->cq_irq = g_new0(VrdmaStagedCqe *, s->max_cq);
+    for (unsigned i = 0; i < VRDMA_FD_WATCHES; i++) {
+        s->fd_watch[i].fd = -1;
+    }
     s->gid_tokens = VRDMA_GID_EVENT_BURST;
     s->gid_refill_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
     s->gid_timer = timer_new_ns(QEMU_CLOCK_REALTIME,

@@ -675,13 +675,25 @@ bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp)
      */
     qemu_guest_getrandom_nofail(&lim.rng_seed, sizeof(lim.rng_seed));
     lim.rng_seed += !lim.rng_seed;
-    r->core = vrdma_core_new(&lim, &ops);
-    if (!r->core) {
-        error_setg(errp, "virtio-rdma: the core refused the limits");
-        goto fail;
-    }
-    if (!virtio_rdma_wire_attach(r, errp)) {
-        goto fail;
+    if (r->backend == VIRTIO_RDMA_BACKEND_IBVERBS) {
+        char why[256];
+
+        /* The host device moves the data: no wire on the NIC's netdev. */
+        r->core = vrdma_core_new_ibverbs(&lim, &ops, c->ibdev, r->ib.port,
+                                         why, sizeof(why));
+        if (!r->core) {
+            error_setg(errp, "virtio-rdma: backend=ibverbs: %s", why);
+            goto fail;
+        }
+    } else {
+        r->core = vrdma_core_new(&lim, &ops);
+        if (!r->core) {
+            error_setg(errp, "virtio-rdma: the core refused the limits");
+            goto fail;
+        }
+        if (!virtio_rdma_wire_attach(r, errp)) {
+            goto fail;
+        }
     }
     r->pair_later = false;
     trace_virtio_rdma_paired(object_get_typename(OBJECT(nic)), r->netdev_name);

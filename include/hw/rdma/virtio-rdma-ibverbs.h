@@ -48,6 +48,17 @@ typedef struct VrdmaIbHostInfo {
 bool vrdma_ib_probe(const char *ibdev, unsigned ibport, VrdmaLimits *lim,
                     VrdmaIbHostInfo *info, char *err, size_t errlen);
 
+/*
+ * A core whose backend is host RDMA device @ibdev, port @ibport: each
+ * guest PD, CQ, QP and MR becomes one host object.  @lim as
+ * vrdma_ib_probe() left it; @ops as for vrdma_core_new(), plus
+ * loop.fd_watch (the completion channel is watched from now until
+ * vrdma_core_free()).  @returns the core, or NULL with a message in @err.
+ */
+VrdmaCore *vrdma_core_new_ibverbs(const VrdmaLimits *lim,
+                                  const VrdmaHostOps *ops, const char *ibdev,
+                                  unsigned ibport, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

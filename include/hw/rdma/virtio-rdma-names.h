@@ -41,7 +41,9 @@
     X(BAD_STATE, EINVAL, "invalid QP state transition")                     \
     X(BAD_MASK, EINVAL, "attr mask wrong for the transition")               \
     X(BAD_PORT, EINVAL, "no such port")                                     \
-    X(BAD_INDEX, EINVAL, "GID/P_Key index out of range")
+    X(BAD_INDEX, EINVAL, "GID/P_Key index out of range")                    \
+    X(UNSUPPORTED, EOPNOTSUPP, "not something the device's backend does")   \
+    X(HOST, EIO, "the host RDMA device refused or failed it")
 
 /*
  * Why a received (or looped-back) frame was dropped (VrdmaDrop:

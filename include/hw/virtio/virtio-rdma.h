@@ -81,6 +81,7 @@ struct VirtIORdma {
     VirtioRdmaBackend backend; /* conf.backend, parsed at realize */
     VrdmaIbHostInfo ib;     /* backend=ibverbs: the host side at realize */
     Error *migration_blocker; /* backend=ibverbs */
+    bool discard_disabled;  /* backend=ibverbs: ram_block_discard_disable() */
 };
 
 /*

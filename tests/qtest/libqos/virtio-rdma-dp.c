@@ -68,19 +68,26 @@ QVrdmaDev *qvrdma_dev_boot_full(const char *netdev_opts, const char *mac,
     bool io = qvrdma_dp_want_iothread();
     /* QVRDMA_IOEVENTFD=off: kicks as trapped writes (default: eventfds). */
     const char *ioeventfd = g_getenv("QVRDMA_IOEVENTFD");
+    const char *ib = qvrdma_dp_ibverbs();
 
     qvrdma_parse_mac(mac, d->mac);
-    d->qs = qtest_pc_boot("-M pc -netdev %s %s"
+    /* A host RDMA device maps guest RAM from its fd: shared memfd RAM. */
+    d->qs = qtest_pc_boot("-M pc %s-netdev %s %s"
                           "-device virtio-net-pci,id=nic0,netdev=n0,addr=04.0,"
                           "multifunction=on,mac=%s%s "
-                          "-device virtio-rdma-pci,id=rdma0,addr=04.1%s%s%s%s%s",
+                          "-device virtio-rdma-pci,id=rdma0,addr=04.1%s%s%s%s%s"
+                          "%s%s",
+                          ib ? "-object memory-backend-memfd,id=vrdma-ram,"
+                               "size=128M -machine memory-backend=vrdma-ram "
+                               "-m 128M " : "",
                           netdev_opts,
                           io ? "-object iothread,id=vrdma-io0 " : "",
                           mac, nic_opts,
                           io ? ",iothread=vrdma-io0" : "",
                           ioeventfd ? ",ioeventfd=" : "",
                           ioeventfd ? ioeventfd : "",
-                          extra ? "," : "", extra ? rdma_opts : "");
+                          extra ? "," : "", extra ? rdma_opts : "",
+                          ib ? ",backend=ibverbs,ibdev=" : "", ib ? ib : "");
     d->qts = d->qs->qts;
     d->vpci = virtio_pci_new(d->qs->pcibus, &addr);
     g_assert_nonnull(d->vpci);
@@ -821,6 +828,13 @@ bool qvrdma_dp_engine_in_iothread(QVrdmaDev *d)
 bool qvrdma_dp_want_iothread(void)
 {
     return g_strcmp0(g_getenv("QVRDMA_IOTHREAD"), "1") == 0;
+}
+
+const char *qvrdma_dp_ibverbs(void)
+{
+    const char *ib = g_getenv("QVRDMA_IBDEV");
+
+    return ib && *ib ? ib : NULL;
 }
 
 /* ---- GIDs and names ---------------------------------------------------------- */

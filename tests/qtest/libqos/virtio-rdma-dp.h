@@ -99,6 +99,12 @@ QVrdmaDev *qvrdma_dev_boot(const char *netdev_opts, const char *mac,
  * engine in an iothread (-object iothread + iothread=), off the BQL.
  */
 bool qvrdma_dp_want_iothread(void);
+/*
+ * QVRDMA_IBDEV=<host RDMA device> in the environment: every device booted
+ * here is backend=ibverbs on it (guest RAM memfd-backed); NULL otherwise.
+ * The lab runs the data-path tests so, nested in a guest with rxe.
+ */
+const char *qvrdma_dp_ibverbs(void);
 /* Whether query-virtio-rdma says the engine runs in an iothread. */
 bool qvrdma_dp_engine_in_iothread(QVrdmaDev *d);
 /* The same, with @nic_opts appended to virtio-net-pci's (e.g. ",host_mtu=9000"). */

@@ -12,9 +12,35 @@
 
 namespace vrdma::backend {
 
-uint32_t qp_created(VrdmaCore &c, Qp &qp)
+Status pd_created(VrdmaCore &c, uint32_t index)
+{
+    return with(c, [&](auto &b) { return b.pd_created(c, index); });
+}
+
+void pd_destroyed(VrdmaCore &c, uint32_t index)
+{
+    with(c, [&](auto &b) { b.pd_destroyed(c, index); });
+}
+
+Status cq_created(VrdmaCore &c, uint32_t index, Cq &cq)
+{
+    return with(c, [&](auto &b) { return b.cq_created(c, index, cq); });
+}
+
+void cq_destroyed(VrdmaCore &c, uint32_t index)
+{
+    with(c, [&](auto &b) { b.cq_destroyed(c, index); });
+}
+
+Status qp_created(VrdmaCore &c, Qp &qp)
 {
     return with(c, [&](auto &b) { return b.qp_created(c, qp); });
+}
+
+Status qp_modifying(VrdmaCore &c, Qp &qp, uint32_t mask,
+                    const virtio_rdma_qp_attr &attrs)
+{
+    return with(c, [&](auto &b) { return b.qp_modifying(c, qp, mask, attrs); });
 }
 
 void qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state, uint32_t mask)
@@ -55,6 +81,11 @@ void mr_deregistered(VrdmaCore &c, Mr &mr)
 void reset(VrdmaCore &c)
 {
     with(c, [&](auto &b) { b.reset(c); });
+}
+
+void detach(VrdmaCore &c)
+{
+    with(c, [&](auto &b) { b.detach(c); });
 }
 
 const VrdmaDpStats &stats(const VrdmaCore &c)

@@ -15,9 +15,16 @@
  * soft_roce/backend.cc): a missing one does not compile.
  *
  * The hooks, and who calls them:
+ *   pd_created      CREATE_PD, CREATE_CQ: after the checks, before the
+ *   cq_created      guest sees the object; a backend on a host device
+ *                   makes the host's and may refuse.
+ *   pd_destroyed    DESTROY_PD, DESTROY_CQ: the object is unreferenced.
+ *   cq_destroyed
  *   qp_created      CREATE_QP, after the checks; allocates the QP's
- *                   storage and @returns its wire QPN (what peers address,
- *                   distinct from its queue index).
+ *                   storage and sets its wire QPN (what peers address,
+ *                   distinct from its queue index), or refuses.
+ *   qp_modifying    MODIFY_QP, after the core's checks, before anything is
+ *                   applied: a host device is asked here and may refuse.
  *   qp_modified     MODIFY_QP, after the attributes were stored.
  *   qp_destroyed    DESTROY_QP; outstanding work goes without completions.
  *   mr_registered   GET_DMA_MR, CREATE_MR, REG_USER_MR, after the checks:
@@ -34,6 +41,9 @@
  *   qp_to_error     the core found an error of the QP's (a CQ overrun
  *                   the host reported late): to ERR, with the flush.
  *   reset           device reset, after the QPs were freed.
+ *   attach, detach  after the core is made, before it is freed: a backend
+ *                   that needs the host's event loop starts / stops using
+ *                   it (the core's constructor cannot reach the host yet).
  *   stats           the data-path counters.
  * post_send/recv, frame_receive, run and timer are per packet: the C entry
  * points (data_path.cc) visit them there, with no call in between.
@@ -56,6 +66,12 @@
 #include "errors.h"
 #include "hw/rdma/virtio-rdma-core.h"
 #include "soft_roce/state.h"
+#ifndef VRDMA_IBVERBS
+#error "VRDMA_IBVERBS comes with the core's meson dependency"
+#endif
+#if VRDMA_IBVERBS
+#include "ib/state.h"
+#endif
 
 struct VrdmaCore;
 
@@ -63,9 +79,15 @@ namespace vrdma {
 
 struct Qp;
 struct Mr;
+struct Cq;
 
+#if VRDMA_IBVERBS
+using Backend = std::variant<soft_roce::Engine, ib::Backend>;
+using BackendQp = std::variant<soft_roce::QpEngine, ib::QpState>;
+#else
 using Backend = std::variant<soft_roce::Engine>;
 using BackendQp = std::variant<soft_roce::QpEngine>;
+#endif
 
 namespace backend {
 
@@ -76,7 +98,13 @@ decltype(auto) with(Core &c, F &&f)
     return std::visit(std::forward<F>(f), c.backend);
 }
 
-uint32_t qp_created(VrdmaCore &c, Qp &qp);
+Status pd_created(VrdmaCore &c, uint32_t index);
+void pd_destroyed(VrdmaCore &c, uint32_t index);
+Status cq_created(VrdmaCore &c, uint32_t index, Cq &cq);
+void cq_destroyed(VrdmaCore &c, uint32_t index);
+Status qp_created(VrdmaCore &c, Qp &qp);
+Status qp_modifying(VrdmaCore &c, Qp &qp, uint32_t mask,
+                    const virtio_rdma_qp_attr &attrs);
 void qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state, uint32_t mask);
 void qp_destroyed(VrdmaCore &c, Qp &qp);
 Status mr_registered(VrdmaCore &c, uint32_t index, Mr &mr);
@@ -85,6 +113,7 @@ void mr_revoked(VrdmaCore &c, Mr &mr);
 void mr_deregistered(VrdmaCore &c, Mr &mr);
 void qp_to_error(VrdmaCore &c, Qp &qp);
 void reset(VrdmaCore &c);
+void detach(VrdmaCore &c);
 const VrdmaDpStats &stats(const VrdmaCore &c);
 VrdmaDpStats &stats(VrdmaCore &c);
 

@@ -26,18 +26,14 @@ using vrdma::NoPayload;
 using vrdma::Status;
 
 VrdmaCore::VrdmaCore(const VrdmaLimits &lim_, const VrdmaHostOps &ops_)
-    : lim(lim_), host(ops_), caps(vrdma::device_caps(lim_)),
-      rng(lim_.rng_seed), pds(lim_.max_pd), cqs(lim_.max_cq),
-      mrs(lim_.max_mr), qps(lim_.max_qp), wires(lim_.max_qp),
-      qp_epoch(lim_.max_qp, 1),
-      port(lim_.phys_mtu),
-      backend(std::in_place_type<vrdma::soft_roce::Engine>, lim_)
+    : VrdmaCore(lim_, ops_, std::in_place_type<vrdma::soft_roce::Engine>,
+                lim_)
 {
-    mrs.seed_keys(rng);
 }
 
 VrdmaCore::~VrdmaCore()
 {
+    vrdma::backend::detach(*this);
     reset();
 }
 

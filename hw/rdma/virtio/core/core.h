@@ -7,6 +7,8 @@
 #define HW_RDMA_VIRTIO_CORE_CORE_H
 
 #include <array>
+#include <utility>
+#include <variant>
 #include <cstdint>
 #include <vector>
 
@@ -24,7 +26,20 @@
 #include "wire_qpn.h"
 
 struct VrdmaCore {
+    /* A core on the soft-RoCE backend. */
     VrdmaCore(const VrdmaLimits &lim_, const VrdmaHostOps &ops_);
+    /* A core on backend @B, made from @args. */
+    template <typename B, typename... Args>
+    VrdmaCore(const VrdmaLimits &lim_, const VrdmaHostOps &ops_,
+              std::in_place_type_t<B>, Args &&...args)
+        : lim(lim_), host(ops_), caps(vrdma::device_caps(lim_)),
+          rng(lim_.rng_seed), pds(lim_.max_pd), cqs(lim_.max_cq),
+          mrs(lim_.max_mr), qps(lim_.max_qp), wires(lim_.max_qp),
+          qp_epoch(lim_.max_qp, 1), port(lim_.phys_mtu),
+          backend(std::in_place_type<B>, std::forward<Args>(args)...)
+    {
+        mrs.seed_keys(rng);
+    }
     ~VrdmaCore();
     VrdmaCore(const VrdmaCore &) = delete;
     VrdmaCore &operator=(const VrdmaCore &) = delete;
@@ -80,7 +95,7 @@ struct VrdmaCore {
      */
     std::vector<uint16_t> qp_epoch;
     vrdma::Port port;
-    /* The backend that moves the data (backend.h): soft-RoCE. */
+    /* The backend that moves the data (backend.h), for the core's life. */
     vrdma::Backend backend;
 
     uint64_t cmds = 0;

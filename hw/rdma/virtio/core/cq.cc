@@ -18,6 +18,28 @@ constexpr uint32_t kNotifyFlags =
 
 } // namespace
 
+bool cq_deliver(VrdmaCore &c, uint32_t cqn, const virtio_rdma_cq_req &cqe,
+                bool solicited, VrdmaDpStats &stats)
+{
+    Cq *cq = c.cqs.at(cqn);
+    if (!cq) {
+        return true; /* cannot happen: the QP holds a reference */
+    }
+    virtio_rdma_cq_req w = cqe;
+    le_fields(w);
+    if (!c.host.cq_push(cqn, w)) {
+        stats.cq_overruns++;
+        return false;
+    }
+    stats.completions++;
+    const bool error = cqe.status != VIRTIO_RDMA_WC_SUCCESS;
+    stats.error_completions += error;
+    if (cq->take_event(solicited, error)) {
+        c.host.cq_notify(cqn);
+    }
+    return true;
+}
+
 Status cmd_create_cq(VrdmaCore &c, const virtio_rdma_cmd_create_cq &req,
                      virtio_rdma_rsp_create_cq &rsp)
 {
@@ -31,6 +53,9 @@ Status cmd_create_cq(VrdmaCore &c, const virtio_rdma_cmd_create_cq &req,
     }
     auto cq = std::make_unique<Cq>();
     cq->cqe = req.cqe;
+    if (Status s = backend::cq_created(c, *cqn, *cq); !s.ok()) {
+        return s;
+    }
     c.cqs.insert(*cqn, std::move(cq));
     rsp.cqn = *cqn;
     return kOk;
@@ -46,6 +71,7 @@ Status cmd_destroy_cq(VrdmaCore &c, const virtio_rdma_cmd_destroy_cq &req,
     if (cq->refs) {
         return fail(VRDMA_ERR_IN_USE, "cqn", req.cqn, cq->refs);
     }
+    backend::cq_destroyed(c, req.cqn);
     c.cqs.erase(req.cqn);
     return kOk;
 }

@@ -10,6 +10,7 @@
 
 #include "errors.h"
 #include "guest_abi.h"
+#include "hw/rdma/virtio-rdma-core.h"
 
 namespace vrdma {
 
@@ -34,6 +35,15 @@ struct Cq {
         return false;
     }
 };
+
+/*
+ * Writes @cqe (host order) to CQ @cqn through the host, counts it in
+ * @stats, and interrupts the driver if the CQ's arming says so (@solicited:
+ * the completion is of a solicited message).  @returns false on a CQ
+ * overrun (no buffer posted: the CQE is lost and counted).
+ */
+bool cq_deliver(VrdmaCore &c, uint32_t cqn, const virtio_rdma_cq_req &cqe,
+                bool solicited, VrdmaDpStats &stats);
 
 Status cmd_create_cq(VrdmaCore &c, const virtio_rdma_cmd_create_cq &req,
                      virtio_rdma_rsp_create_cq &rsp);

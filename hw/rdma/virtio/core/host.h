@@ -85,6 +85,14 @@ public:
         ops_.wire.drop(ops_.opaque, why, qpn);
     }
 
+    /* ---- the event loop, for a backend on a host device ---- */
+    bool can_watch_fd() const { return ops_.loop.fd_watch != nullptr; }
+    /* Only where can_watch_fd(): @ready NULL stops watching @fd. */
+    void fd_watch(int fd, void (*ready)(void *ctx), void *ctx) const
+    {
+        ops_.loop.fd_watch(ops_.opaque, fd, ready, ctx);
+    }
+
 private:
     VrdmaHostOps ops_;
     bool can_write_;

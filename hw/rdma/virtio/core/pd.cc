@@ -18,6 +18,9 @@ Status cmd_create_pd(VrdmaCore &c, const NoPayload &,
     if (!index) {
         return fail(VRDMA_ERR_TABLE_FULL, "pdn", c.pds.capacity());
     }
+    if (Status s = backend::pd_created(c, *index); !s.ok()) {
+        return s;
+    }
     c.pds.insert(*index, std::make_unique<Pd>());
     rsp.pdn = c.pds.handle_of(*index);
     return kOk;
@@ -33,6 +36,7 @@ Status cmd_destroy_pd(VrdmaCore &c, const virtio_rdma_cmd_destroy_pd &req,
     if (pd->refs) {
         return fail(VRDMA_ERR_IN_USE, "pdn", req.pdn, pd->refs);
     }
+    backend::pd_destroyed(c, req.pdn & kHandleIndexMask);
     c.pds.erase(req.pdn & kHandleIndexMask);
     return kOk;
 }

@@ -275,12 +275,15 @@ Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
         .max_inline_data = req.max_inline_data,
     };
     qp->reset_attrs();
-    c.pds.at(qp->pd_index)->refs++;
-    c.cqs.at(qp->send_cqn)->refs++;
-    c.cqs.at(qp->recv_cqn)->refs++;
     qp->index = qpn;
     Qp *live = c.qps.insert(qpn, std::move(qp));
-    live->wire_qpn = backend::qp_created(c, *live);
+    if (Status s = backend::qp_created(c, *live); !s.ok()) {
+        c.qps.erase(qpn);
+        return s;
+    }
+    c.pds.at(live->pd_index)->refs++;
+    c.cqs.at(live->send_cqn)->refs++;
+    c.cqs.at(live->recv_cqn)->refs++;
     c.wires.insert(live->wire_qpn, qpn);
     rsp.qpn = qpn;
     rsp.wire_qpn = live->wire_qpn;
@@ -301,6 +304,10 @@ Status cmd_modify_qp(VrdmaCore &c, const virtio_rdma_cmd_modify_qp &req,
         return s;
     }
     if (Status s = check_values(c, req.attr_mask, a); !s.ok()) {
+        return s;
+    }
+    /* The backend's host device may refuse what the core let through. */
+    if (Status s = backend::qp_modifying(c, *qp, req.attr_mask, a); !s.ok()) {
         return s;
     }
     /* Everything checked: apply it all. */

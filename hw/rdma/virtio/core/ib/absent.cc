@@ -26,4 +26,13 @@ bool vrdma_ib_probe(const char *, unsigned, VrdmaLimits *, VrdmaIbHostInfo *,
     return false;
 }
 
+VrdmaCore *vrdma_core_new_ibverbs(const VrdmaLimits *lim,
+                                  const VrdmaHostOps *, const char *,
+                                  unsigned, char *err, size_t errlen)
+{
+    vrdma_ib_probe(nullptr, 0, const_cast<VrdmaLimits *>(lim), nullptr, err,
+                   errlen);
+    return nullptr;
+}
+
 } // extern "C"

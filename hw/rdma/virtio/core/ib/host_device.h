@@ -42,6 +42,10 @@ public:
 
     ibv_context *context() const { return ctx_; }
     unsigned port() const { return port_; }
+    size_t gid_table_len() const
+    {
+        return static_cast<size_t>(port_attr_.gid_tbl_len);
+    }
 
 private:
     HostDevice(ibv_context *ctx, unsigned port) : ctx_(ctx), port_(port) {}

@@ -11,7 +11,7 @@
 
 namespace vrdma::soft_roce {
 
-uint32_t Engine::qp_created(VrdmaCore &c, Qp &qp)
+Status Engine::qp_created(VrdmaCore &c, Qp &qp)
 {
     qp_create(c, qp);
     /*
@@ -19,9 +19,11 @@ uint32_t Engine::qp_created(VrdmaCore &c, Qp &qp)
      * WIRE_QPN; the GSI QP is QP1 either way (IBA).
      */
     if (c.has_feature(VIRTIO_RDMA_F_WIRE_QPN) && qp.index != kGsiQpn) {
-        return c.wires.pick(c.rng);
+        qp.wire_qpn = c.wires.pick(c.rng);
+    } else {
+        qp.wire_qpn = qp.index;
     }
-    return qp.index;
+    return kOk;
 }
 
 void Engine::qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state,

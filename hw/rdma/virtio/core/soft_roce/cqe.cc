@@ -30,23 +30,7 @@ namespace {
 bool push(VrdmaCore &c, uint32_t cqn, const virtio_rdma_cq_req &host,
           bool solicited)
 {
-    Cq *cq = c.cqs.at(cqn);
-    if (!cq) {
-        return true; /* cannot happen: the QP holds a reference */
-    }
-    virtio_rdma_cq_req w = host;
-    le_fields(w);
-    if (!c.host.cq_push(cqn, w)) {
-        eng(c).stats.cq_overruns++;
-        return false;
-    }
-    eng(c).stats.completions++;
-    const bool error = host.status != VIRTIO_RDMA_WC_SUCCESS;
-    eng(c).stats.error_completions += error;
-    if (cq->take_event(solicited, error)) {
-        c.host.cq_notify(cqn);
-    }
-    return true;
+    return cq_deliver(c, cqn, host, solicited, eng(c).stats);
 }
 
 } // namespace

@@ -27,6 +27,7 @@ struct VrdmaCore;
 namespace vrdma {
 struct Qp;
 struct Mr;
+struct Cq;
 }
 
 namespace vrdma::soft_roce {
@@ -269,7 +270,17 @@ struct Engine {
     VrdmaDpStats stats{};
 
     /* The backend seam's hooks (../backend.h), in backend.cc. */
-    uint32_t qp_created(VrdmaCore &c, Qp &qp);
+    Status pd_created(VrdmaCore &, uint32_t) { return kOk; }
+    void pd_destroyed(VrdmaCore &, uint32_t) {}
+    Status cq_created(VrdmaCore &, uint32_t, Cq &) { return kOk; }
+    void cq_destroyed(VrdmaCore &, uint32_t) {}
+    Status qp_created(VrdmaCore &c, Qp &qp);
+    /* The engine takes every attribute the core's checks let through. */
+    Status qp_modifying(VrdmaCore &, Qp &, uint32_t,
+                        const virtio_rdma_qp_attr &)
+    {
+        return kOk;
+    }
     void qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state, uint32_t mask);
     void qp_destroyed(VrdmaCore &c, Qp &qp);
     void qp_to_error(VrdmaCore &c, Qp &qp);
@@ -283,6 +294,7 @@ struct Engine {
     bool run(VrdmaCore &c);
     void timer(VrdmaCore &c);
     void reset(VrdmaCore &c);
+    void detach(VrdmaCore &) {}
 };
 
 } // namespace vrdma::soft_roce

@@ -1,0 +1,170 @@
+/*
+ * virtio-rdma ibverbs backend: its life -- made with a core on a host
+ * device, its completion channel watched by the host, every host object
+ * ended on reset and at the end -- and the C entry point that makes a core
+ * with it.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include <fcntl.h>
+
+#include <cstdio>
+#include <new>
+
+#include "../core.h"
+#include "hw/rdma/virtio-rdma-ibverbs.h"
+#include "state.h"
+
+namespace vrdma::ib {
+
+QpState &QpState::operator=(QpState &&o) noexcept
+{
+    if (this != &o) {
+        this->~QpState();
+        qp = o.qp;
+        o.qp = nullptr;
+    }
+    return *this;
+}
+
+QpState::~QpState()
+{
+    if (qp) {
+        ibv_destroy_qp(qp); /* the host flushes nothing to us after this */
+    }
+}
+
+Backend::Backend(std::unique_ptr<HostDevice> dev, const VrdmaLimits &lim)
+    : dev_(std::move(dev)), pds_(lim.max_pd, nullptr),
+      cqs_(lim.max_cq, nullptr), mrs_(lim.max_mr), pending_(lim.max_cq)
+{
+    channel_ = ibv_create_comp_channel(dev_->context());
+    if (channel_) {
+        /* Watched by the host's loop: reading it must never block. */
+        const int fl = fcntl(channel_->fd, F_GETFL);
+        if (fl < 0 || fcntl(channel_->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+            ibv_destroy_comp_channel(channel_);
+            channel_ = nullptr;
+        }
+    }
+}
+
+Backend::~Backend()
+{
+    release_all();
+    if (channel_) {
+        ibv_destroy_comp_channel(channel_);
+    }
+}
+
+void Backend::release_all()
+{
+    /* The core freed its QPs first (their host QPs went with them). */
+    for (uint32_t i = 0; i < mrs_.size(); i++) {
+        release_mr(i);
+    }
+    for (ibv_cq *&cq : cqs_) {
+        if (cq) {
+            ibv_destroy_cq(cq); /* every event was acked when it came */
+            cq = nullptr;
+        }
+    }
+    for (const Ah &e : ahs_) {
+        ibv_destroy_ah(e.ah);
+    }
+    ahs_.clear();
+    for (ibv_pd *&pd : pds_) {
+        if (pd) {
+            ibv_dealloc_pd(pd);
+            pd = nullptr;
+        }
+    }
+    pending_.assign(pending_.size(), false);
+}
+
+void Backend::reset(VrdmaCore &)
+{
+    release_all();
+}
+
+uint32_t Backend::host_objects() const
+{
+    uint32_t n = 0;
+    for (ibv_pd *pd : pds_) {
+        n += pd != nullptr;
+    }
+    for (ibv_cq *cq : cqs_) {
+        n += cq != nullptr;
+    }
+    for (const HostMr &m : mrs_) {
+        n += m.mr != nullptr;
+    }
+    return n;
+}
+
+namespace {
+
+/* The host calls this when the completion channel is readable. */
+void completion_ready(void *opaque)
+{
+    VrdmaCore &c = *static_cast<VrdmaCore *>(opaque);
+    if (std::get<Backend>(c.backend).completions(c)) {
+        c.host.kick(); /* more than one turn's budget: run() goes on */
+    }
+}
+
+} // namespace
+
+void Backend::attach(VrdmaCore &c)
+{
+    c.host.fd_watch(channel_->fd, completion_ready, &c);
+}
+
+void Backend::detach(VrdmaCore &c)
+{
+    c.host.fd_watch(channel_->fd, nullptr, nullptr);
+}
+
+} // namespace vrdma::ib
+
+extern "C" VrdmaCore *vrdma_core_new_ibverbs(const VrdmaLimits *lim,
+                                             const VrdmaHostOps *ops,
+                                             const char *ibdev,
+                                             unsigned ibport, char *err,
+                                             size_t errlen)
+{
+    using vrdma::ib::Backend;
+    std::string why;
+    auto dev = vrdma::ib::HostDevice::open(ibdev ? ibdev : "", ibport, &why);
+    if (!dev) {
+        std::snprintf(err, errlen, "%s", why.c_str());
+        return nullptr;
+    }
+    if (!ops->loop.fd_watch) {
+        std::snprintf(err, errlen, "the host cannot watch the completion "
+                      "channel (no loop.fd_watch)");
+        return nullptr;
+    }
+    VrdmaLimits l = *lim;
+    dev->clamp(l); /* a no-op after vrdma_ib_probe() on the same device */
+    if (!vrdma::limits_valid(l) || !ops->mem.map || !ops->mem.unmap ||
+        !ops->mem.read) {
+        std::snprintf(err, errlen, "the core refused the limits");
+        return nullptr;
+    }
+    auto *c = new (std::nothrow)
+        VrdmaCore(l, *ops, std::in_place_type<Backend>, std::move(dev), l);
+    if (!c) {
+        std::snprintf(err, errlen, "out of memory");
+        return nullptr;
+    }
+    Backend &b = std::get<Backend>(c->backend);
+    if (!b.usable()) {
+        std::snprintf(err, errlen, "cannot make a completion channel on "
+                      "host RDMA device %s", ibdev);
+        delete c;
+        return nullptr;
+    }
+    b.attach(*c);
+    return c;
+}

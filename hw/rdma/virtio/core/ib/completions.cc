@@ -1,0 +1,141 @@
+/*
+ * virtio-rdma ibverbs backend: host completions to the guest's CQs.
+ *
+ * One completion channel serves every host CQ; the host watches its fd in
+ * the context the core runs in (loop.fd_watch).  When it is readable: each
+ * event is acked at once (a CQ cannot be destroyed with events unacked),
+ * its CQ re-armed before it is polled (a CQE that lands after the poll
+ * raises a new event), and marked pending; then the pending CQs are
+ * polled, at most kPollBudget CQEs a turn -- more is left to run(), which
+ * the host calls again after a kick.
+ *
+ * A host CQE becomes the guest's with the same status, opcode, length and
+ * QP number (the host's QPN is the wire QPN the guest knows); the flags
+ * are renumbered.  ibv_wc does not say whether a message was solicited, so
+ * every receive completion counts as one for the CQ's arming: an armed
+ * SOLICITED CQ may wake early, never late.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include <algorithm>
+
+#include "../core.h"
+#include "state.h"
+
+namespace vrdma::ib {
+
+static_assert(same_value(VIRTIO_RDMA_WC_SUCCESS, IBV_WC_SUCCESS) &&
+              same_value(VIRTIO_RDMA_WC_WR_FLUSH_ERR, IBV_WC_WR_FLUSH_ERR) &&
+              same_value(VIRTIO_RDMA_WC_RETRY_EXC_ERR, IBV_WC_RETRY_EXC_ERR) &&
+              same_value(VIRTIO_RDMA_WC_GENERAL_ERR, IBV_WC_GENERAL_ERR));
+static_assert(same_value(VIRTIO_RDMA_WC_SEND, IBV_WC_SEND) &&
+              same_value(VIRTIO_RDMA_WC_RDMA_WRITE, IBV_WC_RDMA_WRITE) &&
+              same_value(VIRTIO_RDMA_WC_RDMA_READ, IBV_WC_RDMA_READ) &&
+              same_value(VIRTIO_RDMA_WC_COMP_SWAP, IBV_WC_COMP_SWAP) &&
+              same_value(VIRTIO_RDMA_WC_FETCH_ADD, IBV_WC_FETCH_ADD) &&
+              same_value(VIRTIO_RDMA_WC_LOCAL_INV, IBV_WC_LOCAL_INV) &&
+              same_value(VIRTIO_RDMA_WC_RECV, IBV_WC_RECV) &&
+              same_value(VIRTIO_RDMA_WC_RECV_RDMA_WITH_IMM, IBV_WC_RECV_RDMA_WITH_IMM));
+
+namespace {
+
+constexpr unsigned kEventBudget = 64; /* channel events per turn */
+constexpr unsigned kPollBudget = 256; /* CQEs per turn, all CQs */
+constexpr int kPollBatch = 16;
+
+virtio_rdma_cq_req to_guest(const ibv_wc &wc)
+{
+    virtio_rdma_cq_req cqe{};
+    cqe.wr_id = wc.wr_id;
+    cqe.status = wc.status;
+    cqe.opcode = wc.opcode;
+    cqe.vendor_err = wc.vendor_err;
+    cqe.byte_len = wc.byte_len;
+    cqe.qp_num = wc.qp_num;
+    cqe.src_qp = wc.src_qp;
+    if (wc.wc_flags & IBV_WC_GRH) {
+        cqe.wc_flags |= VIRTIO_RDMA_WC_GRH;
+    }
+    if (wc.wc_flags & IBV_WC_WITH_IMM) {
+        cqe.wc_flags |= VIRTIO_RDMA_WC_WITH_IMM;
+        cqe.ex = wc.imm_data; /* big-endian, as the guest reads it */
+    } else if (wc.wc_flags & IBV_WC_WITH_INV) {
+        cqe.wc_flags |= VIRTIO_RDMA_WC_WITH_INVALIDATE;
+        cqe.ex = le(wc.invalidated_rkey);
+    }
+    cqe.pkey_index = 0;
+    cqe.sl = wc.sl;
+    cqe.port_num = kPortNum;
+    return cqe;
+}
+
+} // namespace
+
+/*
+ * An error completion: the host QP is in ERR now (rxe's and IBA's rule for
+ * a completion error), and QUERY_QP must say so before the guest posts
+ * again -- posts then flush, as the host does.
+ */
+void Backend::qp_failed(VrdmaCore &c, uint32_t wire_qpn)
+{
+    if (Qp *qp = c.qp_by_wire(wire_qpn)) {
+        qp->attr.qp_state = VIRTIO_RDMA_QPS_ERR;
+    }
+}
+
+bool Backend::completions(VrdmaCore &c)
+{
+    for (unsigned n = 0; n < kEventBudget; n++) {
+        ibv_cq *cq = nullptr;
+        void *ctx = nullptr;
+        if (ibv_get_cq_event(channel_, &cq, &ctx)) {
+            break; /* EAGAIN: none left */
+        }
+        ibv_ack_cq_events(cq, 1);
+        const auto cqn = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(ctx));
+        if (cqn < cqs_.size() && cqs_[cqn] == cq) {
+            ibv_req_notify_cq(cq, 0);
+            pending_[cqn] = true;
+        }
+    }
+    return poll_pending(c, kPollBudget);
+}
+
+bool Backend::run(VrdmaCore &c)
+{
+    return poll_pending(c, kPollBudget);
+}
+
+bool Backend::poll_pending(VrdmaCore &c, unsigned budget)
+{
+    bool more = false;
+    for (uint32_t cqn = 0; cqn < cqs_.size(); cqn++) {
+        if (!pending_[cqn]) {
+            continue;
+        }
+        bool drained = false;
+        while (budget && !drained) {
+            ibv_wc wc[kPollBatch];
+            const int want = static_cast<int>(
+                std::min<unsigned>(budget, kPollBatch));
+            const int got = ibv_poll_cq(cqs_[cqn], want, wc);
+            for (int i = 0; i < got; i++) {
+                if (wc[i].status != IBV_WC_SUCCESS) {
+                    qp_failed(c, wc[i].qp_num);
+                }
+                cq_deliver(c, cqn, to_guest(wc[i]),
+                           (wc[i].opcode & IBV_WC_RECV) != 0, stats);
+            }
+            budget -= static_cast<unsigned>(std::max(got, 0));
+            drained = got < want; /* < 0: the host failed; nothing to wait for */
+        }
+        if (drained) {
+            pending_[cqn] = false; /* the next CQE raises an event */
+        } else {
+            more = true;
+        }
+    }
+    return more;
+}
+
+} // namespace vrdma::ib

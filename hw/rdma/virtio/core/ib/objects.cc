@@ -1,0 +1,332 @@
+/*
+ * virtio-rdma ibverbs backend: PDs, CQs, QPs and MRs as host objects.
+ *
+ * The core has checked each command against the device's limits; the host
+ * device may still refuse (its own limits, an attribute it rejects), and
+ * then the guest gets the refusal, with the host's errno in the trace, and
+ * nothing changed.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "../core.h"
+#include "state.h"
+#include "window.h"
+
+namespace vrdma::ib {
+
+/* The ABI's values are the verbs' (ib_verbs.h and verbs.h agree). */
+static_assert(same_value(VIRTIO_RDMA_QPS_ERR, IBV_QPS_ERR));
+static_assert(same_value(VIRTIO_RDMA_QPT_RC, IBV_QPT_RC) &&
+              same_value(VIRTIO_RDMA_QPT_UC, IBV_QPT_UC) &&
+              same_value(VIRTIO_RDMA_QPT_UD, IBV_QPT_UD));
+static_assert(same_value(VIRTIO_RDMA_QP_STATE, IBV_QP_STATE) &&
+              same_value(VIRTIO_RDMA_QP_AV, IBV_QP_AV) &&
+              same_value(VIRTIO_RDMA_QP_DEST_QPN, IBV_QP_DEST_QPN) &&
+              same_value(VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC, IBV_QP_MAX_DEST_RD_ATOMIC) &&
+              same_value(VIRTIO_RDMA_QP_RATE_LIMIT, IBV_QP_RATE_LIMIT));
+static_assert(same_value(VIRTIO_RDMA_ACCESS_LOCAL_WRITE, IBV_ACCESS_LOCAL_WRITE) &&
+              same_value(VIRTIO_RDMA_ACCESS_REMOTE_WRITE, IBV_ACCESS_REMOTE_WRITE) &&
+              same_value(VIRTIO_RDMA_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_READ) &&
+              same_value(VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC, IBV_ACCESS_REMOTE_ATOMIC));
+static_assert(same_value(VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, IBV_GID_TYPE_ROCE_V2));
+
+namespace {
+
+constexpr uint32_t kDataAccess =
+    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+/* The MODIFY_QP attributes a host QP takes (the rest the core refuses). */
+constexpr uint32_t kHostQpMask =
+    IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY |
+    IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY |
+    IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+    IBV_QP_RNR_RETRY | IBV_QP_RQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC |
+    IBV_QP_MIN_RNR_TIMER | IBV_QP_SQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+    IBV_QP_PATH_MIG_STATE | IBV_QP_DEST_QPN | IBV_QP_RATE_LIMIT;
+
+/* A host call failed with @err: the guest's status for it. */
+Status host_refused(int err, const char *field, uint64_t b = 0)
+{
+    switch (err) {
+    case ENOMEM:
+    case ENOSPC:
+        return fail(VRDMA_ERR_TABLE_FULL, field, static_cast<uint64_t>(err), b);
+    case EINVAL:
+        return fail(VRDMA_ERR_BAD_ARG, field, static_cast<uint64_t>(err), b);
+    case EOPNOTSUPP:
+        return fail(VRDMA_ERR_UNSUPPORTED, field, static_cast<uint64_t>(err),
+                    b);
+    default:
+        return fail(VRDMA_ERR_HOST, field, static_cast<uint64_t>(err), b);
+    }
+}
+
+} // namespace
+
+/*
+ * The guest's GIDs are its NIC's addresses; the host has them once the
+ * management plane added them to the host netdev (RDMA_GID_STATUS_CHANGED).
+ */
+bool host_gid_index(const VrdmaCore &c, const HostDevice &dev,
+                    uint32_t index, uint8_t *out)
+{
+    const GidEntry *g = c.port.gid(index);
+    if (!g) {
+        return false;
+    }
+    const size_t n = dev.gid_table_len();
+    std::vector<ibv_gid_entry> tab(n ? n : 1);
+    const ssize_t got = ibv_query_gid_table(dev.context(), tab.data(),
+                                            tab.size(), 0);
+    for (ssize_t i = 0; i < got; i++) {
+        const ibv_gid_entry &e = tab[i];
+        if (e.port_num == dev.port() && e.gid_type == g->type &&
+            std::memcmp(e.gid.raw, g->gid.data(), 16) == 0 &&
+            e.gid_index <= UINT8_MAX) {
+            *out = static_cast<uint8_t>(e.gid_index);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- PDs and CQs ---- */
+
+Status Backend::pd_created(VrdmaCore &, uint32_t index)
+{
+    ibv_pd *pd = ibv_alloc_pd(dev_->context());
+    if (!pd) {
+        return host_refused(errno, "pdn");
+    }
+    pds_[index] = pd;
+    return kOk;
+}
+
+void Backend::release_ahs(uint32_t pd)
+{
+    std::erase_if(ahs_, [pd](const Ah &e) {
+        if (e.pd == pd) {
+            ibv_destroy_ah(e.ah);
+            return true;
+        }
+        return false;
+    });
+}
+
+void Backend::pd_destroyed(VrdmaCore &, uint32_t index)
+{
+    release_ahs(index); /* no QP of the PD is left to use them */
+    ibv_dealloc_pd(pds_[index]);
+    pds_[index] = nullptr;
+}
+
+Status Backend::cq_created(VrdmaCore &, uint32_t index, Cq &cq)
+{
+    /* The CQN rides in cq_context: completions.cc finds the guest's CQ. */
+    ibv_cq *h = ibv_create_cq(dev_->context(), static_cast<int>(cq.cqe),
+                              reinterpret_cast<void *>(uintptr_t{index}),
+                              channel_, 0);
+    if (!h) {
+        return host_refused(errno, "cqe", cq.cqe);
+    }
+    if (ibv_req_notify_cq(h, 0)) {
+        const int e = errno;
+        ibv_destroy_cq(h);
+        return host_refused(e, "cqn");
+    }
+    cqs_[index] = h;
+    pending_[index] = false;
+    return kOk;
+}
+
+void Backend::cq_destroyed(VrdmaCore &, uint32_t index)
+{
+    ibv_destroy_cq(cqs_[index]);
+    cqs_[index] = nullptr;
+    pending_[index] = false;
+}
+
+/* ---- QPs ---- */
+
+Status Backend::qp_created(VrdmaCore &c, Qp &qp)
+{
+    /*
+     * QP1's MADs are the CM's: they go through rdmacm-mux (mad-chardev=),
+     * not a host QP.
+     */
+    if (qp.type == VIRTIO_RDMA_QPT_GSI) {
+        return fail(VRDMA_ERR_UNSUPPORTED, "qp_type", qp.type);
+    }
+    /*
+     * The host picks the QP's number; a driver that cannot be told it
+     * (no VIRTIO_RDMA_F_WIRE_QPN) would hand peers its queue index.
+     */
+    if (!c.has_feature(VIRTIO_RDMA_F_WIRE_QPN)) {
+        return fail(VRDMA_ERR_UNSUPPORTED, "features", c.features,
+                    uint64_t{1} << VIRTIO_RDMA_F_WIRE_QPN);
+    }
+    ibv_qp_init_attr ia{};
+    ia.send_cq = cqs_[qp.send_cqn];
+    ia.recv_cq = cqs_[qp.recv_cqn];
+    ia.cap.max_send_wr = qp.cap.max_send_wr;
+    ia.cap.max_recv_wr = qp.cap.max_recv_wr;
+    ia.cap.max_send_sge = qp.cap.max_send_sge;
+    ia.cap.max_recv_sge = qp.cap.max_recv_sge;
+    ia.qp_type = static_cast<ibv_qp_type>(qp.type);
+    ia.sq_sig_all = qp.sq_sig_type == VIRTIO_RDMA_SIGNAL_ALL_WR;
+    ibv_qp *h = ibv_create_qp(pds_[qp.pd_index], &ia);
+    if (!h) {
+        return host_refused(errno, "qp_type", qp.type);
+    }
+    qp.backend.emplace<QpState>().qp = h;
+    qp.wire_qpn = h->qp_num;
+    return kOk;
+}
+
+Status Backend::qp_modifying(VrdmaCore &c, Qp &qp, uint32_t mask,
+                             const virtio_rdma_qp_attr &a)
+{
+    ibv_qp_attr h{};
+    h.qp_state = static_cast<ibv_qp_state>(a.qp_state);
+    h.cur_qp_state = static_cast<ibv_qp_state>(a.cur_qp_state);
+    h.path_mtu = static_cast<ibv_mtu>(a.path_mtu);
+    h.path_mig_state = static_cast<ibv_mig_state>(a.path_mig_state);
+    h.qkey = a.qkey;
+    h.rq_psn = a.rq_psn;
+    h.sq_psn = a.sq_psn;
+    h.dest_qp_num = a.dest_qp_num;
+    h.qp_access_flags = a.qp_access_flags & kDataAccess;
+    h.pkey_index = 0; /* the one P_Key, the default, as on the host */
+    h.en_sqd_async_notify = a.en_sqd_async_notify;
+    h.max_rd_atomic = a.max_rd_atomic;
+    h.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    h.min_rnr_timer = a.min_rnr_timer;
+    h.port_num = static_cast<uint8_t>(dev_->port());
+    h.timeout = a.timeout;
+    h.retry_cnt = a.retry_cnt;
+    h.rnr_retry = a.rnr_retry;
+    h.rate_limit = a.rate_limit;
+    if (mask & VIRTIO_RDMA_QP_AV) {
+        const virtio_rdma_global_route &g = a.ah_attr.grh;
+        h.ah_attr.is_global = 1;
+        std::memcpy(h.ah_attr.grh.dgid.raw, g.dgid, 16);
+        h.ah_attr.grh.flow_label = g.flow_label;
+        h.ah_attr.grh.hop_limit = g.hop_limit;
+        h.ah_attr.grh.traffic_class = g.traffic_class;
+        h.ah_attr.sl = a.ah_attr.sl;
+        h.ah_attr.port_num = static_cast<uint8_t>(dev_->port());
+        if (!host_gid_index(c, *dev_, g.sgid_index,
+                            &h.ah_attr.grh.sgid_index)) {
+            return fail(VRDMA_ERR_BAD_INDEX, "attrs.ah_attr.grh.sgid_index",
+                        g.sgid_index); /* not (yet) in the host's table */
+        }
+    }
+    QpState *s = std::get_if<QpState>(&qp.backend);
+    if (!s || !s->qp) {
+        return fail(VRDMA_ERR_UNSUPPORTED, "qpn", qp.index);
+    }
+    if (const int e = ibv_modify_qp(s->qp, &h, static_cast<int>(
+                                                   mask & kHostQpMask))) {
+        return host_refused(e, "attr_mask", mask);
+    }
+    return kOk;
+}
+
+void Backend::qp_destroyed(VrdmaCore &, Qp &qp)
+{
+    /* Now, not when the core frees the Qp: the CQs may go next. */
+    if (QpState *s = std::get_if<QpState>(&qp.backend)) {
+        *s = QpState{};
+    }
+}
+
+void Backend::qp_to_error(VrdmaCore &, Qp &qp)
+{
+    if (QpState *s = std::get_if<QpState>(&qp.backend); s && s->qp) {
+        ibv_qp_attr h{};
+        h.qp_state = IBV_QPS_ERR;
+        ibv_modify_qp(s->qp, &h, IBV_QP_STATE); /* the host flushes */
+    }
+}
+
+/* ---- MRs ---- */
+
+Status Backend::mr_registered(VrdmaCore &c, uint32_t index, Mr &mr)
+{
+    /*
+     * DMA MRs name guest-physical addresses and fast-registration MRs get
+     * their pages from work requests: both need host objects this backend
+     * does not make yet (kernel ULPs use them).
+     */
+    if (mr.kind != MrKind::kUser) {
+        return fail(VRDMA_ERR_UNSUPPORTED, "mr kind",
+                    static_cast<uint64_t>(mr.kind));
+    }
+    if (mr.access & ~kDataAccess) {
+        return fail(VRDMA_ERR_UNSUPPORTED, "access_flags", mr.access,
+                    kDataAccess);
+    }
+    Window w;
+    if (!window_map(mr.pages, &w)) {
+        return host_refused(errno == EINVAL ? EFAULT : errno, "pages",
+                            mr.pages.count());
+    }
+    /* The window starts at the page of the MR's first byte. */
+    void *start = static_cast<uint8_t *>(w.base) +
+                  (mr.iova & (VIRTIO_RDMA_PAGE_SIZE - 1));
+    ibv_mr *h = ibv_reg_mr_iova2(pds_[mr.pd_index], start, mr.length,
+                                 mr.iova, mr.access);
+    if (!h) {
+        const int e = errno;
+        window_unmap(w.base, w.len);
+        return host_refused(e, "access_flags", mr.access);
+    }
+    mrs_[index] = HostMr{h, w.base, w.len};
+    map_runs += w.runs;
+    /* The lkey is the core's (SGEs are checked here first), the rkey the host's. */
+    mr.lkey = c.mrs.next_key(index);
+    mr.rkey = (mr.access & VIRTIO_RDMA_ACCESS_REMOTE) ? h->rkey : 0;
+    return kOk;
+}
+
+void Backend::release_mr(uint32_t index)
+{
+    HostMr &m = mrs_[index];
+    if (m.mr) {
+        ibv_dereg_mr(m.mr); /* no peer reaches the pages after this */
+    }
+    window_unmap(m.window, m.window_len);
+    m = HostMr{};
+}
+
+void Backend::mr_revoked(VrdmaCore &, Mr &mr)
+{
+    release_mr(mr.lkey >> 8); /* the pages are gone: so is the host MR */
+}
+
+void Backend::mr_deregistered(VrdmaCore &, Mr &mr)
+{
+    release_mr(mr.lkey >> 8);
+}
+
+bool Backend::host_lkey(VrdmaCore &c, const Qp &qp, uint32_t lkey,
+                        uint32_t *out) const
+{
+    const Mr *mr = c.mrs.lookup_lkey(lkey);
+    if (!mr || mr->pd_index != qp.pd_index || mr->revoked) {
+        return false;
+    }
+    const HostMr &m = mrs_[lkey >> 8];
+    if (!m.mr) {
+        return false;
+    }
+    *out = m.mr->lkey;
+    return true;
+}
+
+} // namespace vrdma::ib

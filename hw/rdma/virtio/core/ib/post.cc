@@ -1,0 +1,265 @@
+/*
+ * virtio-rdma ibverbs backend: work requests posted by the driver, to the
+ * host QP.
+ *
+ * The request is read and checked by the core's rules (../wqe.h) exactly as
+ * the soft engine does; then every SGE's lkey must name an MR of the QP's
+ * PD (the core's key, swapped for the host MR's), and the request becomes
+ * one ibv_send_wr / ibv_recv_wr.  SGE addresses pass unchanged: a host MR
+ * is registered at the guest's IOVA (window.h).  The host device checks
+ * bounds, rkeys and everything on the wire.
+ *
+ * A request refused here completes at once with its status (as the soft
+ * engine's immediate errors do), ahead of work the host still holds; one
+ * the QP took (RTS, SQD) but cannot execute also puts the QP in ERR, as an
+ * error completion does, and the host then flushes the rest.  UD
+ * requests reach the host through an address handle per destination, kept
+ * per PD (at most max_ah; one more destination is refused).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "../core.h"
+#include "../wqe.h"
+#include "../wr_opcode.h"
+#include "state.h"
+
+namespace vrdma::ib {
+
+static_assert(same_value(VIRTIO_RDMA_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE) &&
+              same_value(VIRTIO_RDMA_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_WRITE_WITH_IMM) &&
+              same_value(VIRTIO_RDMA_WR_SEND, IBV_WR_SEND) &&
+              same_value(VIRTIO_RDMA_WR_SEND_WITH_IMM, IBV_WR_SEND_WITH_IMM) &&
+              same_value(VIRTIO_RDMA_WR_RDMA_READ, IBV_WR_RDMA_READ) &&
+              same_value(VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP) &&
+              same_value(VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD) &&
+              same_value(VIRTIO_RDMA_WR_SEND_WITH_INV, IBV_WR_SEND_WITH_INV));
+static_assert(same_value(VIRTIO_RDMA_SEND_FENCE, IBV_SEND_FENCE) &&
+              same_value(VIRTIO_RDMA_SEND_SIGNALED, IBV_SEND_SIGNALED) &&
+              same_value(VIRTIO_RDMA_SEND_SOLICITED, IBV_SEND_SOLICITED));
+
+namespace {
+
+constexpr unsigned kHostSendFlags =
+    IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
+
+/* A completion the device makes itself (a request refused here). */
+void complete_now(VrdmaCore &c, Qp &qp, uint32_t cqn, uint64_t wr_id,
+                  uint32_t wc_opcode, uint8_t status, VrdmaDpStats &stats)
+{
+    virtio_rdma_cq_req cqe{};
+    cqe.wr_id = wr_id;
+    cqe.status = status;
+    cqe.opcode = wc_opcode;
+    cqe.qp_num = qp.wire_qpn;
+    cq_deliver(c, cqn, cqe, false, stats);
+}
+
+/* Which opcodes go to the host as they are (no fast registration here). */
+bool host_opcode(uint32_t opcode)
+{
+    switch (opcode) {
+    case VIRTIO_RDMA_WR_RDMA_WRITE:
+    case VIRTIO_RDMA_WR_RDMA_WRITE_WITH_IMM:
+    case VIRTIO_RDMA_WR_SEND:
+    case VIRTIO_RDMA_WR_SEND_WITH_IMM:
+    case VIRTIO_RDMA_WR_RDMA_READ:
+    case VIRTIO_RDMA_WR_ATOMIC_CMP_AND_SWP:
+    case VIRTIO_RDMA_WR_ATOMIC_FETCH_AND_ADD:
+    case VIRTIO_RDMA_WR_SEND_WITH_INV:
+        return true;
+    default:
+        return false; /* LOCAL_INV, REG_MR: no fast-reg MR exists */
+    }
+}
+
+} // namespace
+
+uint8_t Backend::host_sges(VrdmaCore &c, const Qp &qp, const uint8_t *p,
+                           uint32_t n, ibv_sge *out, uint32_t *total) const
+{
+    std::array<Sge, VRDMA_MAX_SGE> s;
+    if (!read_sges(p, n, s.data(), total)) {
+        return VIRTIO_RDMA_WC_LOC_LEN_ERR;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t lkey;
+        if (!host_lkey(c, qp, s[i].lkey, &lkey)) {
+            return VIRTIO_RDMA_WC_LOC_PROT_ERR;
+        }
+        out[i] = ibv_sge{s[i].addr, s[i].length, lkey};
+    }
+    return VIRTIO_RDMA_WC_SUCCESS;
+}
+
+void Backend::post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
+{
+    const auto *p = static_cast<const uint8_t *>(bytes);
+    const auto h = read_header<virtio_rdma_sq_req>(p, len);
+    const WrOpcodeInfo &op = wr_opcode_info(h.opcode);
+    uint8_t status = check_send(qp.cap, qp.type, h, len, op);
+
+    const Admit admit = send_queue_admits(qp.state());
+    if (admit == Admit::kFlush) {
+        complete_now(c, qp, qp.send_cqn, h.wr_id, op.wc_opcode,
+                     VIRTIO_RDMA_WC_WR_FLUSH_ERR, stats);
+        return;
+    }
+    QpState *qs = std::get_if<QpState>(&qp.backend);
+    if (admit == Admit::kError || !qs || !qs->qp) {
+        complete_now(c, qp, qp.send_cqn, h.wr_id, op.wc_opcode,
+                     VIRTIO_RDMA_WC_LOC_QP_OP_ERR, stats);
+        return;
+    }
+    if (status == VIRTIO_RDMA_WC_SUCCESS && !host_opcode(h.opcode)) {
+        status = VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
+    }
+    std::array<ibv_sge, VRDMA_MAX_SGE> sg;
+    uint32_t total = 0;
+    if (status == VIRTIO_RDMA_WC_SUCCESS) {
+        status = host_sges(c, qp, p + sizeof(h), h.num_sge, sg.data(), &total);
+    }
+    /* An atomic's local buffer is one 64-bit word. */
+    if (status == VIRTIO_RDMA_WC_SUCCESS && op.has(kWrLen8) &&
+        total != sizeof(uint64_t)) {
+        status = VIRTIO_RDMA_WC_LOC_LEN_ERR;
+    }
+    ibv_send_wr wr{};
+    if (status == VIRTIO_RDMA_WC_SUCCESS) {
+        wr.wr_id = h.wr_id;
+        wr.sg_list = sg.data();
+        wr.num_sge = static_cast<int>(h.num_sge);
+        wr.opcode = static_cast<ibv_wr_opcode>(h.opcode);
+        wr.send_flags = h.send_flags & kHostSendFlags;
+        if (op.has(kWrImm)) {
+            wr.imm_data = h.ex; /* big-endian as the driver wrote it */
+        } else if (h.opcode == VIRTIO_RDMA_WR_SEND_WITH_INV) {
+            wr.invalidate_rkey = le(h.ex);
+        }
+        switch (op.args) {
+        case WrArgs::kRdma:
+            wr.wr.rdma.remote_addr = le(h.wr.rdma.remote_addr);
+            wr.wr.rdma.rkey = le(h.wr.rdma.rkey);
+            break;
+        case WrArgs::kAtomic:
+            wr.wr.atomic.remote_addr = le(h.wr.atomic.remote_addr);
+            wr.wr.atomic.compare_add = le(h.wr.atomic.compare_add);
+            wr.wr.atomic.swap = le(h.wr.atomic.swap);
+            wr.wr.atomic.rkey = le(h.wr.atomic.rkey);
+            break;
+        case WrArgs::kReg:
+        case WrArgs::kNone:
+            break;
+        }
+        if (qp.type == VIRTIO_RDMA_QPT_UD) {
+            ibv_ah *ah = nullptr;
+            status = ud_ah(c, qp, h.wr.ud.av, &ah);
+            wr.wr.ud.ah = ah;
+            wr.wr.ud.remote_qpn = le(h.wr.ud.remote_qpn) & roce::kQpnMask;
+            wr.wr.ud.remote_qkey = le(h.wr.ud.remote_qkey);
+        }
+    }
+    if (status != VIRTIO_RDMA_WC_SUCCESS) {
+        /*
+         * A request the QP took but cannot execute is an error completion
+         * of the QP's, as the soft engine's requester makes it: the QP goes
+         * to ERR (the host's too, which flushes what it holds).
+         */
+        qp.attr.qp_state = VIRTIO_RDMA_QPS_ERR;
+        qp_to_error(c, qp);
+        complete_now(c, qp, qp.send_cqn, h.wr_id, op.wc_opcode, status, stats);
+        return;
+    }
+    ibv_send_wr *bad = nullptr;
+    if (ibv_post_send(qs->qp, &wr, &bad)) {
+        /* The host's queue is full (more than max_send_wr outstanding). */
+        complete_now(c, qp, qp.send_cqn, h.wr_id, op.wc_opcode,
+                     VIRTIO_RDMA_WC_LOC_QP_OP_ERR, stats);
+    }
+}
+
+void Backend::post_recv(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
+{
+    const auto *p = static_cast<const uint8_t *>(bytes);
+    const auto h = read_header<virtio_rdma_rq_req>(p, len);
+    uint8_t status = check_recv(qp.cap, h, len);
+
+    const Admit admit = recv_queue_admits(qp.state());
+    if (admit == Admit::kFlush) {
+        complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
+                     VIRTIO_RDMA_WC_WR_FLUSH_ERR, stats);
+        return;
+    }
+    QpState *qs = std::get_if<QpState>(&qp.backend);
+    if (admit == Admit::kError || !qs || !qs->qp) {
+        complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
+                     VIRTIO_RDMA_WC_LOC_QP_OP_ERR, stats);
+        return;
+    }
+    std::array<ibv_sge, VRDMA_MAX_SGE> sg;
+    uint32_t total = 0;
+    if (status == VIRTIO_RDMA_WC_SUCCESS) {
+        status = host_sges(c, qp, p + sizeof(h), h.num_sge, sg.data(), &total);
+    }
+    if (status != VIRTIO_RDMA_WC_SUCCESS) {
+        complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV, status,
+                     stats);
+        return;
+    }
+    ibv_recv_wr wr{};
+    wr.wr_id = h.wr_id;
+    wr.sg_list = sg.data();
+    wr.num_sge = static_cast<int>(h.num_sge);
+    ibv_recv_wr *bad = nullptr;
+    if (ibv_post_recv(qs->qp, &wr, &bad)) {
+        complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
+                     VIRTIO_RDMA_WC_LOC_QP_OP_ERR, stats);
+    }
+}
+
+/*
+ * The address handle of a UD request's address vector, made on first use
+ * and kept with the PD.  @returns SUCCESS, or LOC_QP_OP_ERR (the source
+ * GID is not in the host's table, the host refused, or max_ah are kept).
+ */
+uint8_t Backend::ud_ah(VrdmaCore &c, const Qp &qp, const virtio_rdma_av &av,
+                       ibv_ah **out)
+{
+    const uint32_t stf = le(av.sl_tclass_flowlabel);
+    uint8_t sgid;
+    if (!host_gid_index(c, *dev_, av.gid_index, &sgid)) {
+        return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
+    }
+    ibv_ah_attr a{};
+    a.is_global = 1;
+    std::memcpy(a.grh.dgid.raw, av.dgid, 16);
+    a.grh.sgid_index = sgid;
+    a.grh.hop_limit = av.hop_limit;
+    /* sl(31:28) | traffic class(27:20) | flow label(19:0) */
+    a.grh.traffic_class = static_cast<uint8_t>(stf >> 20);
+    a.grh.flow_label = stf & 0xFFFFF;
+    a.sl = static_cast<uint8_t>(stf >> 28);
+    a.port_num = static_cast<uint8_t>(dev_->port());
+    for (const Ah &e : ahs_) {
+        if (e.pd == qp.pd_index && std::memcmp(&e.attr, &a, sizeof(a)) == 0) {
+            *out = e.ah;
+            return VIRTIO_RDMA_WC_SUCCESS;
+        }
+    }
+    if (ahs_.size() >= c.lim.max_ah) {
+        return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
+    }
+    /* Blocks while the host resolves the destination's MAC (~1 s if none). */
+    ibv_ah *ah = ibv_create_ah(pds_[qp.pd_index], &a);
+    if (!ah) {
+        return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
+    }
+    ahs_.push_back(Ah{qp.pd_index, a, ah});
+    *out = ah;
+    return VIRTIO_RDMA_WC_SUCCESS;
+}
+
+} // namespace vrdma::ib

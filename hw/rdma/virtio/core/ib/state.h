@@ -1,0 +1,169 @@
+/*
+ * virtio-rdma ibverbs backend: its state, and its side of the backend seam
+ * (../backend.h).  Each guest PD, CQ, QP and MR is one host object on the
+ * host RDMA device (host_device.h); the core keeps the guest-visible object
+ * and checks every command first, as for the soft engine.
+ *
+ * Where the work is:
+ *   objects.cc      PDs, CQs, QPs (attributes to the host's), MRs
+ *   window.cc       an MR's guest pages as one host virtual range
+ *   post.cc         work requests: the core's checks, then the host's WR
+ *   completions.cc  the completion channel: host CQEs to the guest's CQs
+ *
+ * Host objects are owned here (RAII), so whatever ends a guest object --
+ * its command, a reset, the core's end -- ends the host's too, QPs first.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_RDMA_VIRTIO_CORE_IB_STATE_H
+#define HW_RDMA_VIRTIO_CORE_IB_STATE_H
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "../errors.h"
+#include "../guest_abi.h"
+#include "host_device.h"
+
+struct VrdmaCore;
+
+namespace vrdma {
+struct Qp;
+struct Mr;
+struct Cq;
+} // namespace vrdma
+
+namespace vrdma::ib {
+
+/* For static_asserts that an ABI value is the verbs' (enums of two kinds). */
+template <typename A, typename B>
+constexpr bool same_value(A a, B b)
+{
+    return static_cast<long long>(a) == static_cast<long long>(b);
+}
+
+/* A QP's host QP (none for the GSI QP, whose MADs go through the mux). */
+struct QpState {
+    QpState() = default;
+    QpState(QpState &&o) noexcept : qp(o.qp) { o.qp = nullptr; }
+    QpState &operator=(QpState &&o) noexcept;
+    QpState(const QpState &) = delete;
+    ~QpState();
+
+    ibv_qp *qp = nullptr;
+};
+
+/* An MR's host MR over its window (window.h): registered together. */
+struct HostMr {
+    ibv_mr *mr = nullptr;
+    void *window = nullptr;
+    size_t window_len = 0;
+};
+
+/*
+ * The host GID table index of guest GID @index (objects.cc): the host
+ * entry of the same GID and type on the backend's port.  @returns false if
+ * the host has none (yet).
+ */
+bool host_gid_index(const VrdmaCore &c, const HostDevice &dev,
+                    uint32_t index, uint8_t *out);
+
+class Backend {
+public:
+    Backend(std::unique_ptr<HostDevice> dev, const VrdmaLimits &lim);
+    ~Backend();
+    Backend(const Backend &) = delete;
+    Backend &operator=(const Backend &) = delete;
+
+    /* Whether the completion channel could be made (else: unusable). */
+    bool usable() const { return channel_ != nullptr; }
+
+    VrdmaDpStats stats{};
+    uint64_t map_runs = 0;        /* window mappings made (VMAs), ever */
+
+    /* The backend seam's hooks (../backend.h): objects.cc, post.cc. */
+    Status pd_created(VrdmaCore &c, uint32_t index);
+    void pd_destroyed(VrdmaCore &c, uint32_t index);
+    Status cq_created(VrdmaCore &c, uint32_t index, Cq &cq);
+    void cq_destroyed(VrdmaCore &c, uint32_t index);
+    Status qp_created(VrdmaCore &c, Qp &qp);
+    Status qp_modifying(VrdmaCore &c, Qp &qp, uint32_t mask,
+                        const virtio_rdma_qp_attr &attrs);
+    void qp_modified(VrdmaCore &, Qp &, uint32_t, uint32_t) {}
+    void qp_destroyed(VrdmaCore &c, Qp &qp);
+    void qp_to_error(VrdmaCore &c, Qp &qp);
+    Status mr_registered(VrdmaCore &c, uint32_t index, Mr &mr);
+    void mr_mapped(VrdmaCore &, Mr &) {} /* no fast-reg MR is made */
+    void mr_revoked(VrdmaCore &c, Mr &mr);
+    void mr_deregistered(VrdmaCore &c, Mr &mr);
+    void post_send(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
+    void post_recv(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
+    /* Frames are the host device's business: none come through the core. */
+    bool frame_receive(VrdmaCore &, std::span<const uint8_t>) { return false; }
+    /* CQs whose completions did not fit one turn's budget. */
+    bool run(VrdmaCore &c);
+    void timer(VrdmaCore &) {}
+    void reset(VrdmaCore &c);
+    /* The host watches the completion channel from attach to detach. */
+    void attach(VrdmaCore &c);
+    void detach(VrdmaCore &c);
+
+    /*
+     * The completion channel is readable (completions.cc): host CQEs to
+     * the guest's CQs, a bounded number per call.  @returns true if there
+     * may be more (the host calls again).
+     */
+    bool completions(VrdmaCore &c);
+    /* Watched by the host: the completion channel's fd. */
+    int completion_fd() const { return channel_->fd; }
+
+    const HostDevice &device() const { return *dev_; }
+    uint32_t host_objects() const;
+
+private:
+    friend struct BackendAccess;
+
+    /* The host CQ of guest CQ @cqn, or nullptr. */
+    ibv_cq *cq(uint32_t cqn) const
+    {
+        return cqn < cqs_.size() ? cqs_[cqn] : nullptr;
+    }
+    /* The host lkey for a guest SGE's lkey; 0 and false if it names none. */
+    bool host_lkey(VrdmaCore &c, const Qp &qp, uint32_t lkey,
+                   uint32_t *out) const;
+    /*
+     * A request's @n SGEs at @p, to the host's: SUCCESS, LOC_LEN_ERR (too
+     * long) or LOC_PROT_ERR (an lkey of no MR of the QP's PD).
+     */
+    uint8_t host_sges(VrdmaCore &c, const Qp &qp, const uint8_t *p,
+                      uint32_t n, ibv_sge *out, uint32_t *total) const;
+    uint8_t ud_ah(VrdmaCore &c, const Qp &qp, const virtio_rdma_av &av,
+                  ibv_ah **out);
+    void release_ahs(uint32_t pd);
+    void release_mr(uint32_t index);
+    void release_all();
+    /* Polls the CQs marked in pending_, at most @budget CQEs in all. */
+    bool poll_pending(VrdmaCore &c, unsigned budget);
+    void qp_failed(VrdmaCore &c, uint32_t wire_qpn);
+
+    std::unique_ptr<HostDevice> dev_;
+    ibv_comp_channel *channel_ = nullptr;
+    std::vector<ibv_pd *> pds_;   /* by guest PD index */
+    std::vector<ibv_cq *> cqs_;   /* by guest CQN */
+    std::vector<HostMr> mrs_;     /* by guest MR index */
+    std::vector<bool> pending_;   /* by guest CQN: an event came, not drained */
+    struct Ah {
+        uint32_t pd;              /* guest PD index */
+        ibv_ah_attr attr;
+        ibv_ah *ah;
+    };
+    std::vector<Ah> ahs_;         /* UD destinations, at most max_ah */
+};
+
+} // namespace vrdma::ib
+
+#endif

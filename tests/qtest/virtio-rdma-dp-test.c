@@ -522,6 +522,17 @@ static void check_counters(Side *a, Side *b)
         g_test_message("%s's device: %" PRIu64 " completions, %" PRIu64
                        " packets sent (%" PRIu64 " looped back)",
                        sides[i]->name, cqes, tx, loop);
+        if (qvrdma_dp_ibverbs()) {
+            /* Each guest object is one host object, no more, no less. */
+            uint32_t guest[4], host[4];
+
+            qvrdma_dp_objects(d, false, guest);
+            qvrdma_dp_objects(d, true, host);
+            g_test_message("%s's host objects: pd %u cq %u qp %u mr %u",
+                           sides[i]->name, host[0], host[1], host[2],
+                           host[3]);
+            g_assert_cmpmem(guest, sizeof(guest), host, sizeof(host));
+        }
     }
 }
 
@@ -1354,7 +1365,13 @@ static void ud_send(Side *a, Side *b, uint8_t sgid_index,
         g_assert_cmpuint((ip[2] << 8) | ip[3], ==, 20 + udp_len);
         g_assert_cmpuint(ip[8], ==, 64);                /* TTL = hop limit */
         g_assert_cmpuint(ip[9], ==, 17);                /* UDP */
-        g_assert_cmphex(qvrdma_ip_checksum(ip, 20), ==, 0);
+        /*
+         * On a host rxe the GRH is rxe's: between two QPs of one rxe the
+         * packet skips the IP stack, which is what fills the checksum.
+         */
+        if (!qvrdma_dp_ibverbs()) {
+            g_assert_cmphex(qvrdma_ip_checksum(ip, 20), ==, 0);
+        }
         g_assert_true(!memcmp(ip + 12, sgid + 12, 4));
         g_assert_true(!memcmp(ip + 16, dgid + 12, 4));
     } else {
@@ -1493,10 +1510,13 @@ static void test_wire_peer_gone(void)
     g_assert_cmpint(elapsed_us * 1000, >=, (retry_cnt + 1) * t_ns / 2);
     /* ... and not much later either (generous for a loaded host). */
     g_assert_cmpint(elapsed_us, <=, 5 * 1000 * 1000);
-    /* Each try timed out; each retry sent the request again. */
-    g_assert_cmpuint(qvrdma_dp_counter(a.d, "retry-timeouts"), >=,
-                     retry_cnt + 1);
-    g_assert_cmpuint(qvrdma_dp_counter(a.d, "retransmits"), >=, retry_cnt);
+    /* Each try timed out; each retry sent the request again (soft engine). */
+    if (!qvrdma_dp_ibverbs()) {
+        g_assert_cmpuint(qvrdma_dp_counter(a.d, "retry-timeouts"), >=,
+                         retry_cnt + 1);
+        g_assert_cmpuint(qvrdma_dp_counter(a.d, "retransmits"), >=,
+                         retry_cnt);
+    }
 
     /* The rest flushes: the unsignaled WRITE and the receive, any order. */
     for (i = 0; i < 2; i++) {

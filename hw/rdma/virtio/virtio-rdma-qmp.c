@@ -14,6 +14,32 @@
 #include "hw/qdev-core.h"
 #include "hw/virtio/virtio-rdma.h"
 
+/* backend=ibverbs: the host device and its objects; NULL otherwise. */
+static VirtioRdmaIbverbs *virtio_rdma_ib_info(VirtIORdma *r)
+{
+    VirtioRdmaIbverbs *ib;
+    VrdmaIbStats st;
+    bool on_ib;
+
+    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+        on_ib = vrdma_core_ib_stats(r->core, &st);
+    }
+    if (!on_ib) {
+        return NULL;
+    }
+    ib = g_new0(VirtioRdmaIbverbs, 1);
+    ib->ibdev = g_strdup(r->ib.ibdev);
+    ib->port = r->ib.port;
+    ib->pds = st.pds;
+    ib->cqs = st.cqs;
+    ib->qps = st.qps;
+    ib->mrs = st.mrs;
+    ib->ahs = st.ahs;
+    ib->map_runs = st.map_runs;
+    ib->max_map_runs = st.max_map_runs;
+    return ib;
+}
+
 static VirtioRdmaDataPath *virtio_rdma_dp_info(VirtIORdma *r)
 {
     VirtioRdmaDataPath *dp = g_new0(VirtioRdmaDataPath, 1);
@@ -93,6 +119,7 @@ static int virtio_rdma_collect(Object *obj, void *opaque)
     info = g_new0(VirtioRdmaInfo, 1);
     info->path = object_get_canonical_path(obj);
     info->backend = r->backend;
+    info->ibverbs = virtio_rdma_ib_info(r);
     info->nic = object_get_canonical_path(OBJECT(r->nic));
     info->netdev = g_strdup(r->netdev_name);
     info->node_guid = g_strdup_printf("%02x%02x%02x%02x%02x%02x%02x%02x",
@@ -146,6 +173,14 @@ void hmp_info_rdma(Monitor *mon, const QDict *qdict)
                        i->nic, i->netdev, i->node_guid);
         monitor_printf(mon, "  backend: %s\n",
                        VirtioRdmaBackend_str(i->backend));
+        if (i->ibverbs) {
+            monitor_printf(mon, "  host: %s port %u: pd %u cq %u qp %u mr %u "
+                           "ah %u (window mappings %" PRIu64 " of %" PRIu64
+                           ")\n", i->ibverbs->ibdev, i->ibverbs->port,
+                           i->ibverbs->pds, i->ibverbs->cqs, i->ibverbs->qps,
+                           i->ibverbs->mrs, i->ibverbs->ahs,
+                           i->ibverbs->map_runs, i->ibverbs->max_map_runs);
+        }
         monitor_printf(mon, "  engine: %s%s\n",
                        i->iothread ? "iothread " : "main loop (BQL)",
                        i->iothread ? i->iothread : "");

@@ -59,6 +59,15 @@ VrdmaCore *vrdma_core_new_ibverbs(const VrdmaLimits *lim,
                                   const VrdmaHostOps *ops, const char *ibdev,
                                   unsigned ibport, char *err, size_t errlen);
 
+/* The host side of a core made by vrdma_core_new_ibverbs(), for QMP. */
+typedef struct VrdmaIbStats {
+    uint32_t pds, cqs, qps, mrs, ahs;   /* host objects now */
+    uint64_t map_runs, max_map_runs;    /* MR window mappings (VMAs), cap */
+} VrdmaIbStats;
+
+/* @returns false (and leaves @st alone) if @core is not on ibverbs. */
+bool vrdma_core_ib_stats(const VrdmaCore *core, VrdmaIbStats *st);
+
 #ifdef __cplusplus
 }
 #endif

@@ -816,6 +816,23 @@ uint64_t qvrdma_dp_counter(QVrdmaDev *d, const char *name)
     return v;
 }
 
+void qvrdma_dp_objects(QVrdmaDev *d, bool host, uint32_t n[4])
+{
+    static const char *const names[4] = { "pds", "cqs", "qps", "mrs" };
+    QDict *rsp;
+    QDict *info = qvrdma_dp_query(d, &rsp);
+    int i;
+
+    if (host) {
+        info = qdict_get_qdict(info, "ibverbs");
+        g_assert_nonnull(info);
+    }
+    for (i = 0; i < 4; i++) {
+        n[i] = qdict_get_int(info, names[i]);
+    }
+    qobject_unref(rsp);
+}
+
 bool qvrdma_dp_engine_in_iothread(QVrdmaDev *d)
 {
     QDict *rsp;

@@ -105,6 +105,11 @@ bool qvrdma_dp_want_iothread(void);
  * The lab runs the data-path tests so, nested in a guest with rxe.
  */
 const char *qvrdma_dp_ibverbs(void);
+/*
+ * query-virtio-rdma's live PDs, CQs, QPs and MRs (@host: the host device's,
+ * backend=ibverbs) into @n, in that order.
+ */
+void qvrdma_dp_objects(QVrdmaDev *d, bool host, uint32_t n[4]);
 /* Whether query-virtio-rdma says the engine runs in an iothread. */
 bool qvrdma_dp_engine_in_iothread(QVrdmaDev *d);
 /* The same, with @nic_opts appended to virtio-net-pci's (e.g. ",host_mtu=9000"). */

@@ -35,4 +35,9 @@ VrdmaCore *vrdma_core_new_ibverbs(const VrdmaLimits *lim,
     return nullptr;
 }
 
+bool vrdma_core_ib_stats(const VrdmaCore *, VrdmaIbStats *)
+{
+    return false;
+}
+
 } // extern "C"

@@ -17,6 +17,23 @@
 
 namespace vrdma::ib {
 
+namespace {
+
+/* vm.max_map_count: the mappings a process may have (Linux's default 65530). */
+uint64_t max_map_count()
+{
+    unsigned long long n = 65530;
+    if (FILE *f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+        if (std::fscanf(f, "%llu", &n) != 1) {
+            n = 65530;
+        }
+        std::fclose(f);
+    }
+    return n;
+}
+
+} // namespace
+
 QpState &QpState::operator=(QpState &&o) noexcept
 {
     if (this != &o) {
@@ -38,6 +55,7 @@ Backend::Backend(std::unique_ptr<HostDevice> dev, const VrdmaLimits &lim)
     : dev_(std::move(dev)), pds_(lim.max_pd, nullptr),
       cqs_(lim.max_cq, nullptr), mrs_(lim.max_mr), pending_(lim.max_cq)
 {
+    max_map_runs = max_map_count() / 2;
     channel_ = ibv_create_comp_channel(dev_->context());
     if (channel_) {
         /* Watched by the host's loop: reading it must never block. */
@@ -87,19 +105,25 @@ void Backend::reset(VrdmaCore &)
     release_all();
 }
 
-uint32_t Backend::host_objects() const
+void Backend::host_stats(const VrdmaCore &c, VrdmaIbStats &st) const
 {
-    uint32_t n = 0;
+    st = VrdmaIbStats{};
     for (ibv_pd *pd : pds_) {
-        n += pd != nullptr;
+        st.pds += pd != nullptr;
     }
     for (ibv_cq *cq : cqs_) {
-        n += cq != nullptr;
+        st.cqs += cq != nullptr;
     }
     for (const HostMr &m : mrs_) {
-        n += m.mr != nullptr;
+        st.mrs += m.mr != nullptr;
     }
-    return n;
+    c.qps.for_each([&st](uint32_t, const Qp &qp) {
+        const QpState *s = std::get_if<QpState>(&qp.backend);
+        st.qps += s && s->qp;
+    });
+    st.ahs = static_cast<uint32_t>(ahs_.size());
+    st.map_runs = map_runs;
+    st.max_map_runs = max_map_runs;
 }
 
 namespace {
@@ -126,6 +150,16 @@ void Backend::detach(VrdmaCore &c)
 }
 
 } // namespace vrdma::ib
+
+extern "C" bool vrdma_core_ib_stats(const VrdmaCore *core, VrdmaIbStats *st)
+{
+    const auto *b = std::get_if<vrdma::ib::Backend>(&core->backend);
+    if (!b) {
+        return false;
+    }
+    b->host_stats(*core, *st);
+    return true;
+}
 
 extern "C" VrdmaCore *vrdma_core_new_ibverbs(const VrdmaLimits *lim,
                                              const VrdmaHostOps *ops,

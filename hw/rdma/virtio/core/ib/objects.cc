@@ -271,6 +271,12 @@ Status Backend::mr_registered(VrdmaCore &c, uint32_t index, Mr &mr)
         return fail(VRDMA_ERR_UNSUPPORTED, "access_flags", mr.access,
                     kDataAccess);
     }
+    /* Refused before the process runs out of mappings, not when it does. */
+    const uint32_t runs = window_runs(mr.pages);
+    if (map_runs + runs > max_map_runs) {
+        return fail(VRDMA_ERR_TABLE_FULL, "pages", map_runs + runs,
+                    max_map_runs);
+    }
     Window w;
     if (!window_map(mr.pages, &w)) {
         return host_refused(errno == EINVAL ? EFAULT : errno, "pages",
@@ -286,7 +292,7 @@ Status Backend::mr_registered(VrdmaCore &c, uint32_t index, Mr &mr)
         window_unmap(w.base, w.len);
         return host_refused(e, "access_flags", mr.access);
     }
-    mrs_[index] = HostMr{h, w.base, w.len};
+    mrs_[index] = HostMr{h, w.base, w.len, w.runs};
     map_runs += w.runs;
     /* The lkey is the core's (SGEs are checked here first), the rkey the host's. */
     mr.lkey = c.mrs.next_key(index);
@@ -301,6 +307,7 @@ void Backend::release_mr(uint32_t index)
         ibv_dereg_mr(m.mr); /* no peer reaches the pages after this */
     }
     window_unmap(m.window, m.window_len);
+    map_runs -= m.runs;
     m = HostMr{};
 }
 

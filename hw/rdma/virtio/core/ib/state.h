@@ -62,6 +62,7 @@ struct HostMr {
     ibv_mr *mr = nullptr;
     void *window = nullptr;
     size_t window_len = 0;
+    uint32_t runs = 0;            /* mappings (VMAs) of the window */
 };
 
 /*
@@ -83,7 +84,12 @@ public:
     bool usable() const { return channel_ != nullptr; }
 
     VrdmaDpStats stats{};
-    uint64_t map_runs = 0;        /* window mappings made (VMAs), ever */
+    /*
+     * Window mappings (VMAs) of the live MRs, and their cap: half the
+     * process's vm.max_map_count, so that QEMU's own mappings never run out.
+     */
+    uint64_t map_runs = 0;
+    uint64_t max_map_runs = 0;
 
     /* The backend seam's hooks (../backend.h): objects.cc, post.cc. */
     Status pd_created(VrdmaCore &c, uint32_t index);
@@ -122,7 +128,7 @@ public:
     int completion_fd() const { return channel_->fd; }
 
     const HostDevice &device() const { return *dev_; }
-    uint32_t host_objects() const;
+    void host_stats(const VrdmaCore &c, VrdmaIbStats &st) const;
 
 private:
     friend struct BackendAccess;

@@ -27,6 +27,15 @@ bool alias(const uint8_t *src, uint8_t *dst, size_t len)
 
 } // namespace
 
+uint32_t window_runs(const GuestPages &pages)
+{
+    uint32_t runs = pages.count() ? 1 : 0;
+    for (size_t i = 1; i < pages.count(); i++) {
+        runs += pages.page(i) != pages.page(i - 1) + kPage;
+    }
+    return runs;
+}
+
 bool window_map(const GuestPages &pages, Window *w)
 {
     const size_t n = pages.count();

@@ -28,6 +28,9 @@ struct Window {
     uint32_t runs = 0;     /* mappings made (VMAs) */
 };
 
+/* The mappings (VMAs) window_map() would make for @pages. */
+uint32_t window_runs(const GuestPages &pages);
+
 /*
  * Maps @pages into a new window.  @returns false (errno set, nothing left
  * mapped) if the address space or the process's mapping count runs out,

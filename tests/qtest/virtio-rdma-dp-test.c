@@ -2063,6 +2063,48 @@ static void test_eq_short_buffer(void)
 
 /* ---- registration ---------------------------------------------------------------- */
 
+/* ---- backend=ibverbs only ----------------------------------------------- */
+
+/* QUERY_PORT's state, polled until it is @want or 10 s have passed. */
+static uint32_t wait_port_state(QVrdmaDev *d, uint32_t want)
+{
+    gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    struct virtio_rdma_port_attr attr;
+
+    for (;;) {
+        g_assert_cmpstr(qvrdma_status_name(qvrdma_query_port(&d->r, 1, &attr)),
+                        ==, "OK");
+        if (attr.state == want || g_get_monotonic_time() > end) {
+            return attr.state;
+        }
+        g_usleep(20 * 1000);
+    }
+}
+
+/*
+ * The host port's events become QUERY_PORT's state: its netdev
+ * (QVRDMA_IBDEV_NETDEV) is taken down and brought up again.  Root, and it
+ * disturbs everything on that link: the lab runs it alone, last.
+ */
+static void test_ib_port_events(void)
+{
+    const char *nd = g_getenv("QVRDMA_IBDEV_NETDEV");
+    g_autofree char *down = g_strdup_printf("ip link set %s down", nd);
+    g_autofree char *up = g_strdup_printf("ip link set %s up", nd);
+    QVrdmaDev *d = qvrdma_dev_boot_features("user,id=n0", MAC_A, RDMA_OPTS,
+                                            dev_features());
+
+    g_assert_cmpuint(wait_port_state(d, VIRTIO_RDMA_PORT_ACTIVE), ==,
+                     VIRTIO_RDMA_PORT_ACTIVE);
+    g_assert_cmpint(system(down), ==, 0);
+    g_assert_cmpuint(wait_port_state(d, VIRTIO_RDMA_PORT_DOWN), ==,
+                     VIRTIO_RDMA_PORT_DOWN);
+    g_assert_cmpint(system(up), ==, 0);
+    g_assert_cmpuint(wait_port_state(d, VIRTIO_RDMA_PORT_ACTIVE), ==,
+                     VIRTIO_RDMA_PORT_ACTIVE);
+    qvrdma_dev_quit(d);
+}
+
 /*
  * A test whose device/engine support has not landed yet carries the reason
  * in @pending and is skipped with it, unless QTEST_VRDMA_DP_ALL=1 (how it is
@@ -2182,6 +2224,10 @@ int main(int argc, char **argv)
 
         qtest_add_data_func(path, &dp_wire_qpn_tests[i],
                             run_dp_wire_qpn_test);
+    }
+    if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_IBDEV_NETDEV")) {
+        qtest_add_func("/virtio-rdma-dp/ibverbs/port-events",
+                       test_ib_port_events);
     }
     return g_test_run();
 }

@@ -37,6 +37,7 @@ static VirtioRdmaIbverbs *virtio_rdma_ib_info(VirtIORdma *r)
     ib->ahs = st.ahs;
     ib->map_runs = st.map_runs;
     ib->max_map_runs = st.max_map_runs;
+    ib->async_events = st.async_events;
     return ib;
 }
 

@@ -650,8 +650,18 @@ bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp)
 
     memcpy(r->mac, nic->nic_conf.macaddr.a, sizeof(r->mac));
     peer = nic->nic_conf.peers.ncs[0];
-    r->netdev_name = g_strdup(c->netdev ? c->netdev :
-                              peer ? peer->name : "");
+    /*
+     * The host interface the guest's GID addresses belong on: the host RDMA
+     * device's netdev with backend=ibverbs (its GID table follows that
+     * netdev's addresses), else the NIC's netdev.
+     */
+    if (c->netdev) {
+        r->netdev_name = g_strdup(c->netdev);
+    } else if (r->backend == VIRTIO_RDMA_BACKEND_IBVERBS && *r->ib.netdev) {
+        r->netdev_name = g_strdup(r->ib.netdev);
+    } else {
+        r->netdev_name = g_strdup(peer ? peer->name : "");
+    }
 
     lim = (VrdmaLimits) {
         .max_qp = c->max_qp,

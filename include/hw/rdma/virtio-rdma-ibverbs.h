@@ -28,6 +28,7 @@ bool vrdma_ibverbs_built(void);
 typedef struct VrdmaIbHostInfo {
     char ibdev[64];          /* the host device's name, e.g. "rxe0" */
     char fw_ver[64];
+    char netdev[16];         /* the port's host netdev (IFNAMSIZ), or "" */
     uint32_t port;
     uint32_t port_state;     /* enum ibv_port_state: 4 = ACTIVE */
     uint32_t active_mtu;     /* bytes */
@@ -63,6 +64,7 @@ VrdmaCore *vrdma_core_new_ibverbs(const VrdmaLimits *lim,
 typedef struct VrdmaIbStats {
     uint32_t pds, cqs, qps, mrs, ahs;   /* host objects now */
     uint64_t map_runs, max_map_runs;    /* MR window mappings (VMAs), cap */
+    uint64_t async_events;              /* host async events seen */
 } VrdmaIbStats;
 
 /* @returns false (and leaves @st alone) if @core is not on ibverbs. */

@@ -34,6 +34,7 @@ ibv_devinfo -v > /out/ibv_devinfo.txt 2>&1
 # The host device is found and its port is RoCE: the device is realized.
 e=$(realize backend=ibverbs,ibdev=rxe0)
 check probe '"backend": "ibverbs"' "$e"
+check netdev '"netdev": "eth0"' "$e"  # where the guest's GIDs must go
 check probe-port "host device rxe0 port 1 state 4 active mtu 1024" "$e"
 # rxe's limits are above every property's maximum: nothing is lowered.
 e=$(realize backend=ibverbs,ibdev=rxe0,max-qp=400,max-cq=63,max-sge=32,queue-size=1024)
@@ -59,5 +60,12 @@ echo "dp-test exit $rc" >> /out/dp.err
 sed -n 's|^ok [0-9]* /x86_64/virtio-rdma-dp/\(.*\)|PASS dp/\1 byte-exact on rxe0|p; s|^not ok [0-9]* /x86_64/virtio-rdma-dp/\([^ ]*\).*|FAIL dp/\1 see dp.tap / dp.err|p' \
     /out/dp.tap >> $out
 grep -q '^ok\|^not ok' /out/dp.tap || echo "FAIL dp/none no test ran (dp.err)" >> $out
+# Last and alone: the host port's events (eth0 down and up again).
+QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_IBDEV_NETDEV=eth0 \
+    timeout 120 "$DPTEST" --tap -p /x86_64/virtio-rdma-dp/ibverbs/port-events \
+    > /out/port.tap 2> /out/port.err
+prc=$?
+grep -q '^ok' /out/port.tap && echo "PASS port-events QUERY_PORT DOWN after eth0 down, ACTIVE after up" >> $out ||
+    echo "FAIL port-events exit $prc: $(grep -a ERROR /out/port.err | tail -1 | cut -c1-200)" >> $out
 # An assertion ends the binary: the case after the last reported one failed.
 [ $rc = 0 ] || echo "FAIL dp/exit virtio-rdma-dp-test exit $rc after $(grep -c '^ok\|^not ok' /out/dp.tap) cases: $(grep -a 'ERROR' /out/dp.err | tail -1 | cut -c1-200)" >> $out

@@ -19,6 +19,7 @@ constexpr uint32_t kPortCapCmSup = 1u << 16;   /* IB_PORT_CM_SUP */
 constexpr uint8_t kWidth4x = 2;                /* IB_WIDTH_4X */
 constexpr uint16_t kSpeedEdr = 32;             /* IB_SPEED_EDR */
 constexpr uint8_t kPhysStateLinkUp = 5;        /* IB_PORT_PHYS_STATE_LINK_UP */
+constexpr uint8_t kPhysStateDisabled = 3;      /* IB_PORT_PHYS_STATE_DISABLED */
 
 /* @field: the request's name for its port number. */
 Status check_port(uint32_t port, const char *field)
@@ -63,17 +64,17 @@ Status cmd_query_port(VrdmaCore &c, const virtio_rdma_cmd_query_port &req,
     if (Status s = check_port(req.port, "port"); !s.ok()) {
         return s;
     }
-    rsp.state = VIRTIO_RDMA_PORT_ACTIVE;
+    rsp.state = c.port.link_up ? VIRTIO_RDMA_PORT_ACTIVE : VIRTIO_RDMA_PORT_DOWN;
     rsp.max_mtu = VIRTIO_RDMA_MTU_4096;
     rsp.active_mtu = c.port.active_mtu;
     rsp.phys_mtu = c.port.phys_mtu;
     rsp.gid_tbl_len = VRDMA_GID_TABLE_LEN;
     rsp.port_cap_flags = kPortCapCmSup;
-    rsp.max_msg_sz = roce::kMaxMsgSize;
+    rsp.max_msg_sz = c.port.max_msg_sz;
     rsp.pkey_tbl_len = VRDMA_PKEY_TABLE_LEN;
     rsp.active_width = kWidth4x;
     rsp.active_speed = kSpeedEdr;
-    rsp.phys_state = kPhysStateLinkUp;
+    rsp.phys_state = c.port.link_up ? kPhysStateLinkUp : kPhysStateDisabled;
     return kOk;
 }
 

@@ -12,6 +12,7 @@
 
 #include "errors.h"
 #include "guest_abi.h"
+#include "roce/iba.h"
 
 namespace vrdma {
 
@@ -50,6 +51,12 @@ struct Port {
     const uint32_t phys_mtu;
     const uint32_t active_mtu;
     std::array<GidEntry, VRDMA_GID_TABLE_LEN> gids;
+    /*
+     * What the backend says of the link (a host device's port events) and
+     * of the largest message (a host device's may be smaller than IBA's).
+     */
+    bool link_up = true;
+    uint32_t max_msg_sz = roce::kMaxMsgSize;
 };
 
 Status cmd_query_port(VrdmaCore &c, const virtio_rdma_cmd_query_port &req,

@@ -8,6 +8,7 @@
  */
 #include <fcntl.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <new>
 
@@ -56,6 +57,7 @@ Backend::Backend(std::unique_ptr<HostDevice> dev, const VrdmaLimits &lim)
       cqs_(lim.max_cq, nullptr), mrs_(lim.max_mr), pending_(lim.max_cq)
 {
     max_map_runs = max_map_count() / 2;
+    async_ok_ = async_nonblocking();
     channel_ = ibv_create_comp_channel(dev_->context());
     if (channel_) {
         /* Watched by the host's loop: reading it must never block. */
@@ -124,6 +126,7 @@ void Backend::host_stats(const VrdmaCore &c, VrdmaIbStats &st) const
     st.ahs = static_cast<uint32_t>(ahs_.size());
     st.map_runs = map_runs;
     st.max_map_runs = max_map_runs;
+    st.async_events = async_count;
 }
 
 namespace {
@@ -137,15 +140,25 @@ void completion_ready(void *opaque)
     }
 }
 
+/* ... and this when the async-event fd is. */
+void async_ready(void *opaque)
+{
+    VrdmaCore &c = *static_cast<VrdmaCore *>(opaque);
+    std::get<Backend>(c.backend).async_events(c);
+}
+
 } // namespace
 
 void Backend::attach(VrdmaCore &c)
 {
     c.host.fd_watch(channel_->fd, completion_ready, &c);
+    c.host.fd_watch(dev_->context()->async_fd, async_ready, &c);
+    c.port.max_msg_sz = std::min(c.port.max_msg_sz, dev_->max_msg_sz());
 }
 
 void Backend::detach(VrdmaCore &c)
 {
+    c.host.fd_watch(dev_->context()->async_fd, nullptr, nullptr);
     c.host.fd_watch(channel_->fd, nullptr, nullptr);
 }
 

@@ -6,7 +6,10 @@
  */
 #include "host_device.h"
 
+#include <net/if.h>
+
 #include <algorithm>
+#include <vector>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
@@ -127,6 +130,17 @@ void HostDevice::describe(VrdmaIbHostInfo &info) const
                   ibv_get_device_name(ctx_->device));
     std::snprintf(info.fw_ver, sizeof(info.fw_ver), "%s", dev_.fw_ver);
     info.port = port_;
+    /* The netdev of the port's GIDs: where the guest's addresses must go. */
+    std::vector<ibv_gid_entry> tab(gid_table_len() ? gid_table_len() : 1);
+    const ssize_t got = ibv_query_gid_table(ctx_, tab.data(), tab.size(), 0);
+    for (ssize_t i = 0; i < got; i++) {
+        char name[IF_NAMESIZE];
+        if (tab[i].port_num == port_ && tab[i].ndev_ifindex &&
+            if_indextoname(tab[i].ndev_ifindex, name)) {
+            std::snprintf(info.netdev, sizeof(info.netdev), "%s", name);
+            break;
+        }
+    }
     info.port_state = port_attr_.state;
     info.active_mtu = mtu_bytes(port_attr_.active_mtu);
     info.max_msg_sz = port_attr_.max_msg_sz;

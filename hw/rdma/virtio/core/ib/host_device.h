@@ -42,6 +42,7 @@ public:
 
     ibv_context *context() const { return ctx_; }
     unsigned port() const { return port_; }
+    uint32_t max_msg_sz() const { return port_attr_.max_msg_sz; }
     size_t gid_table_len() const
     {
         return static_cast<size_t>(port_attr_.gid_tbl_len);

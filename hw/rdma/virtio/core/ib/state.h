@@ -9,6 +9,7 @@
  *   window.cc       an MR's guest pages as one host virtual range
  *   post.cc         work requests: the core's checks, then the host's WR
  *   completions.cc  the completion channel: host CQEs to the guest's CQs
+ *   events.cc       the host's asynchronous events: QP and port states
  *
  * Host objects are owned here (RAII), so whatever ends a guest object --
  * its command, a reset, the core's end -- ends the host's too, QPs first.
@@ -80,8 +81,11 @@ public:
     Backend(const Backend &) = delete;
     Backend &operator=(const Backend &) = delete;
 
-    /* Whether the completion channel could be made (else: unusable). */
-    bool usable() const { return channel_ != nullptr; }
+    /*
+     * Whether the completion channel could be made and both it and the
+     * async-event fd read without blocking (else: unusable).
+     */
+    bool usable() const { return channel_ != nullptr && async_ok_; }
 
     VrdmaDpStats stats{};
     /*
@@ -124,8 +128,9 @@ public:
      * may be more (the host calls again).
      */
     bool completions(VrdmaCore &c);
-    /* Watched by the host: the completion channel's fd. */
-    int completion_fd() const { return channel_->fd; }
+    /* The host device's asynchronous events (events.cc), a turn's worth. */
+    void async_events(VrdmaCore &c);
+    uint64_t async_count = 0;     /* events seen, for QMP */
 
     const HostDevice &device() const { return *dev_; }
     void host_stats(const VrdmaCore &c, VrdmaIbStats &st) const;
@@ -155,9 +160,11 @@ private:
     /* Polls the CQs marked in pending_, at most @budget CQEs in all. */
     bool poll_pending(VrdmaCore &c, unsigned budget);
     void qp_failed(VrdmaCore &c, uint32_t wire_qpn);
+    bool async_nonblocking();
 
     std::unique_ptr<HostDevice> dev_;
     ibv_comp_channel *channel_ = nullptr;
+    bool async_ok_ = false;
     std::vector<ibv_pd *> pds_;   /* by guest PD index */
     std::vector<ibv_cq *> cqs_;   /* by guest CQN */
     std::vector<HostMr> mrs_;     /* by guest MR index */

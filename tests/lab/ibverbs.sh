@@ -29,7 +29,8 @@ lab_ibverbs() {
       echo "LAB_IBV_DP=\"${LAB_IBV_DP:-$LAB_IBV_DP_CASES}\""
     } > "$dir/env"
     pa=$(lab_free_port udp); pb=$(lab_free_port udp)
-    lab_guest_start "$dir" 900 "lab.ip=10.79.0.11/24 lab.ip6=fd79::11/64 lab.run=/lab/ibverbs/guest.sh" \
+    # 2 GiB: a 1 GiB MR is registered (pinned) in the nested QEMU.
+    LAB_MEM=2048 lab_guest_start "$dir" 900 "lab.ip=10.79.0.11/24 lab.ip6=fd79::11/64 lab.run=/lab/ibverbs/guest.sh" \
         "$(lab_dgram "$pa" "$pb")" 52:54:00:79:00:11
     wait "$LAB_PID"
     if [ ! -s "$dir/results" ]; then

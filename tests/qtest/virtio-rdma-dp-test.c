@@ -2106,6 +2106,51 @@ static void test_ib_port_events(void)
 }
 
 /*
+ * How long REG_USER_MR of QVRDMA_REG_MB MiB (contiguous guest RAM) takes on
+ * a host RDMA device: the window and the host's pinning registration.  A
+ * measurement, printed; it asserts only that registration works and frees
+ * what it took.  Needs QVRDMA_RAM_MB above the region.
+ */
+static void test_ib_reg_time(void)
+{
+    uint32_t mb = atoi(g_getenv("QVRDMA_REG_MB"));
+    uint32_t npages = mb * 256, pdn, host[4];
+    uint64_t va = 0x7f0000000000ull;
+    struct virtio_rdma_rsp_mr mr;
+    QVrdmaPageTable pt;
+    gint64 t0, t_reg, t_dereg;
+    QVrdmaDev *d = qvrdma_dev_boot_features("user,id=n0", MAC_A, RDMA_OPTS,
+                                            dev_features());
+
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_create_pd(&d->r, &pdn)), ==,
+                    "OK");
+    qvrdma_pt_build(&d->r, &pt, npages, NULL);
+    t0 = g_get_monotonic_time();
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_reg_user_mr(
+                        &d->r, pdn, VIRTIO_RDMA_ACCESS_LOCAL_WRITE |
+                        VIRTIO_RDMA_ACCESS_REMOTE_WRITE, va,
+                        (uint64_t)npages * 4096, va, pt.l1, npages, &mr)),
+                    ==, "OK");
+    t_reg = g_get_monotonic_time() - t0;
+    qvrdma_dp_objects(d, true, host);
+    g_assert_cmpuint(host[3], ==, 1);
+    t0 = g_get_monotonic_time();
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_dereg_mr(&d->r, mr.mrn)), ==,
+                    "OK");
+    t_dereg = g_get_monotonic_time() - t0;
+    qvrdma_dp_objects(d, true, host);
+    g_assert_cmpuint(host[3], ==, 0);
+    g_test_message("REG_USER_MR of %u MiB: %" PRId64 " ms (%.2f s/GiB); "
+                   "DEREG_MR: %" PRId64 " ms", mb, t_reg / 1000,
+                   t_reg / 1e6 * 1024 / mb, t_dereg / 1000);
+    printf("IBV-REG-TIME mb=%u reg_ms=%" PRId64 " s_per_gib=%.2f "
+           "dereg_ms=%" PRId64 "\n", mb, t_reg / 1000,
+           t_reg / 1e6 * 1024 / mb, t_dereg / 1000);
+    qvrdma_pt_free(&d->r, &pt);
+    qvrdma_dev_quit(d);
+}
+
+/*
  * A test whose device/engine support has not landed yet carries the reason
  * in @pending and is skipped with it, unless QTEST_VRDMA_DP_ALL=1 (how it is
  * developed).  Clear it as soon as the test passes.
@@ -2228,6 +2273,9 @@ int main(int argc, char **argv)
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_IBDEV_NETDEV")) {
         qtest_add_func("/virtio-rdma-dp/ibverbs/port-events",
                        test_ib_port_events);
+    }
+    if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_REG_MB")) {
+        qtest_add_func("/virtio-rdma-dp/ibverbs/reg-time", test_ib_reg_time);
     }
     return g_test_run();
 }

@@ -60,6 +60,20 @@ echo "dp-test exit $rc" >> /out/dp.err
 sed -n 's|^ok [0-9]* /x86_64/virtio-rdma-dp/\(.*\)|PASS dp/\1 byte-exact on rxe0|p; s|^not ok [0-9]* /x86_64/virtio-rdma-dp/\([^ ]*\).*|FAIL dp/\1 see dp.tap / dp.err|p' \
     /out/dp.tap >> $out
 grep -q '^ok\|^not ok' /out/dp.tap || echo "FAIL dp/none no test ran (dp.err)" >> $out
+# Registration time of a 1 GiB MR (a measurement: the figures in the line),
+# with guest RAM untouched (the pin faults it in) and allocated at start.
+for pre in 0 1; do
+    QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_RAM_MB=1280 QVRDMA_REG_MB=1024 \
+        QVRDMA_RAM_PREALLOC=$pre timeout 600 "$DPTEST" --tap \
+        -p /x86_64/virtio-rdma-dp/ibverbs/reg-time > /out/reg$pre.tap 2> /out/reg$pre.err
+    name=reg-time-1g$([ $pre = 1 ] && echo -prealloc)
+    if grep -q '^ok' /out/reg$pre.tap; then
+        echo "PASS $name $(grep -a IBV-REG-TIME /out/reg$pre.tap | cut -d' ' -f2-) (TCG guest, nested)" >> $out
+    else
+        echo "FAIL $name $(grep -a ERROR /out/reg$pre.err | tail -1 | cut -c1-200)" >> $out
+    fi
+done
+
 # Last and alone: the host port's events (eth0 down and up again).
 QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_IBDEV_NETDEV=eth0 \
     timeout 120 "$DPTEST" --tap -p /x86_64/virtio-rdma-dp/ibverbs/port-events \

@@ -69,6 +69,17 @@ QVrdmaDev *qvrdma_dev_boot_full(const char *netdev_opts, const char *mac,
     /* QVRDMA_IOEVENTFD=off: kicks as trapped writes (default: eventfds). */
     const char *ioeventfd = g_getenv("QVRDMA_IOEVENTFD");
     const char *ib = qvrdma_dp_ibverbs();
+    /*
+     * QVRDMA_RAM_MB: guest RAM with backend=ibverbs (default 128);
+     * QVRDMA_RAM_PREALLOC=1: allocated at start (prealloc=on).
+     */
+    const char *ram_mb = g_getenv("QVRDMA_RAM_MB");
+    g_autofree char *ram = g_strdup_printf(
+        "-object memory-backend-memfd,id=vrdma-ram,size=%sM%s "
+        "-machine memory-backend=vrdma-ram -m %sM ",
+        ram_mb ? ram_mb : "128",
+        g_strcmp0(g_getenv("QVRDMA_RAM_PREALLOC"), "1") ? "" : ",prealloc=on",
+        ram_mb ? ram_mb : "128");
 
     qvrdma_parse_mac(mac, d->mac);
     /* A host RDMA device maps guest RAM from its fd: shared memfd RAM. */
@@ -77,9 +88,7 @@ QVrdmaDev *qvrdma_dev_boot_full(const char *netdev_opts, const char *mac,
                           "multifunction=on,mac=%s%s "
                           "-device virtio-rdma-pci,id=rdma0,addr=04.1%s%s%s%s%s"
                           "%s%s",
-                          ib ? "-object memory-backend-memfd,id=vrdma-ram,"
-                               "size=128M -machine memory-backend=vrdma-ram "
-                               "-m 128M " : "",
+                          ib ? ram : "",
                           netdev_opts,
                           io ? "-object iothread,id=vrdma-io0 " : "",
                           mac, nic_opts,

@@ -1,0 +1,304 @@
+/*
+ * rdmacm-mux: command line, the listening socket, signals; then Mux::poll
+ * until SIGINT/SIGTERM or the host port fails.  docs/tools/rdmacm-mux.rst.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include <getopt.h>
+#include <grp.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "log.h"
+#include "mux.h"
+#include "umad_port.h"
+
+using namespace rdmacm_mux;
+
+namespace {
+
+const char kUsage[] =
+    "usage: rdmacm-mux --ibdev DEV [options]\n"
+    "Owns the CM MAD agent of one host RDMA port and passes CM MADs\n"
+    "between it and the virtio-rdma devices (backend=ibverbs) that connect\n"
+    "to its socket.\n"
+    "\n"
+    "  -d, --ibdev DEV        host RDMA device (required)\n"
+    "  -p, --ibport N         its port (default 1)\n"
+    "  -s, --socket PATH      UNIX socket (default\n"
+    "                         /run/rdmacm-mux-DEV-N.sock), mode 0660\n"
+    "  -g, --group NAME       the socket's group (default: the mux's)\n"
+    "      --allow-uid UID    accept clients with this uid (repeatable)\n"
+    "      --allow-gid GID    ... or this group (repeatable); with neither,\n"
+    "                         whoever can open the socket\n"
+    "      --max-clients N    connected clients (default 64)\n"
+    "      --max-gids N       GIDs one client may claim (default 16)\n"
+    "      --queue N          MADs queued per client (default 64)\n"
+    "      --rate N           MADs a client may send per second (default 100)\n"
+    "      --burst N          ... after a burst of N (default 32)\n"
+    "  -v, --verbose          log debug lines too\n"
+    "  -h, --help             this text\n"
+    "\n"
+    "SIGUSR1 logs the counters; SIGINT/SIGTERM stop.\n";
+
+enum { kOptAllowUid = 256, kOptAllowGid, kOptMaxClients, kOptMaxGids,
+       kOptQueue, kOptRate, kOptBurst };
+
+const option kOptions[] = {
+    {"ibdev", required_argument, nullptr, 'd'},
+    {"ibport", required_argument, nullptr, 'p'},
+    {"socket", required_argument, nullptr, 's'},
+    {"group", required_argument, nullptr, 'g'},
+    {"allow-uid", required_argument, nullptr, kOptAllowUid},
+    {"allow-gid", required_argument, nullptr, kOptAllowGid},
+    {"max-clients", required_argument, nullptr, kOptMaxClients},
+    {"max-gids", required_argument, nullptr, kOptMaxGids},
+    {"queue", required_argument, nullptr, kOptQueue},
+    {"rate", required_argument, nullptr, kOptRate},
+    {"burst", required_argument, nullptr, kOptBurst},
+    {"verbose", no_argument, nullptr, 'v'},
+    {"help", no_argument, nullptr, 'h'},
+    {nullptr, 0, nullptr, 0},
+};
+
+/* A number in [@min, @max], or exit with a message naming @opt. */
+unsigned long number(const char *opt, const char *arg, unsigned long min,
+                     unsigned long max)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = std::strtoul(arg, &end, 10);
+    if (errno || end == arg || *end || arg[0] == '-' || v < min || v > max) {
+        log(Level::error, std::string("--") + opt + " " + arg +
+                              ": not a number from " + std::to_string(min) +
+                              " to " + std::to_string(max));
+        std::exit(2);
+    }
+    return v;
+}
+
+/*
+ * Binds a listening socket at @path with mode 0660 (group @group unless
+ * empty).  A socket file nobody answers on is a leftover and replaced; one
+ * that answers belongs to a running mux.
+ */
+int listen_at(const std::string &path, const std::string &group_name,
+              std::string *err)
+{
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    if (path.size() >= sizeof(sa.sun_path)) {
+        *err = "socket path too long: " + path;
+        return -1;
+    }
+    std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+    gid_t gid = static_cast<gid_t>(-1);
+    if (!group_name.empty()) {
+        struct group *g = getgrnam(group_name.c_str());
+        if (!g) {
+            *err = "no group '" + group_name + "'";
+            return -1;
+        }
+        gid = g->gr_gid;
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        *err = std::string("socket: ") + std::strerror(errno);
+        return -1;
+    }
+    struct stat st;
+    if (lstat(path.c_str(), &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            *err = path + " exists and is not a socket";
+            close(fd);
+            return -1;
+        }
+        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        bool alive = probe >= 0 &&
+                     connect(probe, reinterpret_cast<sockaddr *>(&sa),
+                             sizeof(sa)) == 0;
+        if (probe >= 0) {
+            close(probe);
+        }
+        if (alive) {
+            *err = "another rdmacm-mux is listening on " + path;
+            close(fd);
+            return -1;
+        }
+        unlink(path.c_str());
+    }
+    /* 0660 from the start: no moment where others may connect. */
+    mode_t old = umask(0117);
+    int ret = bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof(sa));
+    umask(old);
+    if (ret) {
+        *err = "bind " + path + ": " + std::strerror(errno);
+        close(fd);
+        return -1;
+    }
+    if (chmod(path.c_str(), 0660) ||
+        (!group_name.empty() &&
+         chown(path.c_str(), static_cast<uid_t>(-1), gid))) {
+        *err = path + ": " + std::strerror(errno);
+        unlink(path.c_str());
+        close(fd);
+        return -1;
+    }
+    if (listen(fd, 16)) {
+        *err = std::string("listen: ") + std::strerror(errno);
+        unlink(path.c_str());
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    std::string ibdev, sock_path, group;
+    uint32_t ibport = 1;
+    Config cfg;
+    int c;
+    while ((c = getopt_long(argc, argv, "d:p:s:g:vh", kOptions, nullptr)) !=
+           -1) {
+        switch (c) {
+        case 'd':
+            ibdev = optarg;
+            break;
+        case 'p':
+            ibport = static_cast<uint32_t>(number("ibport", optarg, 1, 255));
+            break;
+        case 's':
+            sock_path = optarg;
+            break;
+        case 'g':
+            group = optarg;
+            break;
+        case kOptAllowUid:
+            cfg.allow_uids.push_back(static_cast<uid_t>(
+                number("allow-uid", optarg, 0, UINT_MAX - 1)));
+            break;
+        case kOptAllowGid:
+            cfg.allow_gids.push_back(static_cast<gid_t>(
+                number("allow-gid", optarg, 0, UINT_MAX - 1)));
+            break;
+        case kOptMaxClients:
+            cfg.max_clients = number("max-clients", optarg, 1, 4096);
+            break;
+        case kOptMaxGids:
+            cfg.max_gids = number("max-gids", optarg, 1, 1024);
+            break;
+        case kOptQueue:
+            cfg.queue_mads = number("queue", optarg, 1, 4096);
+            break;
+        case kOptRate:
+            cfg.mad_rate =
+                static_cast<uint32_t>(number("rate", optarg, 1, 1000000));
+            break;
+        case kOptBurst:
+            cfg.mad_burst =
+                static_cast<uint32_t>(number("burst", optarg, 1, 1000000));
+            break;
+        case 'v':
+            set_log_level(Level::debug);
+            break;
+        case 'h':
+            std::fputs(kUsage, stdout);
+            return 0;
+        default:
+            std::fputs(kUsage, stderr);
+            return 2;
+        }
+    }
+    if (optind != argc || ibdev.empty()) {
+        std::fputs(kUsage, stderr);
+        return 2;
+    }
+    if (sock_path.empty()) {
+        sock_path = "/run/rdmacm-mux-" + ibdev + "-" + std::to_string(ibport) +
+                    ".sock";
+    }
+
+    /* Signals arrive as reads of a signalfd, in the loop. */
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGUSR1);
+    int sfd = -1;
+    if (sigprocmask(SIG_BLOCK, &mask, nullptr) ||
+        (sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
+        log(Level::error, std::string("signalfd: ") + std::strerror(errno));
+        return 1;
+    }
+
+    std::string err;
+    std::unique_ptr<UmadPort> port = UmadPort::open(ibdev, ibport, &err);
+    if (!port) {
+        log(Level::error, err);
+        return 1;
+    }
+    int lfd = listen_at(sock_path, group, &err);
+    if (lfd < 0) {
+        log(Level::error, err);
+        return 1;
+    }
+    struct stat ours {};
+    stat(sock_path.c_str(), &ours);
+
+    bool stop = false;
+    int status = 0;
+    {
+        Mux mux(*port, cfg);
+        auto on_signal = [&] {
+            signalfd_siginfo si;
+            while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+                if (si.ssi_signo == SIGUSR1) {
+                    mux.log_stats();
+                } else if (si.ssi_signo != SIGHUP) {
+                    int signo = static_cast<int>(si.ssi_signo);
+                    log(Level::info,
+                        std::string("stopping on ") + strsignal(signo));
+                    stop = true;
+                }
+            }
+        };
+        if (!mux.init(&err) || !mux.set_listener(lfd, &err) ||
+            !mux.watch(sfd, on_signal, &err)) {
+            log(Level::error, err);
+            status = 1;
+        } else {
+            log(Level::info, "serving " + ibdev + " port " +
+                                 std::to_string(ibport) + " on " + sock_path);
+            while (!stop && mux.poll(-1)) {
+            }
+            if (!stop) {
+                status = 1;
+            }
+            mux.log_stats();
+        }
+    }
+    /* Remove the socket only if it is still the one we bound. */
+    struct stat now;
+    if (stat(sock_path.c_str(), &now) == 0 && now.st_ino == ours.st_ino &&
+        now.st_dev == ours.st_dev) {
+        unlink(sock_path.c_str());
+    }
+    close(lfd);
+    close(sfd);
+    return status;
+}

@@ -1,0 +1,150 @@
+/*
+ * rdmacm-mux: the daemon's one loop.  Clients (QEMU devices) connect over a
+ * UNIX stream socket and speak include/hw/rdma/rdmacm-mux-proto.h; the mux
+ * owns the host port's CM MAD agent (HostPort) and passes CM MADs between
+ * the two, routing each MAD from the host to the client that claimed the
+ * GID it arrived on.
+ *
+ * Single-threaded: one epoll set (listening socket, the port's MAD and
+ * event fds, clients, and whatever the caller watches: the signalfd).
+ * Everything is bounded: clients, GIDs per client, each client's output
+ * queue (MADs beyond it are dropped: the CM retransmits), MAD_SENDs per
+ * second per client, work per wakeup.  A client that breaks the framing is
+ * closed; nobody else notices.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef RDMACM_MUX_MUX_H
+#define RDMACM_MUX_MUX_H
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cm_mad.h"
+#include "host_port.h"
+#include "log.h"
+
+namespace rdmacm_mux {
+
+struct Config {
+    size_t max_clients = 64;
+    size_t max_gids = 16;       /* per client */
+    size_t queue_mads = 64;     /* per client: MAD_RECVs waiting to be sent */
+    uint32_t mad_rate = 100;    /* MAD_SENDs per second per client ... */
+    uint32_t mad_burst = 32;    /* ... after a burst of this many */
+    /* Empty: anyone who can open the socket.  Else a uid or gid listed. */
+    std::vector<uid_t> allow_uids;
+    std::vector<gid_t> allow_gids;
+    /* CLOCK_MONOTONIC in ns when empty; tests set their own. */
+    std::function<uint64_t()> now_ns;
+};
+
+/* Who is on the other end of a client socket (SO_PEERCRED/SO_PEERGROUPS). */
+struct Peer {
+    pid_t pid = 0;
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::vector<gid_t> groups;
+};
+
+struct Stats {
+    uint64_t clients_accepted = 0;
+    uint64_t clients_refused = 0;   /* full, or not on the allow-list */
+    uint64_t clients_violated = 0;  /* closed for breaking the protocol */
+    uint64_t mads_sent = 0;         /* MAD_SEND -> host port */
+    uint64_t mads_received = 0;     /* read from the host port */
+    uint64_t mads_delivered = 0;    /* host port -> MAD_RECV */
+    std::array<uint64_t, kDropCount> tx_drops{}; /* MAD_SEND refused */
+    std::array<uint64_t, kDropCount> rx_drops{}; /* host MAD not delivered */
+};
+
+class Mux {
+public:
+    Mux(HostPort &port, Config cfg);
+    ~Mux();
+    Mux(const Mux &) = delete;
+    Mux &operator=(const Mux &) = delete;
+
+    /* Creates the epoll set and watches the port.  @returns false + @err. */
+    bool init(std::string *err);
+    /* Accepts clients from listening socket @fd (the caller keeps it). */
+    bool set_listener(int fd, std::string *err);
+    /* Calls @handler when @fd polls readable (the caller keeps @fd). */
+    bool watch(int fd, std::function<void()> handler, std::string *err);
+
+    /*
+     * Takes connected socket @fd from @peer.  @returns the client's id, or
+     * 0 when refused (too many clients, not allowed; @fd closed then).
+     */
+    uint64_t add_client(int fd, const Peer &peer);
+
+    /*
+     * Waits up to @timeout_ms (-1: forever) for events and handles them.
+     * @returns false once the host port has failed: the daemon must exit.
+     */
+    bool poll(int timeout_ms);
+
+    size_t client_count() const { return clients_.size(); }
+    const Stats &stats() const { return stats_; }
+    /* Logs the counters (SIGUSR1). */
+    void log_stats() const;
+
+private:
+    struct Client;
+
+    uint64_t now() const;
+    void on_listener();
+    void on_client(Client &c, uint32_t events);
+    void on_port_mads(uint32_t events);
+    void read_client(Client &c);
+    void handle(Client &c, uint16_t type, uint32_t seq, const uint8_t *p);
+    void on_hello(Client &c, const uint8_t *p);
+    void on_gid(Client &c, uint16_t type, uint32_t seq, const uint8_t *p);
+    void on_mad_send(Client &c, const uint8_t *p);
+    void route(const ReceivedMad &m);
+    void drop_tx(Client &c, Drop d);
+    void drop_rx(Drop d, const std::string &detail);
+
+    bool enqueue(Client &c, uint16_t type, const void *payload, size_t len,
+                 bool is_mad);
+    void flush(Client &c);
+    void update_interest(Client &c);
+    void violation(Client &c, const std::string &what);
+    void close_client(Client &c, Level level, const std::string &why);
+    void reap();
+
+    bool refresh_gids();
+    bool may_refresh_on_miss();
+    const HostGid *host_gid_at(uint32_t index);
+    std::optional<uint32_t> host_index_of(const Gid &gid);
+
+    HostPort &port_;
+    Config cfg_;
+    int epfd_ = -1;
+    int listen_fd_ = -1;
+    std::vector<std::pair<int, std::function<void()>>> watches_;
+    std::map<uint64_t, std::unique_ptr<Client>> clients_;
+    uint64_t next_id_ = 1;
+    std::map<Gid, uint64_t> claims_; /* GID -> owning client id */
+    std::vector<HostGid> host_gids_;
+    bool gids_valid_ = false;
+    uint64_t gids_read_ns_ = 0;
+    bool port_failed_ = false;
+    Stats stats_;
+    std::array<RateLimit, kDropCount> tx_log_;
+    std::array<RateLimit, kDropCount> rx_log_;
+    RateLimit refuse_log_;
+};
+
+} // namespace rdmacm_mux
+
+#endif /* RDMACM_MUX_MUX_H */

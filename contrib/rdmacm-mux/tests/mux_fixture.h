@@ -1,0 +1,396 @@
+/*
+ * rdmacm-mux unit tests: a fake host port, clients on socketpairs, and the
+ * message builders the tests speak the protocol with.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef RDMACM_MUX_TESTS_MUX_FIXTURE_H
+#define RDMACM_MUX_TESTS_MUX_FIXTURE_H
+
+#include <endian.h>
+#include <gtest/gtest.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hw/rdma/rdmacm-mux-proto.h"
+#include "mux.h"
+
+namespace rdmacm_mux::test {
+
+/* A GID from its last bytes: ::ffff:10.0.0.<n> (an IPv4-mapped RoCE v2
+ * GID), or fe80::<n> when @link_local. */
+inline Gid gid_of(uint8_t n, bool link_local = false)
+{
+    Gid g{};
+    if (link_local) {
+        g[0] = 0xfe;
+        g[1] = 0x80;
+    } else {
+        g[10] = 0xff;
+        g[11] = 0xff;
+        g[12] = 10;
+    }
+    g[15] = n;
+    return g;
+}
+
+/* The host port: a GID table the test edits, MADs it delivers, the MADs
+ * the mux sent.  Its fds are eventfds, so the mux's epoll sees them. */
+class FakePort final : public HostPort {
+public:
+    struct Sent {
+        MadAddr addr;
+        std::vector<uint8_t> mad;
+    };
+
+    FakePort()
+    {
+        mad_efd_ = eventfd(0, EFD_NONBLOCK | EFD_SEMAPHORE | EFD_CLOEXEC);
+        ev_efd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        gids = {
+            {gid_of(1, true), 0, GidType::roce_v2},
+            {gid_of(1), 1, GidType::roce_v2},
+            {gid_of(2), 2, GidType::roce_v2},
+            {gid_of(3), 3, GidType::roce_v2},
+        };
+    }
+    ~FakePort() override
+    {
+        close(mad_efd_);
+        close(ev_efd_);
+    }
+
+    const std::string &device() const override { return dev_; }
+    uint32_t port() const override { return 1; }
+    int mad_fd() const override { return mad_efd_; }
+    int event_fd() const override { return ev_efd_; }
+    int send_mad(const MadAddr &addr, const uint8_t *mad,
+                 size_t len) override
+    {
+        if (send_ret) {
+            return send_ret;
+        }
+        sent.push_back({addr, std::vector<uint8_t>(mad, mad + len)});
+        return 0;
+    }
+    int recv_mad(ReceivedMad *out) override
+    {
+        if (recv_error) {
+            return recv_error;
+        }
+        uint64_t v;
+        if (inbound.empty() || read(mad_efd_, &v, sizeof(v)) != sizeof(v)) {
+            return 0;
+        }
+        *out = inbound.front();
+        inbound.pop_front();
+        return 1;
+    }
+    bool gid_table(std::vector<HostGid> *out) override
+    {
+        gid_reads++;
+        *out = gids;
+        return true;
+    }
+    uint32_t pkey_table_len() const override { return 1; }
+    bool drain_events() override
+    {
+        uint64_t v;
+        return read(ev_efd_, &v, sizeof(v)) == sizeof(v);
+    }
+
+    /* A MAD arrives on host GID @index from @from. */
+    void deliver(const ReceivedMad &m)
+    {
+        inbound.push_back(m);
+        uint64_t one = 1;
+        ASSERT_EQ(write(mad_efd_, &one, sizeof(one)), 8);
+    }
+    /* The kernel's IBV_EVENT_GID_CHANGE. */
+    void gid_event()
+    {
+        uint64_t one = 1;
+        ASSERT_EQ(write(ev_efd_, &one, sizeof(one)), 8);
+    }
+
+    std::vector<HostGid> gids;
+    std::vector<Sent> sent;
+    std::deque<ReceivedMad> inbound;
+    int send_ret = 0;
+    int recv_error = 0;
+    unsigned gid_reads = 0;
+
+private:
+    std::string dev_ = "rxe0";
+    int mad_efd_;
+    int ev_efd_;
+};
+
+/* A CM MAD: base version 1, class 0x07 version 2, Send, attribute @attr. */
+inline std::array<uint8_t, RDMACM_MUX_MAD_LEN> cm_mad(uint16_t attr = 0x0010,
+                                                      uint8_t fill = 0x5a)
+{
+    std::array<uint8_t, RDMACM_MUX_MAD_LEN> m;
+    m.fill(fill);
+    m[0] = 1;
+    m[1] = 0x07;
+    m[2] = 2;
+    m[3] = 0x03;
+    m[16] = static_cast<uint8_t>(attr >> 8);
+    m[17] = static_cast<uint8_t>(attr);
+    return m;
+}
+
+/* A MAD from the host: CM REQ at @index from 10.0.0.99. */
+inline ReceivedMad host_mad(uint32_t index, uint8_t fill = 0x5a)
+{
+    ReceivedMad m;
+    m.addr.gid_index = index;
+    m.addr.remote_gid = gid_of(99);
+    m.addr.flow_label = 0x12345;
+    m.addr.pkey_index = 0;
+    m.addr.tclass = 0x20;
+    m.addr.hop_limit = 64;
+    m.addr.grh = true;
+    m.len = RDMACM_MUX_MAD_LEN;
+    m.mad = cm_mad(0x0010, fill);
+    return m;
+}
+
+/* One message as bytes: header (@len defaults to the payload's) + payload. */
+inline std::vector<uint8_t> frame(uint16_t type, uint32_t seq,
+                                  const void *payload, size_t payload_len,
+                                  std::optional<uint32_t> len = std::nullopt,
+                                  uint32_t magic = RDMACM_MUX_MAGIC,
+                                  uint16_t version = RDMACM_MUX_VERSION)
+{
+    rdmacm_mux_hdr h;
+    h.magic = htole32(magic);
+    h.version = htole16(version);
+    h.type = htole16(type);
+    h.seq = htole32(seq);
+    h.len = htole32(len ? *len : static_cast<uint32_t>(payload_len));
+    std::vector<uint8_t> v(sizeof(h) + payload_len);
+    std::memcpy(v.data(), &h, sizeof(h));
+    if (payload_len) {
+        std::memcpy(v.data() + sizeof(h), payload, payload_len);
+    }
+    return v;
+}
+
+inline std::vector<uint8_t> hello_msg(const char *ibdev = "rxe0",
+                                      uint32_t port = 1,
+                                      uint32_t version = RDMACM_MUX_VERSION)
+{
+    rdmacm_mux_hello h{};
+    std::strncpy(h.ibdev, ibdev, sizeof(h.ibdev) - 1);
+    h.port = htole32(port);
+    h.version = htole32(version);
+    return frame(RDMACM_MUX_HELLO, 1, &h, sizeof(h));
+}
+
+inline std::vector<uint8_t> gid_msg(uint16_t type, uint32_t seq,
+                                    const Gid &gid)
+{
+    rdmacm_mux_gid g;
+    std::memcpy(g.gid, gid.data(), sizeof(g.gid));
+    return frame(type, seq, &g, sizeof(g));
+}
+
+/* MAD_SEND of a CM REQ from @sgid to 10.0.0.99; @edit changes it first. */
+template <typename Edit>
+std::vector<uint8_t> mad_send_msg(const Gid &sgid, Edit edit)
+{
+    rdmacm_mux_mad m{};
+    std::memcpy(m.local_gid, sgid.data(), sizeof(m.local_gid));
+    Gid dgid = gid_of(99);
+    std::memcpy(m.remote_gid, dgid.data(), sizeof(m.remote_gid));
+    m.flow_label = htole32(0xabcde);
+    m.pkey_index = htole16(0);
+    m.tclass = 0x68;
+    m.hop_limit = 64;
+    m.mad_len = htole32(RDMACM_MUX_MAD_LEN);
+    auto mad = cm_mad();
+    std::memcpy(m.mad, mad.data(), mad.size());
+    edit(m);
+    return frame(RDMACM_MUX_MAD_SEND, 9, &m, sizeof(m));
+}
+
+inline std::vector<uint8_t> mad_send_msg(const Gid &sgid)
+{
+    return mad_send_msg(sgid, [](rdmacm_mux_mad &) {});
+}
+
+struct Msg {
+    rdmacm_mux_hdr hdr;
+    std::vector<uint8_t> payload;
+
+    uint16_t type() const { return le16toh(hdr.type); }
+    template <typename T>
+    T as() const
+    {
+        T t{};
+        EXPECT_EQ(payload.size(), sizeof(T));
+        std::memcpy(&t, payload.data(), std::min(sizeof(T), payload.size()));
+        return t;
+    }
+};
+
+class MuxTest : public ::testing::Test {
+protected:
+    /* The client end of one connection to the mux. */
+    struct Conn {
+        int fd = -1;
+        uint64_t id = 0;
+        std::vector<uint8_t> in;
+    };
+
+    void SetUp() override
+    {
+        set_log_sink([this](Level, std::string_view s) {
+            logs.emplace_back(s);
+        });
+        cfg.now_ns = [this] { return clock_ns; };
+    }
+    void TearDown() override
+    {
+        mux.reset();
+        for (auto &c : conns) {
+            if (c->fd >= 0) {
+                close(c->fd);
+            }
+        }
+        set_log_sink(nullptr);
+    }
+
+    /* Creates the mux (after the test set cfg). */
+    void start()
+    {
+        mux = std::make_unique<Mux>(port, cfg);
+        std::string err;
+        ASSERT_TRUE(mux->init(&err)) << err;
+    }
+
+    Conn &connect(Peer peer = {getpid(), getuid(), getgid(), {}})
+    {
+        if (!mux) {
+            start();
+        }
+        int sv[2];
+        EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        conns.push_back(std::make_unique<Conn>());
+        Conn &c = *conns.back();
+        c.fd = sv[1];
+        c.id = mux->add_client(sv[0], peer);
+        return c;
+    }
+
+    /* Connects and says HELLO; the ack is checked and consumed. */
+    Conn &hello()
+    {
+        Conn &c = connect();
+        put(c, hello_msg());
+        auto m = get(c);
+        EXPECT_TRUE(m && m->type() == RDMACM_MUX_HELLO_ACK);
+        if (m) {
+            EXPECT_EQ(le32toh(m->as<rdmacm_mux_hello_ack>().status),
+                      RDMACM_MUX_OK);
+        }
+        return c;
+    }
+
+    /* Claims @gid for @c: the GID_ACK's status. */
+    uint32_t claim(Conn &c, const Gid &gid, uint16_t type = RDMACM_MUX_GID_ADD)
+    {
+        put(c, gid_msg(type, 7, gid));
+        auto m = get(c);
+        EXPECT_TRUE(m && m->type() == RDMACM_MUX_GID_ACK);
+        return m ? le32toh(m->as<rdmacm_mux_gid_ack>().status) : 0xffffffff;
+    }
+
+    /* Lets the mux handle whatever is pending. */
+    void pump()
+    {
+        for (int i = 0; i < 8; i++) {
+            mux->poll(0);
+        }
+    }
+
+    void put(Conn &c, const std::vector<uint8_t> &bytes)
+    {
+        ASSERT_EQ(send(c.fd, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+                  static_cast<ssize_t>(bytes.size()));
+    }
+
+    /* Reads what the mux has sent; false once the mux closed @c. */
+    bool drain(Conn &c)
+    {
+        pump();
+        uint8_t buf[4096];
+        for (;;) {
+            ssize_t n = recv(c.fd, buf, sizeof(buf), MSG_DONTWAIT);
+            if (n == 0) {
+                return false;
+            }
+            if (n < 0) {
+                return true;
+            }
+            c.in.insert(c.in.end(), buf, buf + n);
+        }
+    }
+
+    /* The next message from the mux, if one has come. */
+    std::optional<Msg> get(Conn &c)
+    {
+        drain(c);
+        if (c.in.size() < sizeof(rdmacm_mux_hdr)) {
+            return std::nullopt;
+        }
+        Msg m;
+        std::memcpy(&m.hdr, c.in.data(), sizeof(m.hdr));
+        EXPECT_EQ(le32toh(m.hdr.magic), RDMACM_MUX_MAGIC);
+        EXPECT_EQ(le16toh(m.hdr.version), RDMACM_MUX_VERSION);
+        size_t len = le32toh(m.hdr.len);
+        EXPECT_EQ(len, rdmacm_mux_payload_size(m.type()));
+        if (c.in.size() < sizeof(m.hdr) + len) {
+            return std::nullopt;
+        }
+        m.payload.assign(c.in.begin() + sizeof(m.hdr),
+                         c.in.begin() + static_cast<ptrdiff_t>(
+                                            sizeof(m.hdr) + len));
+        c.in.erase(c.in.begin(),
+                   c.in.begin() + static_cast<ptrdiff_t>(sizeof(m.hdr) + len));
+        return m;
+    }
+
+    /* True when the mux has closed @c (everything it sent is read). */
+    bool closed(Conn &c) { return !drain(c); }
+
+    uint64_t tx(Drop d) const
+    {
+        return mux->stats().tx_drops[static_cast<size_t>(d)];
+    }
+    uint64_t rx(Drop d) const
+    {
+        return mux->stats().rx_drops[static_cast<size_t>(d)];
+    }
+
+    FakePort port;
+    Config cfg;
+    std::unique_ptr<Mux> mux;
+    std::vector<std::unique_ptr<Conn>> conns;
+    std::vector<std::string> logs;
+    uint64_t clock_ns = 1000000000;
+};
+
+} // namespace rdmacm_mux::test
+
+#endif /* RDMACM_MUX_TESTS_MUX_FIXTURE_H */

@@ -29,6 +29,9 @@ packages=(
     # guest/tests/vrdma-abuse, built on the host against libibverbs; zstd
     # unpacks the 6.12 lab kernel (bookworm-backports compresses it so)
     libibverbs-dev zstd
+    # contrib/rdmacm-mux, the CM MAD multiplexer (libibumad; without it
+    # meson skips the daemon): apt-get install -y libibumad-dev
+    libibumad-dev
     # guest provider (scripts/build-guest.sh): what configuring rdma-core's
     # source needs (no man pages, no pyverbs); the kernel module's headers
     # are kernel_headers below

@@ -87,21 +87,63 @@ unsigned long number(const char *opt, const char *arg, unsigned long min,
     return v;
 }
 
+/* The address of @path; false when it does not fit sun_path. */
+bool unix_addr(const std::string &path, sockaddr_un *sa, std::string *err)
+{
+    *sa = sockaddr_un{};
+    sa->sun_family = AF_UNIX;
+    if (path.size() >= sizeof(sa->sun_path)) {
+        *err = "socket path too long: " + path;
+        return false;
+    }
+    std::memcpy(sa->sun_path, path.c_str(), path.size() + 1);
+    return true;
+}
+
 /*
- * Binds a listening socket at @path with mode 0660 (group @group unless
- * empty).  A socket file nobody answers on is a leftover and replaced; one
- * that answers belongs to a running mux.
+ * Whether @path may become our socket: absent, or a socket file nobody
+ * answers on (a leftover, replaced).  One that answers belongs to a running
+ * mux.  Checked before the port is opened, so that a second mux on the
+ * same socket says so instead of tripping over the port's CM agent.
+ */
+bool socket_path_free(const std::string &path, std::string *err)
+{
+    sockaddr_un sa;
+    if (!unix_addr(path, &sa, err)) {
+        return false;
+    }
+    struct stat st;
+    if (lstat(path.c_str(), &st)) {
+        return true;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        *err = path + " exists and is not a socket";
+        return false;
+    }
+    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool alive = probe >= 0 && connect(probe, reinterpret_cast<sockaddr *>(&sa),
+                                       sizeof(sa)) == 0;
+    if (probe >= 0) {
+        close(probe);
+    }
+    if (alive) {
+        *err = "another rdmacm-mux is listening on " + path;
+        return false;
+    }
+    return true;
+}
+
+/*
+ * Binds a listening socket at @path with mode 0660 (group @group_name
+ * unless empty), replacing a leftover socket file.
  */
 int listen_at(const std::string &path, const std::string &group_name,
               std::string *err)
 {
-    sockaddr_un sa{};
-    sa.sun_family = AF_UNIX;
-    if (path.size() >= sizeof(sa.sun_path)) {
-        *err = "socket path too long: " + path;
+    sockaddr_un sa;
+    if (!socket_path_free(path, err) || !unix_addr(path, &sa, err)) {
         return -1;
     }
-    std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
     gid_t gid = static_cast<gid_t>(-1);
     if (!group_name.empty()) {
         struct group *g = getgrnam(group_name.c_str());
@@ -116,27 +158,7 @@ int listen_at(const std::string &path, const std::string &group_name,
         *err = std::string("socket: ") + std::strerror(errno);
         return -1;
     }
-    struct stat st;
-    if (lstat(path.c_str(), &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) {
-            *err = path + " exists and is not a socket";
-            close(fd);
-            return -1;
-        }
-        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        bool alive = probe >= 0 &&
-                     connect(probe, reinterpret_cast<sockaddr *>(&sa),
-                             sizeof(sa)) == 0;
-        if (probe >= 0) {
-            close(probe);
-        }
-        if (alive) {
-            *err = "another rdmacm-mux is listening on " + path;
-            close(fd);
-            return -1;
-        }
-        unlink(path.c_str());
-    }
+    unlink(path.c_str());
     /* 0660 from the start: no moment where others may connect. */
     mode_t old = umask(0117);
     int ret = bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof(sa));
@@ -247,6 +269,10 @@ int main(int argc, char **argv)
     }
 
     std::string err;
+    if (!socket_path_free(sock_path, &err)) {
+        log(Level::error, err);
+        return 1;
+    }
     std::unique_ptr<UmadPort> port = UmadPort::open(ibdev, ibport, &err);
     if (!port) {
         log(Level::error, err);

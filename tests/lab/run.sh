@@ -5,9 +5,9 @@
 # the same guests defined and started by a real libvirtd (libvirt), NVMe over
 # RDMA between guests on our device and on rxe (nvme), rdma-core's own test
 # suite on our device and on rxe (suite), the device with backend=ibverbs on
-# a guest's rxe, nested (ibverbs).
+# a guest's rxe, nested (ibverbs), contrib/rdmacm-mux on a guest's rxe (mux).
 #   tests/lab/run.sh [PART...]     PART: baseline interop driver libvirt nvme
-#                                  suite ibverbs (default: baseline interop)
+#                                  suite ibverbs mux (default: baseline interop)
 #   LAB_KERNEL=6.12 tests/lab/run.sh ...   the guests on Debian's 6.12 kernel
 #                                  (tests/lab/setup.sh with the same LAB_KERNEL)
 # Ends with "lab: N passed, N failed"; exit status non-zero on any failure.
@@ -23,6 +23,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/lab/nvme.sh"
 . "$top/tests/lab/suite.sh"
 . "$top/tests/lab/ibverbs.sh"
+. "$top/tests/lab/mux.sh"
 
 passed=0 failed=0
 lab_result() { # RESULT NAME DETAILS
@@ -51,6 +52,7 @@ for p in $parts; do
     nvme)     lab_nvme "$RES/nvme" ;;
     suite)    lab_suite "$RES/suite" ;;
     ibverbs)  lab_ibverbs "$RES/ibverbs" ;;
+    mux)      lab_mux "$RES/mux" ;;
     *) lab_die "unknown part $p" ;;
     esac
     echo "lab: part $p took $(( $(date +%s) - t0 )) s" | tee -a "$RES/timings.txt"

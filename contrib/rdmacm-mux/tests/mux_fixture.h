@@ -1,6 +1,6 @@
 /*
- * rdmacm-mux unit tests: a fake host port, clients on socketpairs, and the
- * message builders the tests speak the protocol with.
+ * rdmacm-mux unit tests: clients on socketpairs to a mux on a fake port
+ * (fake_port.h), and the message builders the tests speak the protocol with.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -9,7 +9,6 @@
 
 #include <endian.h>
 #include <gtest/gtest.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,119 +19,11 @@
 #include <string>
 #include <vector>
 
+#include "fake_port.h"
 #include "hw/rdma/rdmacm-mux-proto.h"
 #include "mux.h"
 
 namespace rdmacm_mux::test {
-
-/* A GID from its last bytes: ::ffff:10.0.0.<n> (an IPv4-mapped RoCE v2
- * GID), or fe80::<n> when @link_local. */
-inline Gid gid_of(uint8_t n, bool link_local = false)
-{
-    Gid g{};
-    if (link_local) {
-        g[0] = 0xfe;
-        g[1] = 0x80;
-    } else {
-        g[10] = 0xff;
-        g[11] = 0xff;
-        g[12] = 10;
-    }
-    g[15] = n;
-    return g;
-}
-
-/* The host port: a GID table the test edits, MADs it delivers, the MADs
- * the mux sent.  Its fds are eventfds, so the mux's epoll sees them. */
-class FakePort final : public HostPort {
-public:
-    struct Sent {
-        MadAddr addr;
-        std::vector<uint8_t> mad;
-    };
-
-    FakePort()
-    {
-        mad_efd_ = eventfd(0, EFD_NONBLOCK | EFD_SEMAPHORE | EFD_CLOEXEC);
-        ev_efd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        gids = {
-            {gid_of(1, true), 0, GidType::roce_v2},
-            {gid_of(1), 1, GidType::roce_v2},
-            {gid_of(2), 2, GidType::roce_v2},
-            {gid_of(3), 3, GidType::roce_v2},
-        };
-    }
-    ~FakePort() override
-    {
-        close(mad_efd_);
-        close(ev_efd_);
-    }
-
-    const std::string &device() const override { return dev_; }
-    uint32_t port() const override { return 1; }
-    int mad_fd() const override { return mad_efd_; }
-    int event_fd() const override { return ev_efd_; }
-    int send_mad(const MadAddr &addr, const uint8_t *mad,
-                 size_t len) override
-    {
-        if (send_ret) {
-            return send_ret;
-        }
-        sent.push_back({addr, std::vector<uint8_t>(mad, mad + len)});
-        return 0;
-    }
-    int recv_mad(ReceivedMad *out) override
-    {
-        if (recv_error) {
-            return recv_error;
-        }
-        uint64_t v;
-        if (inbound.empty() || read(mad_efd_, &v, sizeof(v)) != sizeof(v)) {
-            return 0;
-        }
-        *out = inbound.front();
-        inbound.pop_front();
-        return 1;
-    }
-    bool gid_table(std::vector<HostGid> *out) override
-    {
-        gid_reads++;
-        *out = gids;
-        return true;
-    }
-    uint32_t pkey_table_len() const override { return 1; }
-    bool drain_events() override
-    {
-        uint64_t v;
-        return read(ev_efd_, &v, sizeof(v)) == sizeof(v);
-    }
-
-    /* A MAD arrives on host GID @index from @from. */
-    void deliver(const ReceivedMad &m)
-    {
-        inbound.push_back(m);
-        uint64_t one = 1;
-        ASSERT_EQ(write(mad_efd_, &one, sizeof(one)), 8);
-    }
-    /* The kernel's IBV_EVENT_GID_CHANGE. */
-    void gid_event()
-    {
-        uint64_t one = 1;
-        ASSERT_EQ(write(ev_efd_, &one, sizeof(one)), 8);
-    }
-
-    std::vector<HostGid> gids;
-    std::vector<Sent> sent;
-    std::deque<ReceivedMad> inbound;
-    int send_ret = 0;
-    int recv_error = 0;
-    unsigned gid_reads = 0;
-
-private:
-    std::string dev_ = "rxe0";
-    int mad_efd_;
-    int ev_efd_;
-};
 
 /* A CM MAD: base version 1, class 0x07 version 2, Send, attribute @attr. */
 inline std::array<uint8_t, RDMACM_MUX_MAD_LEN> cm_mad(uint16_t attr = 0x0010,

@@ -49,7 +49,9 @@ corpus=$top/build/fuzz-corpus
 logs=$top/build/fuzz-logs
 mkdir -p "$corpus" "$logs"
 
-core_targets="fuzz-engine"
+core_targets="fuzz-engine fuzz-rdmacm-mux"
+# Where each core target's source (and meson target) lives.
+target_dir() { case $1 in fuzz-rdmacm-mux) echo contrib/rdmacm-mux/tests ;; *) echo tests/fuzz ;; esac; }
 device_targets="virtio-rdma-main virtio-rdma-main-noioeventfd
                 virtio-rdma-iothread virtio-rdma-iothread-noioeventfd"
 targets=${FUZZ_TARGETS:-$core_targets $device_targets}
@@ -73,7 +75,8 @@ for target in $core_targets; do
             >"$logs/setup.log" 2>&1 ||
             { tail -n 30 "$logs/setup.log"; echo "fuzz: set-up failed"; exit 1; }
     fi
-    ninja -C "$build" -j "$JOBS" "tests/fuzz/$target" >"$logs/build.log" 2>&1 ||
+    dir=$(target_dir "$target")
+    ninja -C "$build" -j "$JOBS" "$dir/$target" >"$logs/build.log" 2>&1 ||
         { tail -n 30 "$logs/build.log"; echo "fuzz: build failed"; exit 1; }
     mkdir -p "$corpus/$target"
     if [ -n "${FUZZ_RUNS:-}" ]; then
@@ -85,9 +88,12 @@ for target in $core_targets; do
     fi
     echo "fuzz: $target for $what"
     # Crash inputs land in $logs (-artifact_prefix); leaks are real findings.
-    if "$build/tests/fuzz/$target" "${limit[@]}" -max_len=4096 \
+    # libFuzzer stops at a corpus directory that does not exist.
+    committed=()
+    [ -d "$top/tests/fuzz/corpus/$target" ] && committed=("$top/tests/fuzz/corpus/$target")
+    if "$build/$dir/$target" "${limit[@]}" -max_len=4096 \
            -artifact_prefix="$logs/$target-" "$corpus/$target" \
-           "$top/tests/fuzz/corpus/$target" \
+           "${committed[@]}" \
            >"$logs/$target.log" 2>&1; then
         grep -E "#[0-9]+.*DONE" "$logs/$target.log" | tail -n 1
         echo "fuzz: $target passed"

@@ -93,7 +93,8 @@ run_qtest() {
 # tools, against each other and against our device; then guests whose RDMA
 # device is ours, through our driver, and the same with libvirtd managing
 # them, NVMe over RDMA, rdma-core's own test suite, and the device with
-# backend=ibverbs on a guest's rxe (tests/lab/run.sh).
+# backend=ibverbs on a guest's rxe, rdmacm-mux on a guest's rxe
+# (tests/lab/run.sh).
 run_lab() {
     echo "== lab"
     local rc=0 p f
@@ -105,8 +106,8 @@ run_lab() {
       LAB_KERNEL=6.12 timeout 900 bash "$top/tests/lab/setup.sh" &&
       timeout 900 bash "$top/scripts/build-guest.sh" &&
       timeout 2400 bash "$top/scripts/build-suite.sh" &&
-      timeout 3600 bash "$top/tests/lab/run.sh" baseline interop driver libvirt nvme suite ibverbs; } >"$log/lab.log" 2>&1 || rc=1
-    { LAB_KERNEL=6.12 timeout 2400 bash "$top/tests/lab/run.sh" driver nvme suite ibverbs; } >>"$log/lab.log" 2>&1 || rc=1
+      timeout 3600 bash "$top/tests/lab/run.sh" baseline interop driver libvirt nvme suite ibverbs mux; } >"$log/lab.log" 2>&1 || rc=1
+    { LAB_KERNEL=6.12 timeout 2400 bash "$top/tests/lab/run.sh" driver nvme suite ibverbs mux; } >>"$log/lab.log" 2>&1 || rc=1
     p=$(sed -nE 's/^lab: ([0-9]+) passed, ([0-9]+) failed$/\1/p' "$log/lab.log" | awk '{s+=$1} END {print s+0}')
     f=$(sed -nE 's/^lab: ([0-9]+) passed, ([0-9]+) failed$/\2/p' "$log/lab.log" | awk '{s+=$1} END {print s+0}')
     p=${p:-0} f=${f:-0}

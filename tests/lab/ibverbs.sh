@@ -16,7 +16,7 @@ for c in rc-send rc-write rc-write-imm rc-read rc-cas rc-faa rc-pipeline \
 done
 LAB_IBV_DP_CASES="$LAB_IBV_DP_CASES /x86_64/virtio-rdma-dp/wire-qpn/wire"
 
-lab_ibverbs() {
+lab_ibverbs_device() {
     local dir=$1 pa pb line
     mkdir -p "$dir"
     # The job's settings: the nested QEMU and the data-path qtest are ours,
@@ -40,4 +40,74 @@ lab_ibverbs() {
     while read -r line; do
         lab_result ${line%% *} "ibverbs/$(echo "$line" | cut -d' ' -f2)" "$(echo "$line" | cut -d' ' -f3-)"
     done < "$dir/results"
+}
+
+lab_ibverbs() {
+    [ -n "${LAB_IBV_IO_ONLY:-}" ] || lab_ibverbs_device "$1"
+    lab_ibverbs_interop "$1/io"
+}
+
+# The interop half: the tools (ibv_*_pingpong, perftest) in guest B on its
+# rxe0 against our device in guest A, backend=ibverbs on A's rxe0, driven by
+# virtio-rdma-lab-peer (nested, under -accel qtest); A and B joined by
+# -netdev dgram, the tools' TCP exchanges on the same link.  Every tool with
+# our device as server (gcli: the tool is the client) and as client (gsrv).
+# LAB_IBV_IO_ONLY: a regex on the case names.
+lab_ibverbs_interop() {
+    local dir=$1 peer pa pb tool gr fam name args ga gb
+    local a_ip=10.79.1.11 b_ip=10.79.1.12 b_mac=52:54:00:79:01:12
+    local -a names=()
+    # A port of its own per case: a side that gave up early then cannot
+    # meet the other side's previous case on the next one.
+    local port=18600
+    peer=$(bash "$top/tests/lab/build-peer.sh") ||
+        { lab_result FAIL ibverbs/io-build-peer "see $LAB/build-peer.log"; return; }
+    mkdir -p "$dir/A" "$dir/B"
+    rm -f "$LAB/bin/virtio-rdma-lab-peer"
+    ln "$peer" "$LAB/bin/" 2>/dev/null || cp "$peer" "$LAB/bin/"
+    { echo "QEMU=$QEMU"; echo "PEER=$LAB/bin/virtio-rdma-lab-peer"; } > "$dir/A/env"
+    : > "$dir/A/peer-cases"; : > "$dir/B/cases"
+    for fam in 4 6; do
+        for tool in $LAB_TOOL_CASES; do
+            # IPv6: the two that cover RC SEND and WRITE; IPv4: every tool.
+            [ $fam = 6 ] && [ "$tool" != rc_pingpong ] && [ "$tool" != write_bw ] && continue
+            for gr in gsrv gcli; do
+                name=v$fam-$tool-$gr
+                [ -n "${LAB_IBV_IO_ONLY:-}" ] && ! [[ $name =~ $LAB_IBV_IO_ONLY ]] && continue
+                args=$(lab_tool_args "$tool"); args=${args//@G@/@G$fam@}
+                local pargs="--tool $tool --lport 1 --rport 2 --mac 52:54:00:79:01:02 --peer-mac $b_mac --ip4 $a_ip --ip6 fd79:1::11 --gid $fam"
+                port=$((port + 1))
+                if [ $gr = gsrv ]; then
+                    echo "srv $name 150 ${args//@P@/$port}" >> "$dir/B/cases"
+                    echo "client $name 170 $pargs --port $port --tcp $b_ip" >> "$dir/A/peer-cases"
+                else
+                    echo "cli $name 150 ${args//@P@/$port} $a_ip" >> "$dir/B/cases"
+                    echo "server $name 170 $pargs --port $port --tcp $b_ip" >> "$dir/A/peer-cases"
+                fi
+                names+=("$name")
+            done
+        done
+    done
+    pa=$(lab_free_port udp); pb=$(lab_free_port udp)
+    LAB_MEM=1024 lab_guest_start "$dir/A" 1500 "lab.ip=$a_ip/24 lab.ip6=fd79:1::11/64 lab.run=/lab/ibverbs/peer-cases.sh" \
+        "$(lab_dgram "$pa" "$pb")" 52:54:00:79:01:11
+    ga=$LAB_PID
+    lab_guest_start "$dir/B" 1500 "lab.ip=$b_ip/24 lab.ip6=fd79:1::12/64 lab.run=/lab/guest-cases.sh" \
+        "$(lab_dgram "$pb" "$pa")" "$b_mac"
+    gb=$LAB_PID
+    wait "$ga"; wait "$gb"
+    for name in "${names[@]}"; do
+        local rg rp res=PASS fig why=""
+        rg=$(cat "$dir/B/$name.rc" 2>/dev/null || echo none)
+        rp=$(cat "$dir/A/$name.peer.rc" 2>/dev/null || echo none)
+        [ "$rg" = 0 ] || { res=FAIL; why="$why tools-rc=$rg"; }
+        [ "$rp" = 0 ] || { res=FAIL; why="$why device-rc=$rp"; }
+        grep -q "PEER: FAIL" "$dir/A/$name.peer" 2>/dev/null &&
+            why="$why $(grep -m1 'PEER: FAIL' "$dir/A/$name.peer" | sed 's/.*PEER: //')"
+        case $name in
+        *-gsrv) fig=$(lab_figures "$dir/A/$name.peer") ;;
+        *) fig=$(lab_figures "$dir/B/$name.out") ;;
+        esac
+        lab_result "$res" "ibverbs/io-$name" "$fig${why:+ |$why}"
+    done
 }

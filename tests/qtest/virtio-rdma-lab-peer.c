@@ -29,6 +29,12 @@
  *   virtio-rdma-lab-peer --tool T --role server|client --port N
  *       --wire LOCAL:REMOTE --mac OUR_MAC --peer-mac GUEST_MAC
  *       --ip4 A.B.C.D --ip6 ADDR --gid 4|6 [--size N] [--iters N]
+ *       [--tcp ADDR]
+ * --tcp: the guest's tools are at ADDR (connect there; listen on every
+ * address), not behind 127.0.0.1.  With QVRDMA_IBDEV=<host RDMA device>
+ * (libqos) the device is backend=ibverbs on it: the lab runs the peer so,
+ * nested in a guest with rxe, against the tools in another guest; the
+ * wire options then name nothing (the host device moves the data).
  * Exit status 0 and "PEER: PASS" on success.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -56,7 +62,7 @@
 #define OUR_OUT_READS   4       /* the helper's max_rd_atomic / max_dest */
 
 static struct {
-    const char *tool, *role, *mac, *peer_mac, *ip4, *ip6;
+    const char *tool, *role, *mac, *peer_mac, *ip4, *ip6, *tcp;
     int port, lport, rport, gid_family;
     uint32_t size, iters;
 } opt = { .gid_family = 4, .iters = 200 };
@@ -166,11 +172,23 @@ static void drain(int fd)
     }
 }
 
+/* Where the tools are: --tcp's address, or 127.0.0.1. */
+static struct in_addr tcp_addr(void)
+{
+    struct in_addr a = { .s_addr = htonl(INADDR_LOOPBACK) };
+
+    if (opt.tcp && inet_pton(AF_INET, opt.tcp, &a) != 1) {
+        fail("--tcp %s: not an IPv4 address", opt.tcp);
+    }
+    return a;
+}
+
 static int tcp_listen_accept(int port)
 {
     struct sockaddr_in sa = {
         .sin_family = AF_INET, .sin_port = htons(port),
-        .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+        .sin_addr.s_addr = opt.tcp ? htonl(INADDR_ANY)
+                                   : htonl(INADDR_LOOPBACK),
     };
     int one = 1, ls = socket(AF_INET, SOCK_STREAM, 0), fd;
 
@@ -206,7 +224,7 @@ static int tcp_connect_first(int port, const void *out, size_t out_len,
     while (g_get_monotonic_time() < end) {
         struct sockaddr_in sa = {
             .sin_family = AF_INET, .sin_port = htons(port),
-            .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+            .sin_addr = tcp_addr(),
         };
         int fd = socket(AF_INET, SOCK_STREAM, 0);
 
@@ -242,7 +260,14 @@ static void peer_boot(Peer *p, uint8_t qp_type)
 
     memset(p, 0, sizeof(*p));
     parse_mac(opt.peer_mac, p->peer_mac);
-    p->d = qvrdma_dev_boot(nd, opt.mac, "max-cq=8,max-qp=8");
+    if (qvrdma_dp_ibverbs()) {
+        /* The host numbers the QPs: the driver must be told (WIRE_QPN). */
+        p->d = qvrdma_dev_boot_features("user,id=n0", opt.mac,
+                                        "max-cq=8,max-qp=8",
+                                        1ull << VIRTIO_RDMA_F_WIRE_QPN);
+    } else {
+        p->d = qvrdma_dev_boot(nd, opt.mac, "max-cq=8,max-qp=8");
+    }
     /* QVRDMA_IOTHREAD=1: the engine runs in an iothread (interop.sh, v6). */
     if (qvrdma_dp_engine_in_iothread(p->d) != qvrdma_dp_want_iothread()) {
         fail("the engine is not where QVRDMA_IOTHREAD asked");
@@ -273,7 +298,7 @@ static void peer_boot(Peer *p, uint8_t qp_type)
     p->psn = g_random_int() & 0xffffff;
     p->next_wr = 1;
     say("device up: qpn %u, mr lkey/rkey 0x%x, gid index %u, psn 0x%06x",
-        p->qp->qpn, p->mr.rkey, p->sgid_index, p->psn);
+        p->qp->wire_qpn, p->mr.rkey, p->sgid_index, p->psn);
 }
 
 /*
@@ -409,7 +434,7 @@ static void pp_msg(Peer *p, char msg[52])
         sprintf(gid + 2 * i, "%02x", p->gid[i]);
     }
     memset(msg, 0, 52);
-    snprintf(msg, 52, "%04x:%06x:%06x:%s", 0, p->qp->qpn, p->psn, gid);
+    snprintf(msg, 52, "%04x:%06x:%06x:%s", 0, p->qp->wire_qpn, p->psn, gid);
 }
 
 static bool pp_parse(Peer *p, const char *msg)
@@ -574,7 +599,7 @@ static void pt_msg(Peer *p, char msg[PT_MSG], uint32_t out_reads)
 
     memset(msg, 0, PT_MSG);
     s += sprintf(s, "%04x:%04x:%06x:%06x:%08x:%016" PRIx64 ":", 0, out_reads,
-                 p->qp->qpn, p->psn, p->mr.rkey, (uint64_t)MR_VA);
+                 p->qp->wire_qpn, p->psn, p->mr.rkey, (uint64_t)MR_VA);
     for (i = 0; i < 16; i++) {
         s += sprintf(s, "%02x:", p->gid[i]);
     }
@@ -797,8 +822,10 @@ static void run_perftest(const char *tool)
 
             while (done < opt.iters && take_cqe(&p, &c)) {
                 if (c.byte_len != size) {
-                    fail("receive %u: %u bytes, expected %u", done,
-                         c.byte_len, size);
+                    g_autofree char *cs = qvrdma_cqe_str(&c);
+
+                    fail("receive %u: %u bytes, expected %u (%s)", done,
+                         c.byte_len, size, cs);
                     break;
                 }
                 if (done == 0) {
@@ -911,6 +938,7 @@ int main(int argc, char **argv)
         { "gid", 0, 0, G_OPTION_ARG_INT, &opt.gid_family, "4|6", NULL },
         { "size", 0, 0, G_OPTION_ARG_INT, &opt.size, "message size", NULL },
         { "iters", 0, 0, G_OPTION_ARG_INT, &opt.iters, "iterations", NULL },
+        { "tcp", 0, 0, G_OPTION_ARG_STRING, &opt.tcp, "the tools' IPv4", NULL },
         { NULL },
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- virtio-rdma lab peer");

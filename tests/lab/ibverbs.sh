@@ -33,13 +33,7 @@ lab_ibverbs_device() {
     LAB_MEM=2048 lab_guest_start "$dir" 900 "lab.ip=10.79.0.11/24 lab.ip6=fd79::11/64 lab.run=/lab/ibverbs/guest.sh" \
         "$(lab_dgram "$pa" "$pb")" 52:54:00:79:00:11
     wait "$LAB_PID"
-    if [ ! -s "$dir/results" ]; then
-        lab_result FAIL ibverbs/guest "no results (console: $dir/console.log)"
-        return
-    fi
-    while read -r line; do
-        lab_result ${line%% *} "ibverbs/$(echo "$line" | cut -d' ' -f2)" "$(echo "$line" | cut -d' ' -f3-)"
-    done < "$dir/results"
+    lab_guest_results ibverbs "$dir"
 }
 
 lab_ibverbs() {

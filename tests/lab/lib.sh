@@ -73,3 +73,16 @@ lab_guest_start() {
         "${rdma[@]}" "${nic1[@]}" > "$out/qemu.log" 2>&1 &
     LAB_PID=$!
 }
+
+# lab_guest_results PART DIR: a guest job's own verdicts, DIR/results lines
+# "PASS|FAIL NAME details...", as PART/NAME results (none: one FAIL).
+lab_guest_results() {
+    local line
+    if [ ! -s "$2/results" ]; then
+        lab_result FAIL "$1/guest" "no results (console: $2/console.log)"
+        return
+    fi
+    while read -r line; do
+        lab_result "${line%% *}" "$1/$(echo "$line" | cut -d' ' -f2)" "$(echo "$line" | cut -d' ' -f3-)"
+    done < "$2/results"
+}

@@ -24,11 +24,5 @@ lab_mux() {
     lab_guest_start "$dir" 300 "lab.ip=10.79.2.11/24 lab.ip6=fd79:2::11/64 lab.run=/lab/mux/guest.sh" \
         "$(lab_dgram "$pa" "$pb")" 52:54:00:79:02:11
     wait "$LAB_PID"
-    if [ ! -s "$dir/results" ]; then
-        lab_result FAIL mux/guest "no results (console: $dir/console.log)"
-        return
-    fi
-    while read -r line; do
-        lab_result ${line%% *} "mux/$(echo "$line" | cut -d' ' -f2)" "$(echo "$line" | cut -d' ' -f3-)"
-    done < "$dir/results"
+    lab_guest_results mux "$dir"
 }

@@ -229,14 +229,17 @@ uint8_t Backend::ud_ah(VrdmaCore &c, const Qp &qp, const virtio_rdma_av &av,
                        ibv_ah **out)
 {
     const uint32_t stf = le(av.sl_tclass_flowlabel);
-    uint8_t sgid;
-    if (!host_gid_index(c, *dev_, av.gid_index, &sgid)) {
+    const GidEntry *src = c.port.gid(av.gid_index);
+    if (!src) {
         return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }
+    /*
+     * Looked up by what the guest names (its source GID's value, not the
+     * host's index for it): a hit costs no host call, per packet.
+     */
     ibv_ah_attr a{};
     a.is_global = 1;
     std::memcpy(a.grh.dgid.raw, av.dgid, 16);
-    a.grh.sgid_index = sgid;
     a.grh.hop_limit = av.hop_limit;
     /* sl(31:28) | traffic class(27:20) | flow label(19:0) */
     a.grh.traffic_class = static_cast<uint8_t>(stf >> 20);
@@ -244,7 +247,8 @@ uint8_t Backend::ud_ah(VrdmaCore &c, const Qp &qp, const virtio_rdma_av &av,
     a.sl = static_cast<uint8_t>(stf >> 28);
     a.port_num = static_cast<uint8_t>(dev_->port());
     for (const Ah &e : ahs_) {
-        if (e.pd == qp.pd_index && std::memcmp(&e.attr, &a, sizeof(a)) == 0) {
+        if (e.pd == qp.pd_index && e.sgid == src->gid &&
+            std::memcmp(&e.attr, &a, sizeof(a)) == 0) {
             *out = e.ah;
             return VIRTIO_RDMA_WC_SUCCESS;
         }
@@ -252,12 +256,16 @@ uint8_t Backend::ud_ah(VrdmaCore &c, const Qp &qp, const virtio_rdma_av &av,
     if (ahs_.size() >= c.lim.max_ah) {
         return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }
+    const ibv_ah_attr key = a;
+    if (!host_gid_index(c, *dev_, av.gid_index, &a.grh.sgid_index)) {
+        return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
+    }
     /* Blocks while the host resolves the destination's MAC (~1 s if none). */
     ibv_ah *ah = ibv_create_ah(pds_[qp.pd_index], &a);
     if (!ah) {
         return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }
-    ahs_.push_back(Ah{qp.pd_index, a, ah});
+    ahs_.push_back(Ah{qp.pd_index, src->gid, key, ah});
     *out = ah;
     return VIRTIO_RDMA_WC_SUCCESS;
 }

@@ -21,6 +21,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -171,7 +172,8 @@ private:
     std::vector<bool> pending_;   /* by guest CQN: an event came, not drained */
     struct Ah {
         uint32_t pd;              /* guest PD index */
-        ibv_ah_attr attr;
+        std::array<uint8_t, 16> sgid; /* the guest's source GID */
+        ibv_ah_attr attr;         /* the rest of the key (sgid_index 0) */
         ibv_ah *ah;
     };
     std::vector<Ah> ahs_;         /* UD destinations, at most max_ah */

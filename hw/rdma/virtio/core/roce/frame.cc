@@ -120,13 +120,6 @@ Layout layout(const FrameAddr &a, uint8_t opcode, size_t payload_len)
 
 } // namespace
 
-bool gid_is_v4mapped(const Gid &g) noexcept
-{
-    static constexpr uint8_t prefix[12] = {0, 0, 0, 0, 0, 0,
-                                           0, 0, 0, 0, 0xFF, 0xFF};
-    return std::memcmp(g.data(), prefix, sizeof(prefix)) == 0;
-}
-
 const char *build_error_name(BuildError e) noexcept
 {
     switch (e) {

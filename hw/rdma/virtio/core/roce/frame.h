@@ -27,6 +27,7 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "headers.h"
@@ -50,8 +51,16 @@ using Mac = std::array<uint8_t, 6>;
 /* A GID; an IPv4 address is its IPv4-mapped form ::ffff:a.b.c.d. */
 using Gid = std::array<uint8_t, 16>;
 
-/* @returns whether @g is IPv4-mapped (::ffff:0:0/96), i.e. RoCEv2 over IPv4. */
-bool gid_is_v4mapped(const Gid &g) noexcept;
+/*
+ * @returns whether @g is IPv4-mapped (::ffff:0:0/96), i.e. RoCEv2 over IPv4.
+ * Per packet: inline, one 8-byte and one 4-byte compare.
+ */
+inline bool gid_is_v4mapped(const Gid &g) noexcept
+{
+    static constexpr uint8_t prefix[12] = {0, 0, 0, 0, 0, 0,
+                                           0, 0, 0, 0, 0xFF, 0xFF};
+    return std::memcmp(g.data(), prefix, sizeof(prefix)) == 0;
+}
 
 /* Everything below the BTH that one packet needs. */
 struct FrameAddr {

@@ -95,8 +95,15 @@ inline uint32_t packets_for(uint32_t bytes, uint32_t mtu)
     return n ? n : 1;
 }
 uint64_t qp_timeout_ns(const Qp &qp);
-bool qp_is_rc(const Qp &qp);
-bool qp_is_ud(const Qp &qp); /* UD or GSI */
+/* Per packet: inline. */
+inline bool qp_is_rc(const Qp &qp)
+{
+    return qp.type == VIRTIO_RDMA_QPT_RC;
+}
+inline bool qp_is_ud(const Qp &qp) /* UD or GSI */
+{
+    return qp.type == VIRTIO_RDMA_QPT_UD || qp.type == VIRTIO_RDMA_QPT_GSI;
+}
 
 /* cqe.cc */
 /*

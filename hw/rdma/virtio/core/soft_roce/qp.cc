@@ -57,16 +57,6 @@ void refill_counters(Qp &qp)
 
 } // namespace
 
-bool qp_is_rc(const Qp &qp)
-{
-    return qp.type == VIRTIO_RDMA_QPT_RC;
-}
-
-bool qp_is_ud(const Qp &qp)
-{
-    return qp.type == VIRTIO_RDMA_QPT_UD || qp.type == VIRTIO_RDMA_QPT_GSI;
-}
-
 uint32_t qp_mtu(const VrdmaCore &c, const Qp &qp)
 {
     uint32_t mtu = c.port.active_mtu;

@@ -70,10 +70,24 @@ void Engine::post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
     w.rkey = 0;
     w.remote_addr = w.compare_add = w.swap = 0;
     w.remote_qpn = w.remote_qkey = 0;
-    w.av.dgid.fill(0);
-    w.av.dmac.fill(0);
-    w.av.gid_index = w.av.hop_limit = w.av.tclass = 0;
-    w.av.flow_label = 0;
+    const bool ud = qp_is_ud(qp);
+    if (ud) { /* the guest's, whatever the status: checked below */
+        const virtio_rdma_av &av = h.wr.ud.av;
+        const uint32_t stf = le(av.sl_tclass_flowlabel);
+        std::memcpy(w.av.dgid.data(), av.dgid, 16);
+        std::memcpy(w.av.dmac.data(), av.dmac, 6);
+        w.av.gid_index = av.gid_index;
+        w.av.hop_limit = av.hop_limit;
+        /* sl(31:28) | traffic class(27:20) | flow label(19:0) */
+        w.av.tclass = static_cast<uint8_t>(stf >> 20);
+        w.av.flow_label = stf & 0xFFFFF;
+    } else {
+        /* Two 8-byte stores, not a memset call per request. */
+        std::memset(w.av.dgid.data(), 0, 16);
+        std::memset(w.av.dmac.data(), 0, 6);
+        w.av.gid_index = w.av.hop_limit = w.av.tclass = 0;
+        w.av.flow_label = 0;
+    }
     w.reg_mrn = w.reg_key = w.reg_access = 0;
     w.num_sge = status == VIRTIO_RDMA_WC_SUCCESS ? h.num_sge : 0;
     w.length = 0;
@@ -113,19 +127,10 @@ void Engine::post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
         if (op.has(kWrLen8) && w.length != sizeof(uint64_t)) {
             status = VIRTIO_RDMA_WC_LOC_LEN_ERR;
         }
-        if (qp.type == VIRTIO_RDMA_QPT_UD || qp.type == VIRTIO_RDMA_QPT_GSI) {
-            const virtio_rdma_av &av = h.wr.ud.av;
-            const uint32_t stf = le(av.sl_tclass_flowlabel);
+        if (ud) {
             w.remote_qpn = le(h.wr.ud.remote_qpn) & roce::kQpnMask;
             w.remote_qkey = le(h.wr.ud.remote_qkey);
-            std::memcpy(w.av.dgid.data(), av.dgid, 16);
-            std::memcpy(w.av.dmac.data(), av.dmac, 6);
-            w.av.gid_index = av.gid_index;
-            w.av.hop_limit = av.hop_limit;
-            /* sl(31:28) | traffic class(27:20) | flow label(19:0) */
-            w.av.tclass = static_cast<uint8_t>(stf >> 20);
-            w.av.flow_label = stf & 0xFFFFF;
-            if (av.gid_index >= VRDMA_GID_TABLE_LEN) {
+            if (w.av.gid_index >= VRDMA_GID_TABLE_LEN) {
                 status = VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
             }
         }

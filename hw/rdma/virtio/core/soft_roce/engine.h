@@ -7,7 +7,7 @@
  * The engine follows Linux rxe's split, one file per role:
  *   wqe.cc    work requests posted by the driver (checked by ../wqe.h),
  *             into the rings
- *   mem.cc    SGE <-> guest memory, lkey/rkey checks
+ *   mem.cc    LOCAL_INV and REG_MR (SGE <-> guest memory: ../mr_access.h)
  *   cqe.cc    completions, flushes
  *   qp.cc     per-QP lifecycle: create, modify hooks, error, destroy
  *   net.cc    frames out: building, the wire, the internal loopback
@@ -39,6 +39,7 @@
 #include <variant>
 
 #include "../core.h"
+#include "../mr_access.h"
 #include "../roce/frame.h"
 #include "state.h"
 
@@ -116,23 +117,7 @@ bool cq_post(VrdmaCore &c, uint32_t cqn, const virtio_rdma_cq_req &cqe,
 void comp_drain(VrdmaCore &c, Qp &qp);
 void flush_queues(VrdmaCore &c, Qp &qp);
 
-/* mem.cc */
-/* WC status of a failed local access (LOC_PROT_ERR...), or SUCCESS. */
-uint8_t sgl_check(VrdmaCore &c, const Qp &qp, const Sge *sge, uint32_t n,
-                  bool write);
-uint8_t sgl_copy(VrdmaCore &c, const Qp &qp, const Sge *sge, uint32_t n,
-                 uint64_t offset, uint8_t *buf, uint32_t len, bool to_sgl);
-enum class RkeyErr : uint8_t { kOk, kKey, kPd, kAccess, kBounds };
-/* The MR @rkey names, if it lets @qp's peer do @access on [va, va+len). */
-Mr *rkey_check(VrdmaCore &c, const Qp &qp, uint32_t rkey, uint64_t va,
-               uint64_t len, uint32_t access, RkeyErr *err);
-bool mr_read(VrdmaCore &c, const Mr &mr, uint64_t va, uint8_t *buf,
-             uint32_t len);
-bool mr_write(VrdmaCore &c, const Mr &mr, uint64_t va, const uint8_t *buf,
-              uint32_t len);
-/* 8-byte atomic at @va (aligned, checked): @returns the old value. */
-bool mr_atomic(VrdmaCore &c, const Mr &mr, uint64_t va, bool cmp_swap,
-               uint64_t compare, uint64_t swap_add, uint64_t *orig);
+/* mem.cc (guest memory through MRs: ../mr_access.h) */
 uint8_t local_inv(VrdmaCore &c, const Qp &qp, uint32_t key);
 uint8_t reg_mr(VrdmaCore &c, const Qp &qp, const SendWqe &w);
 

@@ -90,6 +90,23 @@ const char *vrdma_cmd_name(uint8_t cmd);
  * host has no such thing (the core's facade, core/host.h, says what that
  * means for each).
  */
+/*
+ * One MAD of the GSI QP (QP1) on the MAD link, with its global route: on a
+ * send, local_gid is the source (one of the port's GIDs) and remote_gid the
+ * destination; on a receive, local_gid is the GID it arrived on, remote_gid
+ * the sender's.  Always one whole MAD (a CM MAD is 256 bytes, no RMPP).
+ */
+#define VRDMA_MAD_LEN 256
+typedef struct VrdmaMad {
+    uint8_t local_gid[16];
+    uint8_t remote_gid[16];
+    uint32_t flow_label;        /* 20 bits */
+    uint8_t tclass;
+    uint8_t hop_limit;
+    uint16_t pkey_index;
+    uint8_t mad[VRDMA_MAD_LEN];
+} VrdmaMad;
+
 typedef struct VrdmaHostOps {
     void *opaque;
 
@@ -190,10 +207,17 @@ typedef struct VrdmaHostOps {
                       void (*done)(void *ctx, int ret), void *ctx);
     } loop;
 
-    /* ---- the MAD link: QP1's datagrams through contrib/rdmacm-mux ---- */
+    /*
+     * ---- the MAD link: QP1's datagrams through contrib/rdmacm-mux ----
+     * (backend=ibverbs with mad-chardev=; NULL: the GSI QP is refused)
+     */
     struct {
-        /* One MAD (@len bytes) out to the mux.  @returns 0, or -1. */
-        int (*send)(void *opaque, const void *mad, size_t len);
+        /*
+         * One MAD out to the mux, copied before the call returns.  @returns
+         * 0, or -1 when the link's queue is full or down (the MAD is lost,
+         * as a datagram is: the CM retransmits).
+         */
+        int (*send)(void *opaque, const struct VrdmaMad *mad);
     } mad;
 } VrdmaHostOps;
 
@@ -329,6 +353,17 @@ bool vrdma_frame_roce_dst(const void *frame, size_t len, uint8_t dst_gid[16]);
  * not ours and must go on to virtio-net unchanged.
  */
 bool vrdma_core_net_receive(VrdmaCore *core, const void *frame, size_t len);
+
+/*
+ * A MAD arrived on the MAD link for the GSI QP (host op mad.send's other
+ * direction; untrusted, like a frame).  It goes into the GSI QP's next
+ * posted receive: the 40-byte GRH area (the IPv6 header, or for
+ * IPv4-mapped GIDs the IPv4 header in its last 20 bytes, as RoCEv2 puts it)
+ * then the MAD; src_qp 1.  @returns true if it was delivered; false if it
+ * was dropped (no GSI QP able to receive, no receive posted, @mad's
+ * local_gid not one of the port's GIDs), counted in the backend's stats.
+ */
+bool vrdma_core_mad_receive(VrdmaCore *core, const VrdmaMad *mad);
 
 /*
  * @returns a token naming the QP instance now numbered @qpn: its number in

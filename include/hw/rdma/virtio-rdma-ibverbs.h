@@ -65,6 +65,8 @@ typedef struct VrdmaIbStats {
     uint32_t pds, cqs, qps, mrs, ahs;   /* host objects now */
     uint64_t map_runs, max_map_runs;    /* MR window mappings (VMAs), cap */
     uint64_t async_events;              /* host async events seen */
+    uint64_t mads_sent, mads_received;  /* GSI QP through the MAD link */
+    uint64_t mads_dropped;
 } VrdmaIbStats;
 
 /* @returns false (and leaves @st alone) if @core is not on ibverbs. */

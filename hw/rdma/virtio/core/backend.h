@@ -4,9 +4,9 @@
  *
  * The core keeps the guest-visible objects (PDs, CQs, MRs, QPs, GIDs) and
  * checks every command; a backend executes what the objects stand for.
- * Today there is one, the soft-RoCE engine (soft_roce/), which builds and
- * parses RoCEv2 frames itself on the paired NIC's wire.  An ibverbs proxy
- * to a host RDMA device is the second.
+ * There are two: the soft-RoCE engine (soft_roce/), which builds and
+ * parses RoCEv2 frames itself on the paired NIC's wire, and the ibverbs
+ * backend (ib/), a proxy to a host RDMA device.
  *
  * A core has one backend for its life.  Its device-wide state is a
  * Backend, each QP's a BackendQp; both are std::variant, visited once per
@@ -37,6 +37,8 @@
  *   post_send/recv  one work request from a QP's send / receive queue.
  *   frame_receive   a frame from the paired NIC (soft-RoCE only: another
  *                   backend takes none and @returns false).
+ *   mad_receive     a MAD from the host's MAD link for the GSI QP
+ *                   (ibverbs only: the soft engine's come as frames).
  *   run, timer      the host's run() call and timer expiry.
  *   qp_to_error     the core found an error of the QP's (a CQ overrun
  *                   the host reported late): to ERR, with the flush.

@@ -56,6 +56,11 @@ bool vrdma_core_net_receive(VrdmaCore *core, const void *frame, size_t len)
     return with(*core, [&](auto &b) { return b.frame_receive(*core, f); });
 }
 
+bool vrdma_core_mad_receive(VrdmaCore *core, const VrdmaMad *mad)
+{
+    return with(*core, [&](auto &b) { return b.mad_receive(*core, *mad); });
+}
+
 void vrdma_core_timer(VrdmaCore *core)
 {
     with(*core, [&](auto &b) { b.timer(*core); });

@@ -93,6 +93,14 @@ public:
         ops_.loop.fd_watch(ops_.opaque, fd, ready, ctx);
     }
 
+    /* ---- the MAD link (rdmacm-mux), for the ibverbs backend's GSI QP ---- */
+    bool has_mad_link() const { return ops_.mad.send != nullptr; }
+    /* Only where has_mad_link(): @returns false if the MAD was lost. */
+    bool mad_send(const VrdmaMad &m) const
+    {
+        return ops_.mad.send(ops_.opaque, &m) == 0;
+    }
+
 private:
     VrdmaHostOps ops_;
     bool can_write_;

@@ -35,23 +35,6 @@ uint64_t max_map_count()
 
 } // namespace
 
-QpState &QpState::operator=(QpState &&o) noexcept
-{
-    if (this != &o) {
-        this->~QpState();
-        qp = o.qp;
-        o.qp = nullptr;
-    }
-    return *this;
-}
-
-QpState::~QpState()
-{
-    if (qp) {
-        ibv_destroy_qp(qp); /* the host flushes nothing to us after this */
-    }
-}
-
 Backend::Backend(std::unique_ptr<HostDevice> dev, const VrdmaLimits &lim)
     : dev_(std::move(dev)), pds_(lim.max_pd, nullptr),
       cqs_(lim.max_cq, nullptr), mrs_(lim.max_mr), pending_(lim.max_cq)
@@ -127,6 +110,9 @@ void Backend::host_stats(const VrdmaCore &c, VrdmaIbStats &st) const
     st.map_runs = map_runs;
     st.max_map_runs = max_map_runs;
     st.async_events = async_count;
+    st.mads_sent = mads_sent;
+    st.mads_received = mads_received;
+    st.mads_dropped = mads_dropped;
 }
 
 namespace {

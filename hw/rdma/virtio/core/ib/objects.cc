@@ -156,11 +156,16 @@ void Backend::cq_destroyed(VrdmaCore &, uint32_t index)
 Status Backend::qp_created(VrdmaCore &c, Qp &qp)
 {
     /*
-     * QP1's MADs are the CM's: they go through rdmacm-mux (mad-chardev=),
-     * not a host QP.
+     * QP1's MADs are the CM's: they go through rdmacm-mux (mad-chardev=,
+     * the host's MAD link), not a host QP.  Peers address it as QP1.
      */
     if (qp.type == VIRTIO_RDMA_QPT_GSI) {
-        return fail(VRDMA_ERR_UNSUPPORTED, "qp_type", qp.type);
+        if (!c.host.has_mad_link()) {
+            return fail(VRDMA_ERR_UNSUPPORTED, "qp_type", qp.type);
+        }
+        qp.backend.emplace<QpState>().gsi = true;
+        qp.wire_qpn = kGsiQpn;
+        return kOk;
     }
     /*
      * The host picks the QP's number; a driver that cannot be told it
@@ -183,7 +188,7 @@ Status Backend::qp_created(VrdmaCore &c, Qp &qp)
     if (!h) {
         return host_refused(errno, "qp_type", qp.type);
     }
-    qp.backend.emplace<QpState>().qp = h;
+    qp.backend.emplace<QpState>().qp.reset(h);
     qp.wire_qpn = h->qp_num;
     return kOk;
 }
@@ -227,10 +232,18 @@ Status Backend::qp_modifying(VrdmaCore &c, Qp &qp, uint32_t mask,
         }
     }
     QpState *s = std::get_if<QpState>(&qp.backend);
+    if (s && s->gsi) {
+        /* No host QP: the core's state is the QP's; RESET drops receives. */
+        if ((mask & VIRTIO_RDMA_QP_STATE) &&
+            a.qp_state == VIRTIO_RDMA_QPS_RESET) {
+            gsi_flush(c, qp, *s, false);
+        }
+        return kOk;
+    }
     if (!s || !s->qp) {
         return fail(VRDMA_ERR_UNSUPPORTED, "qpn", qp.index);
     }
-    if (const int e = ibv_modify_qp(s->qp, &h, static_cast<int>(
+    if (const int e = ibv_modify_qp(s->qp.get(), &h, static_cast<int>(
                                                    mask & kHostQpMask))) {
         return host_refused(e, "attr_mask", mask);
     }
@@ -245,12 +258,15 @@ void Backend::qp_destroyed(VrdmaCore &, Qp &qp)
     }
 }
 
-void Backend::qp_to_error(VrdmaCore &, Qp &qp)
+void Backend::qp_to_error(VrdmaCore &c, Qp &qp)
 {
-    if (QpState *s = std::get_if<QpState>(&qp.backend); s && s->qp) {
+    QpState *s = std::get_if<QpState>(&qp.backend);
+    if (s && s->gsi) {
+        gsi_flush(c, qp, *s, true);
+    } else if (s && s->qp) {
         ibv_qp_attr h{};
         h.qp_state = IBV_QPS_ERR;
-        ibv_modify_qp(s->qp, &h, IBV_QP_STATE); /* the host flushes */
+        ibv_modify_qp(s->qp.get(), &h, IBV_QP_STATE); /* the host flushes */
     }
 }
 

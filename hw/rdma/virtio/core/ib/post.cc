@@ -46,18 +46,6 @@ namespace {
 constexpr unsigned kHostSendFlags =
     IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
 
-/* A completion the device makes itself (a request refused here). */
-void complete_now(VrdmaCore &c, Qp &qp, uint32_t cqn, uint64_t wr_id,
-                  uint32_t wc_opcode, uint8_t status, VrdmaDpStats &stats)
-{
-    virtio_rdma_cq_req cqe{};
-    cqe.wr_id = wr_id;
-    cqe.status = status;
-    cqe.opcode = wc_opcode;
-    cqe.qp_num = qp.wire_qpn;
-    cq_deliver(c, cqn, cqe, false, stats);
-}
-
 /* Which opcodes go to the host as they are (no fast registration here). */
 bool host_opcode(uint32_t opcode)
 {
@@ -77,6 +65,17 @@ bool host_opcode(uint32_t opcode)
 }
 
 } // namespace
+
+void complete_now(VrdmaCore &c, Qp &qp, uint32_t cqn, uint64_t wr_id,
+                  uint32_t wc_opcode, uint8_t status, VrdmaDpStats &stats)
+{
+    virtio_rdma_cq_req cqe{};
+    cqe.wr_id = wr_id;
+    cqe.status = status;
+    cqe.opcode = wc_opcode;
+    cqe.qp_num = qp.wire_qpn;
+    cq_deliver(c, cqn, cqe, false, stats);
+}
 
 uint8_t Backend::host_sges(VrdmaCore &c, const Qp &qp, const uint8_t *p,
                            uint32_t n, ibv_sge *out, uint32_t *total) const
@@ -109,9 +108,13 @@ void Backend::post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
         return;
     }
     QpState *qs = std::get_if<QpState>(&qp.backend);
-    if (admit == Admit::kError || !qs || !qs->qp) {
+    if (admit == Admit::kError || !qs || (!qs->qp && !qs->gsi)) {
         complete_now(c, qp, qp.send_cqn, h.wr_id, op.wc_opcode,
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR, stats);
+        return;
+    }
+    if (qs->gsi) {
+        gsi_send(c, qp, h, p + sizeof(h), status);
         return;
     }
     if (status == VIRTIO_RDMA_WC_SUCCESS && !host_opcode(h.opcode)) {
@@ -174,7 +177,7 @@ void Backend::post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
         return;
     }
     ibv_send_wr *bad = nullptr;
-    if (ibv_post_send(qs->qp, &wr, &bad)) {
+    if (ibv_post_send(qs->qp.get(), &wr, &bad)) {
         /* The host's queue is full (more than max_send_wr outstanding). */
         complete_now(c, qp, qp.send_cqn, h.wr_id, op.wc_opcode,
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR, stats);
@@ -194,9 +197,13 @@ void Backend::post_recv(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
         return;
     }
     QpState *qs = std::get_if<QpState>(&qp.backend);
-    if (admit == Admit::kError || !qs || !qs->qp) {
+    if (admit == Admit::kError || !qs || (!qs->qp && !qs->gsi)) {
         complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR, stats);
+        return;
+    }
+    if (qs->gsi) {
+        gsi_recv(c, qp, h, p + sizeof(h), status);
         return;
     }
     std::array<ibv_sge, VRDMA_MAX_SGE> sg;
@@ -214,7 +221,7 @@ void Backend::post_recv(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
     wr.sg_list = sg.data();
     wr.num_sge = static_cast<int>(h.num_sge);
     ibv_recv_wr *bad = nullptr;
-    if (ibv_post_recv(qs->qp, &wr, &bad)) {
+    if (ibv_post_recv(qs->qp.get(), &wr, &bad)) {
         complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR, stats);
     }

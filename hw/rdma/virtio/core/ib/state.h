@@ -9,6 +9,7 @@
  *   window.cc       an MR's guest pages as one host virtual range
  *   post.cc         work requests: the core's checks, then the host's WR
  *   completions.cc  the completion channel: host CQEs to the guest's CQs
+ *   gsi.cc          the GSI QP: MADs through the host's MAD link (rdmacm-mux)
  *   events.cc       the host's asynchronous events: QP and port states
  *
  * Host objects are owned here (RAII), so whatever ends a guest object --
@@ -23,12 +24,14 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <vector>
 
 #include "../errors.h"
 #include "../guest_abi.h"
+#include "../wqe.h"
 #include "host_device.h"
 
 struct VrdmaCore;
@@ -48,15 +51,26 @@ constexpr bool same_value(A a, B b)
     return static_cast<long long>(a) == static_cast<long long>(b);
 }
 
-/* A QP's host QP (none for the GSI QP, whose MADs go through the mux). */
-struct QpState {
-    QpState() = default;
-    QpState(QpState &&o) noexcept : qp(o.qp) { o.qp = nullptr; }
-    QpState &operator=(QpState &&o) noexcept;
-    QpState(const QpState &) = delete;
-    ~QpState();
+/* Destroys a host QP (the host flushes nothing to us after this). */
+struct HostQpDeleter {
+    void operator()(ibv_qp *qp) const { ibv_destroy_qp(qp); }
+};
 
-    ibv_qp *qp = nullptr;
+/* A receive posted to the GSI QP, waiting for a MAD from the mux (gsi.cc). */
+struct GsiRecv {
+    uint64_t wr_id = 0;
+    uint32_t num_sge = 0;
+    std::array<Sge, VRDMA_MAX_SGE> sge{};
+};
+
+/*
+ * A QP's host QP; none for the GSI QP, whose MADs go through the MAD link
+ * (rdmacm-mux) and whose receives wait here, at most max_recv_wr.
+ */
+struct QpState {
+    std::unique_ptr<ibv_qp, HostQpDeleter> qp;
+    bool gsi = false;
+    std::deque<GsiRecv> gsi_rq;
 };
 
 /* An MR's host MR over its window (window.h): registered together. */
@@ -74,6 +88,13 @@ struct HostMr {
  */
 bool host_gid_index(const VrdmaCore &c, const HostDevice &dev,
                     uint32_t index, uint8_t *out);
+
+/*
+ * A completion the device makes itself (post.cc): a request refused before
+ * the host saw it, or one of the GSI QP's.
+ */
+void complete_now(VrdmaCore &c, Qp &qp, uint32_t cqn, uint64_t wr_id,
+                  uint32_t wc_opcode, uint8_t status, VrdmaDpStats &stats);
 
 class Backend {
 public:
@@ -113,6 +134,8 @@ public:
     void mr_deregistered(VrdmaCore &c, Mr &mr);
     void post_send(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
     void post_recv(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
+    /* A MAD from the MAD link into the GSI QP's next receive (gsi.cc). */
+    bool mad_receive(VrdmaCore &c, const VrdmaMad &m);
     /* Frames are the host device's business: none come through the core. */
     bool frame_receive(VrdmaCore &, std::span<const uint8_t>) { return false; }
     /* CQs whose completions did not fit one turn's budget. */
@@ -132,6 +155,8 @@ public:
     /* The host device's asynchronous events (events.cc), a turn's worth. */
     void async_events(VrdmaCore &c);
     uint64_t async_count = 0;     /* events seen, for QMP */
+    /* The MAD link: MADs sent, delivered, and lost (link full/down, no receive). */
+    uint64_t mads_sent = 0, mads_received = 0, mads_dropped = 0;
 
     const HostDevice &device() const { return *dev_; }
     void host_stats(const VrdmaCore &c, VrdmaIbStats &st) const;
@@ -155,6 +180,13 @@ private:
                       uint32_t n, ibv_sge *out, uint32_t *total) const;
     uint8_t ud_ah(VrdmaCore &c, const Qp &qp, const virtio_rdma_av &av,
                   ibv_ah **out);
+    /* The GSI QP's work requests (gsi.cc): MADs through the MAD link. */
+    void gsi_send(VrdmaCore &c, Qp &qp, const virtio_rdma_sq_req &h,
+                  const uint8_t *sges, uint8_t status);
+    void gsi_recv(VrdmaCore &c, Qp &qp, const virtio_rdma_rq_req &h,
+                  const uint8_t *sges, uint8_t status);
+    /* Flushes (ERR) or drops (destroy, reset) the receives gsi_recv kept. */
+    void gsi_flush(VrdmaCore &c, Qp &qp, QpState &s, bool complete);
     void release_ahs(uint32_t pd);
     void release_mr(uint32_t index);
     void release_all();

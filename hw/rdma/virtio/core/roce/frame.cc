@@ -406,4 +406,16 @@ void grh_area(const Packet &p, std::span<uint8_t, kGrhBytes> out) noexcept
     std::memcpy(out.data() + zeros, ip.data(), ip.size());
 }
 
+void grh_area(const FrameAddr &a, size_t udp_payload,
+              std::span<uint8_t, kGrhBytes> out) noexcept
+{
+    std::memset(out.data(), 0, kGrhBytes);
+    if (gid_is_v4mapped(a.sgid)) {
+        write_ipv4(out.data() + kGrhBytes - kIpv4Bytes, a,
+                   kIpv4Bytes + kUdpBytes + udp_payload);
+    } else {
+        write_ipv6(out.data(), a, kUdpBytes + udp_payload);
+    }
+}
+
 } // namespace vrdma::roce

@@ -243,6 +243,14 @@ ParseError parse_frame(std::span<const uint8_t> frame, Packet *out) noexcept;
  * header, for IPv4 20 zero bytes then the IPv4 header.
  */
 void grh_area(const Packet &p, std::span<uint8_t, kGrhBytes> out) noexcept;
+/*
+ * The same 40 bytes for a datagram that came without its IP header (a MAD
+ * through rdmacm-mux): the header a RoCEv2 packet from @a.sgid to @a.dgid
+ * with @udp_payload bytes after the UDP header would have carried, IPv4
+ * header checksum included (the guest's CM parses it to tell IPv4 from IPv6).
+ */
+void grh_area(const FrameAddr &a, size_t udp_payload,
+              std::span<uint8_t, kGrhBytes> out) noexcept;
 
 } // namespace vrdma::roce
 

@@ -291,6 +291,8 @@ struct Engine {
     void post_send(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
     void post_recv(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
     bool frame_receive(VrdmaCore &c, std::span<const uint8_t> frame);
+    /* The GSI QP's MADs come as frames here: none by the MAD link. */
+    bool mad_receive(VrdmaCore &, const VrdmaMad &) { return false; }
     bool run(VrdmaCore &c);
     void timer(VrdmaCore &c);
     void reset(VrdmaCore &c);

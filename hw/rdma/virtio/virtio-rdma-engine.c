@@ -446,6 +446,7 @@ static void virtio_rdma_engine_gid_changed(void *opaque, uint32_t port,
     memcpy(s->gid[index], gid, 16);
     s->gid_dirty |= 1u << index;
     s->st.gid_changes++;
+    virtio_rdma_mad_gid_changed(r, index, gid, added);
     qemu_bh_schedule(r->dp_bh);
 }
 

@@ -38,6 +38,10 @@ static VirtioRdmaIbverbs *virtio_rdma_ib_info(VirtIORdma *r)
     ib->map_runs = st.map_runs;
     ib->max_map_runs = st.max_map_runs;
     ib->async_events = st.async_events;
+    ib->mads_sent = st.mads_sent;
+    ib->mads_received = st.mads_received;
+    ib->mads_dropped = st.mads_dropped;
+    ib->mad_link = virtio_rdma_mad_info(r);
     return ib;
 }
 
@@ -181,6 +185,18 @@ void hmp_info_rdma(Monitor *mon, const QDict *qdict)
                            i->ibverbs->pds, i->ibverbs->cqs, i->ibverbs->qps,
                            i->ibverbs->mrs, i->ibverbs->ahs,
                            i->ibverbs->map_runs, i->ibverbs->max_map_runs);
+            monitor_printf(mon, "  mads: sent %" PRIu64 " received %" PRIu64
+                           " dropped %" PRIu64 "\n", i->ibverbs->mads_sent,
+                           i->ibverbs->mads_received, i->ibverbs->mads_dropped);
+        }
+        if (i->ibverbs && i->ibverbs->mad_link) {
+            VirtioRdmaMadLink *ml = i->ibverbs->mad_link;
+
+            monitor_printf(mon, "  rdmacm-mux: %s, GIDs claimed %u refused %u,"
+                           " queued %u, connects %" PRIu64 "\n",
+                           ml->connected ? "connected" : "not connected",
+                           ml->gids_claimed, ml->gids_refused, ml->queued,
+                           ml->connects);
         }
         monitor_printf(mon, "  engine: %s%s\n",
                        i->iothread ? "iothread " : "main loop (BQL)",

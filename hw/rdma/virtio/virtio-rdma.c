@@ -647,6 +647,7 @@ bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp)
     r->nic = nic;
     object_ref(OBJECT(nic));
     virtio_rdma_engine_host_ops(r, &ops);
+    virtio_rdma_mad_init(r, &ops);
 
     memcpy(r->mac, nic->nic_conf.macaddr.a, sizeof(r->mac));
     peer = nic->nic_conf.peers.ncs[0];
@@ -710,8 +711,10 @@ bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp)
     return true;
 
 fail:
+    virtio_rdma_mad_stop(r);
     vrdma_core_free(r->core);
     r->core = NULL;
+    virtio_rdma_mad_cleanup(r);
     g_clear_pointer(&r->netdev_name, g_free);
     object_unref(OBJECT(r->nic));
     r->nic = NULL;
@@ -793,8 +796,10 @@ static void virtio_rdma_device_unrealize(DeviceState *dev)
     /* The wire first: no frame may reach a core being freed. */
     virtio_rdma_wire_detach(r);
     virtio_rdma_engine_stop(r); /* then nothing of the engine runs */
+    virtio_rdma_mad_stop(r);    /* nor of the MAD link */
     vrdma_core_free(r->core);
     r->core = NULL;
+    virtio_rdma_mad_cleanup(r);
     virtio_rdma_mem_cleanup(r);    /* after the core's last unmap */
     virtio_rdma_engine_cleanup(r); /* after the core's last host-op */
     qemu_bh_delete(r->ctrl_bh);

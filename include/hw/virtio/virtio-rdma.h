@@ -23,6 +23,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(VirtIORdma, VIRTIO_RDMA)
 typedef struct VirtIONet VirtIONet;
 typedef struct VirtIORdmaStage VirtIORdmaStage;
 typedef struct VirtIORdmaMem VirtIORdmaMem;
+typedef struct VirtIORdmaMad VirtIORdmaMad;
 
 typedef struct VirtIORdmaConf {
     uint32_t max_qp;
@@ -81,6 +82,7 @@ struct VirtIORdma {
     VirtioRdmaBackend backend; /* conf.backend, parsed at realize */
     VrdmaIbHostInfo ib;     /* backend=ibverbs: the host side at realize */
     Error *migration_blocker; /* backend=ibverbs */
+    VirtIORdmaMad *mad;     /* backend=ibverbs with mad-chardev: the MAD link */
     bool discard_disabled;  /* backend=ibverbs: ram_block_discard_disable() */
 };
 
@@ -119,6 +121,20 @@ int virtio_rdma_mem_write(void *opaque, uint64_t gpa, const void *buf,
  */
 bool virtio_rdma_backend_check(VirtIORdma *r, Error **errp);
 void virtio_rdma_backend_release(VirtIORdma *r);
+
+/*
+ * virtio-rdma-mad.c: backend=ibverbs's MAD link to contrib/rdmacm-mux
+ * (mad-chardev=), which serves the guest's GSI QP.  init (pairing, before
+ * the core: sets ops->mad.send) does nothing without mad-chardev; stop
+ * before the core is freed, cleanup after.  gid_changed (main loop) keeps
+ * the mux's routing claims on the guest's GIDs.
+ */
+void virtio_rdma_mad_init(VirtIORdma *r, VrdmaHostOps *ops);
+void virtio_rdma_mad_gid_changed(VirtIORdma *r, uint32_t index,
+                                 const uint8_t gid[16], bool added);
+void virtio_rdma_mad_stop(VirtIORdma *r);
+void virtio_rdma_mad_cleanup(VirtIORdma *r);
+VirtioRdmaMadLink *virtio_rdma_mad_info(VirtIORdma *r);
 
 /* virtio-rdma-wire.c: the paired NIC's wire. */
 bool virtio_rdma_wire_attach(VirtIORdma *r, Error **errp);

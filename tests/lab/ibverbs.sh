@@ -4,7 +4,8 @@
 # to emulate), and checks what realize finds on a real host RDMA device:
 # the device and port, the refusals that name what the host has; then the
 # data-path qtests (virtio-rdma-dp-test, libqos) on that device: two QPs of
-# one device through rxe0, byte-exact (LAB_IBV_DP: the test paths).
+# one device through rxe0, byte-exact (LAB_IBV_DP: the test paths); the GSI
+# QP of two devices through contrib/rdmacm-mux, which is restarted midway.
 # Sourced; lab_ibverbs RESULTDIR.  Per case "PASS|FAIL ibverbs/CASE ...".
 # shellcheck shell=bash
 # The data-path cases that do not look at the soft engine's own wire (the
@@ -25,7 +26,14 @@ lab_ibverbs_device() {
     rm -f "$LAB/bin/virtio-rdma-dp-test"
     ln "$top/build/qemu/tests/qtest/virtio-rdma-dp-test" "$LAB/bin/" 2>/dev/null ||
         cp "$top/build/qemu/tests/qtest/virtio-rdma-dp-test" "$LAB/bin/"
+    # The GSI QP's case runs against contrib/rdmacm-mux (the mux part's build).
+    local mux=${LAB_MUX:-$top/build/unit/contrib/rdmacm-mux/rdmacm-mux}
+    rm -f "$LAB/bin/rdmacm-mux"
+    if [ -x "$mux" ]; then
+        ln "$mux" "$LAB/bin/" 2>/dev/null || cp "$mux" "$LAB/bin/"
+    fi
     { echo "QEMU=$QEMU"; echo "DPTEST=$LAB/bin/virtio-rdma-dp-test"
+      echo "MUX=$LAB/bin/rdmacm-mux"
       echo "LAB_IBV_DP=\"${LAB_IBV_DP:-$LAB_IBV_DP_CASES}\""
     } > "$dir/env"
     pa=$(lab_free_port udp); pb=$(lab_free_port udp)
@@ -36,9 +44,11 @@ lab_ibverbs_device() {
     lab_guest_results ibverbs "$dir"
 }
 
+# LAB_IBV_IO_ONLY (below) skips the device half, LAB_IBV_DEVICE_ONLY=1 the
+# interop half.
 lab_ibverbs() {
     [ -n "${LAB_IBV_IO_ONLY:-}" ] || lab_ibverbs_device "$1"
-    lab_ibverbs_interop "$1/io"
+    [ -n "${LAB_IBV_DEVICE_ONLY:-}" ] || lab_ibverbs_interop "$1/io"
 }
 
 # The interop half: the tools (ibv_*_pingpong, perftest) in guest B on its

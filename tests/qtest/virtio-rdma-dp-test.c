@@ -2105,6 +2105,174 @@ static void test_ib_port_events(void)
     qvrdma_dev_quit(d);
 }
 
+/* ---- the GSI QP through rdmacm-mux ------------------------------------------------ */
+
+/* query-virtio-rdma's ibverbs.@key, or its mad-link's with @link. */
+static uint64_t ib_info(QVrdmaDev *d, bool link, const char *key)
+{
+    QDict *rsp;
+    QDict *ib = qdict_get_qdict(qvrdma_dp_query(d, &rsp), "ibverbs");
+    uint64_t v;
+
+    g_assert_nonnull(ib);
+    if (link) {
+        ib = qdict_get_qdict(ib, "mad-link");
+        g_assert_nonnull(ib);
+    }
+    g_assert_true(qdict_haskey(ib, key));
+    v = qobject_type(qdict_get(ib, key)) == QTYPE_QBOOL
+            ? qdict_get_bool(ib, key) : qdict_get_int(ib, key);
+    qobject_unref(rsp);
+    return v;
+}
+
+/* Until the mux accepted @d (@connects times in all) and routes its GID. */
+static void wait_mad_link(QVrdmaDev *d, uint64_t connects)
+{
+    gint64 end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+
+    while (ib_info(d, true, "connects") < connects ||
+           !ib_info(d, true, "connected") ||
+           ib_info(d, true, "gids-claimed") != 1) {
+        if (g_get_monotonic_time() > end) {
+            g_error("MAD link: connects %" PRIu64 " connected %" PRIu64
+                    " gids-claimed %" PRIu64 " gids-refused %" PRIu64
+                    " after 20 s", ib_info(d, true, "connects"),
+                    ib_info(d, true, "connected"),
+                    ib_info(d, true, "gids-claimed"),
+                    ib_info(d, true, "gids-refused"));
+        }
+        g_usleep(50 * 1000);
+    }
+}
+
+/*
+ * A CM MAD (a REQ's header, random body) from @a's GSI QP to QP1 at @b's
+ * GID: through the host's kernel MAD layer and the mux, which routes it by
+ * the GID it arrived on, into @b's GSI QP with the GRH area a RoCEv2 QP1
+ * receive has.  The kernel sets the high 32 bits of a request's
+ * transaction ID (its agent's); every other byte arrives as sent.
+ */
+static void gsi_mad(Side *a, QVrdmaQp *qa, Side *b, QVrdmaQp *qb,
+                    uint64_t wr_id)
+{
+    g_autofree char *what = g_strdup_printf("%s->%s CM MAD through "
+                                            "rdmacm-mux", a->name, b->name);
+    const uint32_t roff = 0x2000;
+    struct virtio_rdma_sge src = sge_of(a, 0x0400, 256);
+    struct virtio_rdma_sge dst = sge_of(b, roff, 40 + 256);
+    struct virtio_rdma_sq_req wr = qvrdma_wr_send(wr_id);
+    uint8_t mad[256], got[40 + 256];
+    const uint8_t *ip = got + 20;
+    static const uint8_t zero[20];
+    Expect e = {
+        .wr_id = wr_id + 1, .status = VIRTIO_RDMA_WC_SUCCESS,
+        .opcode = VIRTIO_RDMA_WC_RECV, .byte_len = 40 + 256,
+        .qp_num = 1, .src_qp = 1,
+        .wc_flags = VIRTIO_RDMA_WC_GRH, .wc_flags_mask = ~0u,
+    };
+    int i;
+
+    for (i = 0; i < 256; i++) {
+        mad[i] = g_test_rand_int_range(0, 256);
+    }
+    /* base version 1, class CM, class version 2, method Send, attr REQ */
+    mad[0] = 1; mad[1] = 0x07; mad[2] = 2; mad[3] = 0x03;
+    mad[4] = mad[5] = 0;                 /* status */
+    mad[16] = 0x00; mad[17] = 0x10;      /* attribute ID: REQ */
+    qtest_bufwrite(a->d->qts, side_gpa(a, 0x400), mad, 256);
+    memcpy(a->shadow + 0x400, mad, 256);
+
+    qvrdma_dp_post_recv(qb, wr_id + 1, &dst, 1);
+    qvrdma_dp_wait_ring_idle(&qb->rq);
+    wr.wr.ud.remote_qpn = 1;
+    wr.wr.ud.remote_qkey = 0x80010000;
+    wr.wr.ud.av.port = 1;
+    wr.wr.ud.av.pdn = a->pdn;
+    memcpy(wr.wr.ud.av.dgid, b->gid, 16);
+    wr.wr.ud.av.gid_index = 0;
+    wr.wr.ud.av.hop_limit = 64;
+    qvrdma_dp_post_send(qa, &wr, &src, 1);
+    expect_sq_ok(a, qa, what, wr_id, VIRTIO_RDMA_WC_SEND);
+    expect_cqe(b, what, &e);
+
+    qtest_bufread(b->d->qts, side_gpa(b, roff), got, sizeof(got));
+    g_assert_true(!memcmp(got, zero, 20));
+    g_assert_cmphex(ip[0], ==, 0x45);
+    g_assert_cmpuint((ip[2] << 8) | ip[3], ==, 20 + 8 + 12 + 8 + 256 + 4);
+    g_assert_cmpuint(ip[9], ==, 17);
+    g_assert_cmphex(qvrdma_ip_checksum(ip, 20), ==, 0);
+    g_assert_true(!memcmp(ip + 12, a->gid + 12, 4));
+    g_assert_true(!memcmp(ip + 16, b->gid + 12, 4));
+    g_assert_true(!memcmp(got + 40, mad, 8));
+    g_assert_true(!memcmp(got + 40 + 12, mad + 12, 256 - 12));
+    memcpy(b->shadow + roff, got, sizeof(got));
+    side_check_mem(b, what);
+}
+
+/*
+ * The GSI QP of two devices on one host device, each with its own address
+ * of the host's netdev (QVRDMA_GID_IPV4, QVRDMA_GID_IPV4_B), both served by
+ * the rdmacm-mux at QVRDMA_MAD_SOCKET: CM MADs both ways; then the mux is
+ * restarted (QVRDMA_MAD_RESTART, a shell command) and both devices come
+ * back to it by themselves (reconnect, HELLO, claims) and MADs pass again.
+ */
+static void test_ib_gsi_mux(void)
+{
+    const char *ip_b = g_getenv("QVRDMA_GID_IPV4_B");
+    const char *restart = g_getenv("QVRDMA_MAD_RESTART");
+    g_autofree char *na = NULL, *nb = NULL;
+    uint8_t b4[4];
+    QVrdmaQp *ga, *gb;
+    Side a, b;
+    int pa, pb;
+
+    g_assert_nonnull(ip_b);
+    g_assert_cmpint(inet_pton(AF_INET, ip_b, b4), ==, 1);
+    qvrdma_free_udp_ports(&pa, &pb);
+    na = qvrdma_dgram_netdev(pa, pb);
+    nb = qvrdma_dgram_netdev(pb, pa);
+    side_init(&a, "A", qvrdma_dev_boot_features(na, MAC_A, RDMA_OPTS,
+                                                 dev_features()),
+              true, VA_A, 0x100);
+    side_init(&b, "B", qvrdma_dev_boot_features(nb, MAC_B, RDMA_OPTS,
+                                                 dev_features()),
+              true, VA_B, 0x200);
+    loopback_gid(a.gid);
+    qvrdma_gid_ipv4(b.gid, b4[0], b4[1], b4[2], b4[3]);
+    qvrdma_dp_add_gid(a.d, 0, a.gid);
+    qvrdma_dp_add_gid(b.d, 0, b.gid);
+    wait_mad_link(a.d, 1);
+    wait_mad_link(b.d, 1);
+
+    ga = qvrdma_dp_qp_create(a.d, a.pdn, VIRTIO_RDMA_QPT_GSI, a.cq, a.cq, 4,
+                             VIRTIO_RDMA_SIGNAL_ALL_WR);
+    gb = qvrdma_dp_qp_create(b.d, b.pdn, VIRTIO_RDMA_QPT_GSI, b.cq, b.cq, 4,
+                             VIRTIO_RDMA_SIGNAL_ALL_WR);
+    g_assert_cmpuint(ga->wire_qpn, ==, 1);
+    qvrdma_dp_ud_ready(a.d, ga, 0x80010000, 0);
+    qvrdma_dp_ud_ready(b.d, gb, 0x80010000, 0);
+    gsi_mad(&a, ga, &b, gb, 0x9000);
+    gsi_mad(&b, gb, &a, ga, 0x9010);
+    g_assert_cmpuint(ib_info(a.d, false, "mads-sent"), ==, 1);
+    g_assert_cmpuint(ib_info(a.d, false, "mads-received"), ==, 1);
+    g_assert_cmpuint(ib_info(b.d, false, "mads-dropped"), ==, 0);
+
+    if (restart) {
+        g_assert_cmpint(system(restart), ==, 0);
+        wait_mad_link(a.d, 2);
+        wait_mad_link(b.d, 2);
+        gsi_mad(&a, ga, &b, gb, 0x9020);
+        gsi_mad(&b, gb, &a, ga, 0x9030);
+    }
+    expect_quiet(&a, "GSI MADs");
+    expect_quiet(&b, "GSI MADs");
+    qvrdma_dp_qp_free(ga);
+    qvrdma_dp_qp_free(gb);
+    side_free(&b);
+    side_free(&a);
+}
+
 /*
  * How long REG_USER_MR of QVRDMA_REG_MB MiB (contiguous guest RAM) takes on
  * a host RDMA device: the window and the host's pinning registration.  A
@@ -2273,6 +2441,9 @@ int main(int argc, char **argv)
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_IBDEV_NETDEV")) {
         qtest_add_func("/virtio-rdma-dp/ibverbs/port-events",
                        test_ib_port_events);
+    }
+    if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_MAD_SOCKET")) {
+        qtest_add_func("/virtio-rdma-dp/ibverbs/gsi-mux", test_ib_gsi_mux);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_REG_MB")) {
         qtest_add_func("/virtio-rdma-dp/ibverbs/reg-time", test_ib_reg_time);

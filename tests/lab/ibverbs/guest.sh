@@ -74,6 +74,46 @@ for pre in 0 1; do
     fi
 done
 
+# The GSI QP through contrib/rdmacm-mux: two devices, each with an address
+# of eth0 of its own (a second one is added), CM MADs both ways, the mux
+# restarted in between.  The mux needs the kernel's CM unloaded.
+sock=/run/rdmacm-mux.sock
+start_mux() {
+    "$MUX" --ibdev rxe0 --socket $sock -v >> /out/mux.log 2>&1 &
+    echo $! > /run/mux.pid
+    i=0
+    while [ ! -S $sock ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    [ -S $sock ]
+}
+ip4b=10.79.0.21
+ip addr add $ip4b/24 dev eth0
+rmmod nvme_rdma nvmet_rdma rdma_ucm rdma_cm iw_cm ib_cm 2>> /out/rmmod.txt
+if [ ! -x "$MUX" ]; then
+    echo "FAIL gsi-mux no rdmacm-mux binary (ninja -C build/unit)" >> $out
+elif ! start_mux; then
+    echo "FAIL gsi-mux the mux did not start: $(tr '\n' ' ' < /out/mux.log | cut -c1-300)" >> $out
+else
+    # What the test runs to restart the mux (SIGTERM removes the socket).
+    { echo '#!/bin/sh'
+      echo 'kill $(cat /run/mux.pid); while [ -S '$sock' ]; do sleep 0.1; done'
+      echo '"'$MUX'" --ibdev rxe0 --socket '$sock' -v >> /out/mux.log 2>&1 &'
+      echo 'echo $! > /run/mux.pid'
+    } > /run/restart-mux.sh
+    chmod +x /run/restart-mux.sh
+    QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_GID_IPV4=$ip4 QVRDMA_GID_IPV4_B=$ip4b \
+        QVRDMA_MAD_SOCKET=$sock QVRDMA_MAD_RESTART=/run/restart-mux.sh \
+        timeout 300 "$DPTEST" --tap -p /x86_64/virtio-rdma-dp/ibverbs/gsi-mux \
+        > /out/gsi.tap 2> /out/gsi.err
+    grc=$?
+    if grep -q '^ok' /out/gsi.tap; then
+        echo "PASS gsi-mux CM MADs both ways between two devices' GSI QPs through rdmacm-mux on rxe0, byte-exact, again after the mux restarted" >> $out
+    else
+        echo "FAIL gsi-mux exit $grc: $(grep -a 'ERROR' /out/gsi.err | tail -1 | cut -c1-240)" >> $out
+    fi
+    kill "$(cat /run/mux.pid)" 2>/dev/null
+fi
+ip addr del $ip4b/24 dev eth0
+
 # Last and alone: the host port's events (eth0 down and up again).
 QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_IBDEV_NETDEV=eth0 \
     timeout 120 "$DPTEST" --tap -p /x86_64/virtio-rdma-dp/ibverbs/port-events \

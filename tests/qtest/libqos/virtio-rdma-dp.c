@@ -81,14 +81,23 @@ QVrdmaDev *qvrdma_dev_boot_full(const char *netdev_opts, const char *mac,
         g_strcmp0(g_getenv("QVRDMA_RAM_PREALLOC"), "1") ? "" : ",prealloc=on",
         ram_mb ? ram_mb : "128");
 
+    /*
+     * QVRDMA_MAD_SOCKET (with backend=ibverbs): the MAD link to the
+     * rdmacm-mux listening there, reconnecting every 200 ms if it goes.
+     */
+    const char *mad_sock = ib ? g_getenv("QVRDMA_MAD_SOCKET") : NULL;
+    g_autofree char *mad = mad_sock ?
+        g_strdup_printf("-chardev socket,id=vrdma-mad,path=%s,"
+                        "reconnect-ms=200 ", mad_sock) : g_strdup("");
+
     qvrdma_parse_mac(mac, d->mac);
     /* A host RDMA device maps guest RAM from its fd: shared memfd RAM. */
-    d->qs = qtest_pc_boot("-M pc %s-netdev %s %s"
+    d->qs = qtest_pc_boot("-M pc %s%s-netdev %s %s"
                           "-device virtio-net-pci,id=nic0,netdev=n0,addr=04.0,"
                           "multifunction=on,mac=%s%s "
                           "-device virtio-rdma-pci,id=rdma0,addr=04.1%s%s%s%s%s"
-                          "%s%s",
-                          ib ? ram : "",
+                          "%s%s%s",
+                          ib ? ram : "", mad,
                           netdev_opts,
                           io ? "-object iothread,id=vrdma-io0 " : "",
                           mac, nic_opts,
@@ -96,7 +105,8 @@ QVrdmaDev *qvrdma_dev_boot_full(const char *netdev_opts, const char *mac,
                           ioeventfd ? ",ioeventfd=" : "",
                           ioeventfd ? ioeventfd : "",
                           extra ? "," : "", extra ? rdma_opts : "",
-                          ib ? ",backend=ibverbs,ibdev=" : "", ib ? ib : "");
+                          ib ? ",backend=ibverbs,ibdev=" : "", ib ? ib : "",
+                          mad_sock ? ",mad-chardev=vrdma-mad" : "");
     d->qts = d->qs->qts;
     d->vpci = virtio_pci_new(d->qs->pcibus, &addr);
     g_assert_nonnull(d->vpci);
@@ -773,9 +783,13 @@ void qvrdma_dp_ud_ready(QVrdmaDev *d, QVrdmaQp *qp, uint32_t qkey,
     struct virtio_rdma_qp_attr attr;
     uint32_t mask;
 
-    g_assert_cmpuint(qp->type, ==, VIRTIO_RDMA_QPT_UD);
+    g_assert_true(qp->type == VIRTIO_RDMA_QPT_UD ||
+                  qp->type == VIRTIO_RDMA_QPT_GSI);
     qvrdma_ud_attr(VIRTIO_RDMA_QPS_INIT, &attr, &mask);
     attr.qkey = qkey;
+    if (qp->type == VIRTIO_RDMA_QPT_GSI) {
+        mask &= ~VIRTIO_RDMA_QP_PORT; /* IBA: QP1 is its port's */
+    }
     qvrdma_dp_modify(d, qp, mask, &attr);
     qvrdma_ud_attr(VIRTIO_RDMA_QPS_RTR, &attr, &mask);
     qvrdma_dp_modify(d, qp, mask, &attr);

@@ -103,6 +103,8 @@ bool qvrdma_dp_want_iothread(void);
  * QVRDMA_IBDEV=<host RDMA device> in the environment: every device booted
  * here is backend=ibverbs on it (guest RAM memfd-backed); NULL otherwise.
  * The lab runs the data-path tests so, nested in a guest with rxe.
+ * QVRDMA_MAD_SOCKET=<path> as well: each device's MAD link (mad-chardev)
+ * goes to the rdmacm-mux listening there.
  */
 const char *qvrdma_dp_ibverbs(void);
 /*
@@ -276,7 +278,7 @@ typedef struct QVrdmaPath {
 
 /* RC RESET -> INIT -> RTR -> RTS along @p; asserts each MODIFY_QP. */
 void qvrdma_dp_rc_connect(QVrdmaDev *d, QVrdmaQp *qp, const QVrdmaPath *p);
-/* UD RESET -> INIT (qkey @qkey) -> RTR -> RTS (sq_psn @sq_psn). */
+/* UD or GSI RESET -> INIT (qkey @qkey) -> RTR -> RTS (sq_psn @sq_psn). */
 void qvrdma_dp_ud_ready(QVrdmaDev *d, QVrdmaQp *qp, uint32_t qkey,
                         uint32_t sq_psn);
 /* QUERY_QP's state. */

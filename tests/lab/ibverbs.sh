@@ -17,6 +17,17 @@ for c in rc-send rc-write rc-write-imm rc-read rc-cas rc-faa rc-pipeline \
 done
 LAB_IBV_DP_CASES="$LAB_IBV_DP_CASES /x86_64/virtio-rdma-dp/wire-qpn/wire"
 
+# The GSI QP's cases run against contrib/rdmacm-mux (the mux part's build),
+# a snapshot the guests see over 9p as $LAB/bin/rdmacm-mux.
+lab_ibverbs_mux_bin() {
+    local mux=${LAB_MUX:-$top/build/unit/contrib/rdmacm-mux/rdmacm-mux}
+    mkdir -p "$LAB/bin"
+    rm -f "$LAB/bin/rdmacm-mux"
+    if [ -x "$mux" ]; then
+        ln "$mux" "$LAB/bin/" 2>/dev/null || cp "$mux" "$LAB/bin/"
+    fi
+}
+
 lab_ibverbs_device() {
     local dir=$1 pa pb line
     mkdir -p "$dir"
@@ -26,12 +37,7 @@ lab_ibverbs_device() {
     rm -f "$LAB/bin/virtio-rdma-dp-test"
     ln "$top/build/qemu/tests/qtest/virtio-rdma-dp-test" "$LAB/bin/" 2>/dev/null ||
         cp "$top/build/qemu/tests/qtest/virtio-rdma-dp-test" "$LAB/bin/"
-    # The GSI QP's case runs against contrib/rdmacm-mux (the mux part's build).
-    local mux=${LAB_MUX:-$top/build/unit/contrib/rdmacm-mux/rdmacm-mux}
-    rm -f "$LAB/bin/rdmacm-mux"
-    if [ -x "$mux" ]; then
-        ln "$mux" "$LAB/bin/" 2>/dev/null || cp "$mux" "$LAB/bin/"
-    fi
+    lab_ibverbs_mux_bin
     { echo "QEMU=$QEMU"; echo "DPTEST=$LAB/bin/virtio-rdma-dp-test"
       echo "MUX=$LAB/bin/rdmacm-mux"
       echo "LAB_IBV_DP=\"${LAB_IBV_DP:-$LAB_IBV_DP_CASES}\""
@@ -64,6 +70,7 @@ lab_ibverbs_interop() {
     # A port of its own per case: a side that gave up early then cannot
     # meet the other side's previous case on the next one.
     local port=18600
+    lab_ibverbs_mux_bin
     peer=$(bash "$top/tests/lab/build-peer.sh") ||
         { lab_result FAIL ibverbs/io-build-peer "see $LAB/build-peer.log"; return; }
     mkdir -p "$dir/A" "$dir/B"
@@ -92,6 +99,17 @@ lab_ibverbs_interop() {
             done
         done
     done
+    # RDMA-CM: rping -s in B, our device the client, its CM MADs through
+    # its GSI QP and the rdmacm-mux A runs (peer-cases.sh).
+    name=v4-rping-gsrv
+    if [ -z "${LAB_IBV_IO_ONLY:-}" ] || [[ $name =~ $LAB_IBV_IO_ONLY ]]; then
+        port=$((port + 1))
+        args=$(lab_tool_args rping)
+        echo "srv $name 150 ${args//@P@/$port} $b_ip" >> "$dir/B/cases"
+        echo "client $name 170 --tool rping --lport 1 --rport 2 --mac 52:54:00:79:01:02 --peer-mac $b_mac --ip4 $a_ip --ip6 fd79:1::11 --gid 4 --port $port --tcp $b_ip --iters 50 --size 4096" >> "$dir/A/peer-cases"
+        names+=("$name")
+    fi
+    { echo "MUX=$LAB/bin/rdmacm-mux"; } >> "$dir/A/env"
     pa=$(lab_free_port udp); pb=$(lab_free_port udp)
     LAB_MEM=1024 lab_guest_start "$dir/A" 1500 "lab.ip=$a_ip/24 lab.ip6=fd79:1::11/64 lab.run=/lab/ibverbs/peer-cases.sh" \
         "$(lab_dgram "$pa" "$pb")" 52:54:00:79:01:11

@@ -14,7 +14,11 @@
  *                              "lid:out_reads:qpn:psn:rkey:vaddr:gid:srqn"
  *                              handshakes, the test, the client's BW report
  *                              (5 big-endian 8-byte fields; not for send_bw),
- *                              one more handshake, "done".
+ *                              one more handshake, "done";
+ *   rping (client only)        no TCP: RDMA-CM MADs through the device's GSI
+ *                              QP and rdmacm-mux (QVRDMA_MAD_SOCKET), then
+ *                              rping's 16-byte buffer messages; --tcp is the
+ *                              server's address.
  *
  * The peer prints figures in the tools' own formats (so one parser reads
  * both) and checks data where the tool makes it knowable:
@@ -910,6 +914,321 @@ out:
     peer_down(&p);
 }
 
+/* ---- rping: RDMA-CM through the GSI QP and rdmacm-mux -------------------------- */
+
+/*
+ * The device as an rping client (librdmacm's example) against "rping -s" in
+ * the guest: the connection is made by CM MADs on our GSI QP (the device's
+ * MAD link to rdmacm-mux; QVRDMA_MAD_SOCKET), answered by the guest's
+ * kernel CM and rdma_cm; then rping's exchange on the RC QP.  IBA 12.6
+ * (REQ, REP, RTU, REJ, DREQ, DREP), offsets counted from the MAD's start;
+ * the REQ carries rdma_cm's IP header in its private data.
+ */
+#define CM_CLASS        0x07
+#define CM_ATTR_REQ     0x0010
+#define CM_ATTR_REJ     0x0012
+#define CM_ATTR_REP     0x0013
+#define CM_ATTR_RTU     0x0014
+#define CM_ATTR_DREQ    0x0015
+#define CM_ATTR_DREP    0x0016
+#define CM_DATA         24          /* the CM message after the MAD header */
+#define GSI_QKEY        0x80010000u
+#define RDMA_PS_TCP     0x0106
+#define GSI_RECVS       4
+#define GSI_REGION      REGION(3)   /* MAD out, then GSI_RECVS receive slots */
+#define GSI_SLOT        512         /* 40-byte GRH + 256-byte MAD, rounded */
+#define RP_INFO         16          /* rping's buf (be64), rkey, size (be32) */
+
+typedef struct Cm {
+    QVrdmaCq *cq;
+    QVrdmaQp *qp;
+    uint32_t comm_id, remote_comm_id;
+    uint64_t tid;
+    unsigned next_slot;
+} Cm;
+
+static void put_be16(uint8_t *p, uint16_t v) { stw_be_p(p, v); }
+static void put_be32(uint8_t *p, uint32_t v) { stl_be_p(p, v); }
+
+/* A CM Send MAD's header: base version 1, class CM v2, method Send. */
+static void cm_mad(uint8_t *mad, uint16_t attr, uint64_t tid)
+{
+    memset(mad, 0, 256);
+    mad[0] = 1;
+    mad[1] = CM_CLASS;
+    mad[2] = 2;
+    mad[3] = 0x03;
+    stq_be_p(mad + 8, tid);
+    put_be16(mad + 16, attr);
+}
+
+static void cm_post_recv(Peer *p, Cm *cm)
+{
+    uint32_t off = GSI_REGION + GSI_SLOT * (1 + cm->next_slot++ % GSI_RECVS);
+    struct virtio_rdma_sge s = sge_at(p, off, 40 + 256);
+
+    qvrdma_dp_post_recv(cm->qp, off, &s, 1);
+}
+
+/* One MAD to QP1 at the guest's GID; waits for its send completion. */
+static bool cm_send(Peer *p, Cm *cm, const uint8_t *mad)
+{
+    struct virtio_rdma_sge s = sge_at(p, GSI_REGION, 256);
+    struct virtio_rdma_sq_req wr = qvrdma_wr_send(p->next_wr++);
+    struct virtio_rdma_cq_req c;
+
+    qtest_memwrite(p->d->qts, p->pt.data + GSI_REGION, mad, 256);
+    wr.wr.ud.remote_qpn = 1;
+    wr.wr.ud.remote_qkey = GSI_QKEY;
+    wr.wr.ud.av.port = 1;
+    wr.wr.ud.av.pdn = p->pdn;
+    memcpy(wr.wr.ud.av.dgid, p->rgid, 16);
+    wr.wr.ud.av.gid_index = p->sgid_index;
+    wr.wr.ud.av.hop_limit = 64;
+    qvrdma_dp_post_send(cm->qp, &wr, &s, 1);
+    if (!qvrdma_dp_poll_cq(cm->cq, &c, 10 * 1000 * 1000) ||
+        c.status != VIRTIO_RDMA_WC_SUCCESS || c.opcode & VIRTIO_RDMA_WC_RECV) {
+        fail("the GSI QP did not complete a MAD send");
+        return false;
+    }
+    return true;
+}
+
+/*
+ * The next CM MAD for us (attribute @want, or a REJ), within @ms.  @returns
+ * its attribute, 0 on timeout.  Others (duplicates, MRAs) are skipped.
+ */
+static uint16_t cm_recv(Peer *p, Cm *cm, uint16_t want, uint8_t *mad, int ms)
+{
+    gint64 end = g_get_monotonic_time() + ms * 1000ll;
+    struct virtio_rdma_cq_req c;
+
+    while (g_get_monotonic_time() < end) {
+        uint16_t attr;
+
+        if (!qvrdma_dp_poll_cq(cm->cq, &c, 100 * 1000)) {
+            continue;
+        }
+        if (c.status != VIRTIO_RDMA_WC_SUCCESS || !(c.opcode & VIRTIO_RDMA_WC_RECV) ||
+            c.byte_len != 40 + 256 || c.src_qp != 1) {
+            g_autofree char *s = qvrdma_cqe_str(&c);
+
+            fail("GSI QP: unexpected completion %s", s);
+            return 0;
+        }
+        qtest_memread(p->d->qts, p->pt.data + c.wr_id + 40, mad, 256);
+        cm_post_recv(p, cm);
+        attr = lduw_be_p(mad + 16);
+        say("CM: %s in (attribute 0x%04x)", attr == CM_ATTR_REP ? "REP" :
+            attr == CM_ATTR_REJ ? "REJ" : attr == CM_ATTR_DREP ? "DREP" :
+            "MAD", attr);
+        if (mad[1] == CM_CLASS && (attr == want || attr == CM_ATTR_REJ) &&
+            (uint32_t)ldl_be_p(mad + CM_DATA + 4) == cm->comm_id) {
+            return attr;
+        }
+    }
+    return 0;
+}
+
+/* Until the mux accepted the device and routes at least one of its GIDs. */
+static bool mad_link_up(Peer *p)
+{
+    gint64 end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+
+    while (g_get_monotonic_time() < end) {
+        QDict *rsp;
+        QDict *ib = qdict_get_qdict(qvrdma_dp_query(p->d, &rsp), "ibverbs");
+        QDict *l = ib ? qdict_get_qdict(ib, "mad-link") : NULL;
+        bool up = l && qdict_get_bool(l, "connected") &&
+                  qdict_get_int(l, "gids-claimed") > 0;
+
+        qobject_unref(rsp);
+        if (up) {
+            return true;
+        }
+        g_usleep(100 * 1000);
+    }
+    fail("the device's MAD link did not come up (QVRDMA_MAD_SOCKET set? "
+         "rdmacm-mux running?)");
+    return false;
+}
+
+/* REQ until REP (or the deadline: a REJ while rping is not listening yet). */
+static bool cm_connect(Peer *p, Cm *cm)
+{
+    gint64 end = g_get_monotonic_time() + IO_TIMEOUT_MS * 1000ll;
+    uint8_t mad[256], *d = mad + CM_DATA, *pd = d + 140;
+    struct in_addr ours, theirs = tcp_addr();
+    int tries = 0;
+
+    g_assert_cmpint(inet_pton(AF_INET, opt.ip4, &ours), ==, 1);
+    while (g_get_monotonic_time() < end) {
+        uint16_t attr;
+
+        cm->comm_id = g_random_int() | 1;
+        cm->tid = ((uint64_t)g_random_int() << 32) | g_random_int();
+        cm_mad(mad, CM_ATTR_REQ, cm->tid);
+        put_be32(d + 0, cm->comm_id);
+        stq_be_p(d + 8, ((uint64_t)RDMA_PS_TCP << 16) | opt.port);
+        memcpy(d + 16, p->d->mac, 6);               /* local CA GUID */
+        put_be32(d + 32, p->qp->wire_qpn << 8 | OUR_OUT_READS);
+        put_be32(d + 36, OUR_OUT_READS);            /* initiator depth */
+        d[43] = 20 << 3;                            /* RC, response 4 s */
+        put_be32(d + 44, p->psn << 8 | 20 << 3 | 7);  /* retry count 7 */
+        put_be16(d + 48, 0xffff);                   /* P_Key */
+        d[50] = VIRTIO_RDMA_MTU_1024 << 4 | 7;      /* MTU, RNR retry 7 */
+        d[51] = 15 << 4;                            /* max CM retries */
+        put_be16(d + 52, 0xffff);                   /* LIDs: RoCE */
+        put_be16(d + 54, 0xffff);
+        memcpy(d + 56, p->gid, 16);
+        memcpy(d + 72, p->rgid, 16);
+        d[93] = 64;                                 /* hop limit */
+        d[95] = 17 << 3;                            /* local ACK timeout */
+        /* rdma_cm's header: version 0, IPv4, source port, both addresses. */
+        pd[0] = 0;
+        pd[1] = 4 << 4;
+        put_be16(pd + 2, 0x8000 | (g_random_int() & 0x7fff));
+        memcpy(pd + 4 + 12, &ours, 4);
+        memcpy(pd + 20 + 12, &theirs, 4);
+        tries++;
+        if (!cm_send(p, cm, mad)) {
+            return false;
+        }
+        attr = cm_recv(p, cm, CM_ATTR_REP, mad, 3000);
+        if (attr == CM_ATTR_REP) {
+            cm->remote_comm_id = ldl_be_p(d + 0);
+            p->rqpn = (uint32_t)ldl_be_p(d + 12) >> 8;
+            /*
+             * Each side's starting PSN is the one it receives from (Linux's
+             * CM sets its RTR rq_psn to the PSN it sent; captured on rxe:
+             * a SEND at our REQ's PSN is NAKed with the REP's): we send
+             * from the REP's, the guest from our REQ's.
+             */
+            p->rpsn = p->psn;
+            p->psn = (uint32_t)ldl_be_p(d + 20) >> 8;
+            say("CM: REP after %d REQs: the guest's QPN %u, our send PSN "
+                "0x%06x, responder resources %u", tries, p->rqpn, p->psn,
+                d[24]);
+            return !failed;
+        }
+        if (attr == CM_ATTR_REJ) {
+            say("CM: REJ reason %u (rping not listening yet?)",
+                lduw_be_p(d + 10));
+        }
+        if (failed) {
+            return false;
+        }
+        g_usleep(500 * 1000);
+    }
+    fail("no REP from rping at %s port %d (%d REQs)", opt.tcp, opt.port, tries);
+    return false;
+}
+
+/* One of rping's 16-byte messages: our buffer at @off for the server. */
+static bool rp_send_info(Peer *p, uint32_t off)
+{
+    uint8_t info[RP_INFO];
+    struct virtio_rdma_sge s = sge_at(p, REGION(2), RP_INFO);
+    struct virtio_rdma_sge r = sge_at(p, REGION(2) + 64, RP_INFO);
+    struct virtio_rdma_sq_req wr = qvrdma_wr_send(0);
+    struct virtio_rdma_cq_req c;
+    int i;
+
+    stq_be_p(info, MR_VA + off);
+    put_be32(info + 8, p->mr.rkey);
+    put_be32(info + 12, opt.size);
+    qtest_memwrite(p->d->qts, p->pt.data + REGION(2), info, RP_INFO);
+    /* The server's answer comes after its RDMA: receive it first. */
+    qvrdma_dp_post_recv(p->qp, 0x8000000000000000ull | p->next_wr++, &r, 1);
+    p->recvs_posted++;
+    post_wr(p, &wr, &s);
+    for (i = 0; i < 2; i++) {
+        if (!take_cqe(p, &c)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void run_rping(void)
+{
+    Peer p;
+    Cm cm = { 0 };
+    uint8_t mad[256], *d = mad + CM_DATA;
+    uint32_t n, i, size = opt.size ? opt.size : 4096;
+    g_autofree uint8_t *start = g_malloc(size), *echo = g_malloc(size);
+
+    opt.size = size;
+    if (strcmp(opt.role, "client") || !opt.tcp || opt.gid_family != 4 ||
+        size > 65536) {
+        fail("rping: --role client --tcp <server IPv4> --gid 4 only");
+        return;
+    }
+    peer_boot(&p, VIRTIO_RDMA_QPT_RC);
+    g_assert_cmpint(inet_pton(AF_INET, opt.tcp, p.rgid + 12), ==, 1);
+    p.rgid[10] = p.rgid[11] = 0xff;
+    cm.cq = qvrdma_dp_cq_create(p.d, 16);
+    cm.qp = qvrdma_dp_qp_create(p.d, p.pdn, VIRTIO_RDMA_QPT_GSI, cm.cq, cm.cq,
+                                GSI_RECVS, VIRTIO_RDMA_SIGNAL_ALL_WR);
+    qvrdma_dp_ud_ready(p.d, cm.qp, GSI_QKEY, 0);
+    for (i = 0; i < GSI_RECVS; i++) {
+        cm_post_recv(&p, &cm);
+    }
+    if (!mad_link_up(&p) || !cm_connect(&p, &cm)) {
+        goto out;
+    }
+    rc_connect(&p);
+    cm_mad(mad, CM_ATTR_RTU, cm.tid);
+    put_be32(d + 0, cm.comm_id);
+    put_be32(d + 4, cm.remote_comm_id);
+    if (!cm_send(&p, &cm, mad)) {
+        goto out;
+    }
+    /*
+     * rping's server takes a message that beats its ESTABLISHED event for
+     * a protocol error: give the RTU time to be processed there.
+     */
+    g_usleep(300 * 1000);
+    say("CM: RTU sent; rping: %u pings of %u bytes", opt.iters, size);
+    for (n = 0; n < opt.iters && !failed; n++) {
+        int cc = snprintf((char *)start, size, "rdma-ping-%u: ", n);
+
+        for (i = cc; i < size; i++) {
+            start[i] = 'A' + (n + i) % 58;
+        }
+        start[size - 1] = 0;
+        qtest_memwrite(p.d->qts, p.pt.data + REGION(0), start, size);
+        qtest_memset(p.d->qts, p.pt.data + REGION(1), 0, size);
+        /* The server reads our start buffer, then writes its copy back. */
+        if (!rp_send_info(&p, REGION(0)) || !rp_send_info(&p, REGION(1))) {
+            fail("ping %u", n);
+            break;
+        }
+        qtest_memread(p.d->qts, p.pt.data + REGION(1), echo, size);
+        if (memcmp(start, echo, size)) {
+            fail("ping %u: the server's RDMA WRITE differs from what its "
+                 "RDMA READ got", n);
+        }
+    }
+    if (!failed) {
+        say("rping: %u pings verified (the server READ our buffer and "
+            "WROTE it back, byte-exact)", n);
+    }
+    /* DREQ: rping's server ends on the disconnect. */
+    cm_mad(mad, CM_ATTR_DREQ, cm.tid + 1);
+    put_be32(d + 0, cm.comm_id);
+    put_be32(d + 4, cm.remote_comm_id);
+    put_be32(d + 8, p.rqpn << 8);
+    if (cm_send(&p, &cm, mad) &&
+        cm_recv(&p, &cm, CM_ATTR_DREP, mad, 5000) != CM_ATTR_DREP) {
+        fail("no DREP");
+    }
+out:
+    qvrdma_dp_qp_free(cm.qp);
+    qvrdma_dp_cq_free(cm.cq);
+    peer_down(&p);
+}
+
 /* ---- main -------------------------------------------------------------------- */
 
 static void run(void)
@@ -918,6 +1237,8 @@ static void run(void)
         run_pingpong(false);
     } else if (!strcmp(opt.tool, "ud_pingpong")) {
         run_pingpong(true);
+    } else if (!strcmp(opt.tool, "rping")) {
+        run_rping();
     } else {
         run_perftest(opt.tool);
     }

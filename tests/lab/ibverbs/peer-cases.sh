@@ -4,11 +4,31 @@
 # nested QEMU (backend=ibverbs on this guest's rxe0) is the tools' far end,
 # driven by virtio-rdma-lab-peer; the tools run in the other guest, which
 # walks the same list (guest-cases.sh).  Per case NAME.peer and NAME.peer.rc.
+# The rping cases' CM MADs go through contrib/rdmacm-mux, started here once
+# the kernel's CM is unloaded (this guest's own tools do not use RDMA-CM).
 . /out/env
 cd /out || exit 1
+sock=/run/rdmacm-mux.sock
+if grep -q rping /out/peer-cases; then
+    rmmod nvme_rdma nvmet_rdma rdma_ucm rdma_cm iw_cm ib_cm 2>> rmmod.txt
+    "$MUX" --ibdev rxe0 --socket $sock -v > mux.log 2>&1 &
+    i=0
+    while [ ! -S $sock ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+fi
+# rxe0's counters that a case changed (NAME.peer.cnt: name, before, after).
+counters() {
+    for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do
+        echo "$(basename "$f") $(cat "$f")"
+    done | sort
+}
 while read -r role name tmo args; do
     [ -z "$role" ] && continue
-    QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 timeout -k 5 "$tmo" \
+    mad=
+    case $name in *rping*) mad=$sock ;; esac
+    counters > "/tmp/$name.c0"
+    QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_MAD_SOCKET=$mad timeout -k 5 "$tmo" \
         "$PEER" --role "$role" $args > "$name.peer" 2>&1
     echo $? > "$name.peer.rc"
+    counters > "/tmp/$name.c1"
+    join "/tmp/$name.c0" "/tmp/$name.c1" | awk '$2 != $3' > "$name.peer.cnt"
 done < /out/peer-cases

@@ -86,9 +86,14 @@ QVrdmaDev *qvrdma_dev_boot_full(const char *netdev_opts, const char *mac,
      * rdmacm-mux listening there, reconnecting every 200 ms if it goes.
      */
     const char *mad_sock = ib ? g_getenv("QVRDMA_MAD_SOCKET") : NULL;
-    g_autofree char *mad = mad_sock ?
-        g_strdup_printf("-chardev socket,id=vrdma-mad,path=%s,"
-                        "reconnect-ms=200 ", mad_sock) : g_strdup("");
+    g_autofree char *mad = NULL;
+
+    if (mad_sock && !*mad_sock) {
+        mad_sock = NULL; /* set but empty: none */
+    }
+    mad = mad_sock ? g_strdup_printf("-chardev socket,id=vrdma-mad,path=%s,"
+                                     "reconnect-ms=200 ", mad_sock)
+                   : g_strdup("");
 
     qvrdma_parse_mac(mac, d->mac);
     /* A host RDMA device maps guest RAM from its fd: shared memfd RAM. */

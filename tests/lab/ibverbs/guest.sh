@@ -60,6 +60,16 @@ echo "dp-test exit $rc" >> /out/dp.err
 sed -n 's|^ok [0-9]* /x86_64/virtio-rdma-dp/\(.*\)|PASS dp/\1 byte-exact on rxe0|p; s|^not ok [0-9]* /x86_64/virtio-rdma-dp/\([^ ]*\).*|FAIL dp/\1 see dp.tap / dp.err|p' \
     /out/dp.tap >> $out
 grep -q '^ok\|^not ok' /out/dp.tap || echo "FAIL dp/none no test ran (dp.err)" >> $out
+# The same device with its engine in an iothread (iothread=): the host's
+# completion channel is then watched in the iothread's AioContext.
+QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_GID_IPV4=$ip4 QVRDMA_GID_IPV6=$ip6 QVRDMA_IOTHREAD=1 \
+    timeout 300 "$DPTEST" --tap -k -p /x86_64/virtio-rdma-dp/wire/rc-send \
+    -p /x86_64/virtio-rdma-dp/wire/rc-read -p /x86_64/virtio-rdma-dp/wire/ud-send-ipv4 \
+    > /out/dp-io.tap 2> /out/dp-io.err
+sed -n 's|^ok [0-9]* /x86_64/virtio-rdma-dp/\(.*\)|PASS dp-iothread/\1 byte-exact on rxe0, engine in an iothread|p; s|^not ok [0-9]* /x86_64/virtio-rdma-dp/\([^ ]*\).*|FAIL dp-iothread/\1 see dp-io.tap / dp-io.err|p' \
+    /out/dp-io.tap >> $out
+grep -q '^ok\|^not ok' /out/dp-io.tap || echo "FAIL dp-iothread/none no test ran (dp-io.err)" >> $out
+
 # Registration time of a 1 GiB MR (a measurement: the figures in the line),
 # with guest RAM untouched (the pin faults it in) and allocated at start.
 for pre in 0 1; do

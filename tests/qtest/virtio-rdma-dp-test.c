@@ -2105,6 +2105,96 @@ static void test_ib_port_events(void)
     qvrdma_dev_quit(d);
 }
 
+/* ---- blocking host verbs off the main loop ----------------------------------------- */
+
+typedef struct QmpProbe {
+    QVrdmaDev *d;
+    gint64 us;                  /* how long query-status took */
+} QmpProbe;
+
+static void qmp_probe(void *opaque)
+{
+    QmpProbe *q = opaque;
+    gint64 t0;
+
+    g_usleep(50 * 1000); /* the command is with the device by now */
+    t0 = g_get_monotonic_time();
+    qobject_unref(qtest_qmp(q->d->qts, "{'execute': 'query-status'}"));
+    q->us = g_get_monotonic_time() - t0;
+}
+
+/*
+ * MODIFY_QP to RTR towards an address nobody answers ARP for
+ * (QVRDMA_UNREACHABLE_IPV4, on the host device's subnet): the host's
+ * modify_qp resolves the destination's MAC and waits for it.  While it
+ * waits, QEMU's main loop must go on: a QMP command sent after the
+ * MODIFY_QP is answered at once, long before the MODIFY_QP is.
+ * Measured: both durations, and the status the host gave.
+ */
+static void test_ib_rtr_unresolved(void)
+{
+    const char *ip = g_getenv("QVRDMA_UNREACHABLE_IPV4");
+    QVrdmaDev *d = qvrdma_dev_boot_features("user,id=n0", MAC_A, RDMA_OPTS,
+                                            dev_features());
+    struct virtio_rdma_cmd_modify_qp req = { 0 };
+    uint8_t gid[16], dgid[16], a4[4], out[1 + sizeof(req)], in[1];
+    size_t out_split[2] = { 1, sizeof(req) };
+    QmpProbe probe = { .d = d };
+    QVrdmaFrame f = {
+        .out = out, .out_len = sizeof(out), .out_split = out_split,
+        .n_out_split = 2, .in_len = 1,
+        .timeout_us = 60 * G_USEC_PER_SEC,
+        .after_kick = qmp_probe, .after_kick_opaque = &probe,
+    };
+    struct virtio_rdma_qp_attr attr;
+    uint32_t pdn, mask;
+    QVrdmaCq *cq;
+    QVrdmaQp *qp;
+    gint64 t0, cmd_us;
+
+    g_assert_nonnull(ip);
+    g_assert_cmpint(inet_pton(AF_INET, ip, a4), ==, 1);
+    qvrdma_gid_ipv4(dgid, a4[0], a4[1], a4[2], a4[3]);
+    loopback_gid(gid);
+    qvrdma_dp_add_gid(d, 0, gid);
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_create_pd(&d->r, &pdn)), ==,
+                    "OK");
+    cq = qvrdma_dp_cq_create(d, 16);
+    qp = qvrdma_dp_qp_create(d, pdn, VIRTIO_RDMA_QPT_RC, cq, cq, 4,
+                             VIRTIO_RDMA_SIGNAL_ALL_WR);
+    qvrdma_rc_attr(VIRTIO_RDMA_QPS_INIT, 0x123, 0, dgid, &attr, &mask);
+    attr.qp_access_flags = VIRTIO_RDMA_ACCESS_LOCAL_WRITE;
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_modify_qp(&d->r, qp->qpn, mask,
+                                                        &attr)), ==, "OK");
+    qvrdma_rc_attr(VIRTIO_RDMA_QPS_RTR, 0x123, 0, dgid, &attr, &mask);
+    attr.path_mtu = VIRTIO_RDMA_MTU_1024;
+    attr.max_dest_rd_atomic = 4;
+    attr.min_rnr_timer = 1;
+
+    req.qpn = cpu_to_le32(qp->qpn);
+    req.attr_mask = cpu_to_le32(mask);
+    req.attrs = attr;
+    out[0] = VIRTIO_RDMA_CMD_MODIFY_QP;
+    memcpy(out + 1, &req, sizeof(req));
+    t0 = g_get_monotonic_time();
+    g_assert_true(qvrdma_submit(&d->r, &f, in, NULL));
+    cmd_us = g_get_monotonic_time() - t0;
+    g_test_message("IBV-RTR-UNRESOLVED modify_ms=%" PRId64 " qmp_ms=%" PRId64
+                   " status=%s", cmd_us / 1000, probe.us / 1000,
+                   qvrdma_status_name(in[0]));
+    printf("IBV-RTR-UNRESOLVED modify_ms=%" PRId64 " qmp_ms=%" PRId64
+           " status=%s\n", cmd_us / 1000, probe.us / 1000,
+           qvrdma_status_name(in[0]));
+    /* The host waited for the address; QEMU's main loop did not. */
+    g_assert_cmpint(cmd_us, >=, 500 * 1000);
+    g_assert_cmpint(probe.us, <, 250 * 1000);
+    /* The device still works: the next command is answered. */
+    g_assert_cmpuint(qvrdma_dp_qp_state(d, qp), <=, VIRTIO_RDMA_QPS_RTR);
+    qvrdma_dp_qp_free(qp);
+    qvrdma_dp_cq_free(cq);
+    qvrdma_dev_quit(d);
+}
+
 /* ---- the GSI QP through rdmacm-mux ------------------------------------------------ */
 
 /* query-virtio-rdma's ibverbs.@key, or its mad-link's with @link. */
@@ -2441,6 +2531,10 @@ int main(int argc, char **argv)
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_IBDEV_NETDEV")) {
         qtest_add_func("/virtio-rdma-dp/ibverbs/port-events",
                        test_ib_port_events);
+    }
+    if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_UNREACHABLE_IPV4")) {
+        qtest_add_func("/virtio-rdma-dp/ibverbs/rtr-unresolved",
+                       test_ib_rtr_unresolved);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_MAD_SOCKET")) {
         qtest_add_func("/virtio-rdma-dp/ibverbs/gsi-mux", test_ib_gsi_mux);

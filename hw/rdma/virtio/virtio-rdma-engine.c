@@ -49,6 +49,7 @@
 #include "qemu/timer.h"
 #include "block/aio.h"
 #include "block/aio-wait.h"
+#include "block/thread-pool.h"
 #include "hw/virtio/virtio-rdma.h"
 #include "trace.h"
 
@@ -92,6 +93,7 @@ struct VirtIORdmaStage {
     QEMUTimer *timer;                   /* the core's timer, in ctx */
     VrdmaFdWatch fd_watch[VRDMA_FD_WATCHES]; /* handlers in ctx */
     bool stopped;                       /* under core_lock: unrealize */
+    unsigned deferred;                  /* main loop: loop.defer in flight */
     uint8_t *rx_buf;                    /* main loop: a linearised frame */
 
     QemuMutex lock;                     /* the lists and counts below */
@@ -285,6 +287,63 @@ static void virtio_rdma_engine_fd_watch(void *opaque, int fd,
                        NULL, w);
 }
 
+/*
+ * loop.defer: blocking host calls (backend=ibverbs: a modify_qp that
+ * resolves an address) on QEMU's thread pool.  Asked from control commands,
+ * so from the main loop; the completion comes back there and runs the
+ * core's done under core_lock.  Every done runs: reset and unrealize wait
+ * for them (virtio_rdma_engine_drain_deferred).
+ */
+typedef struct VrdmaDeferred {
+    VirtIORdma *r;
+    int (*work)(void *ctx);
+    void (*done)(void *ctx, int ret);
+    void *ctx;
+} VrdmaDeferred;
+
+static int virtio_rdma_deferred_work(void *opaque)
+{
+    VrdmaDeferred *d = opaque;
+
+    return d->work(d->ctx);
+}
+
+static void virtio_rdma_deferred_done(void *opaque, int ret)
+{
+    VrdmaDeferred *d = opaque;
+    VirtIORdma *r = d->r;
+
+    assert(bql_locked());
+    trace_virtio_rdma_deferred_done(ret);
+    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+        d->done(d->ctx, ret);
+    }
+    r->stage->deferred--;
+    g_free(d);
+    aio_wait_kick();
+}
+
+static void virtio_rdma_engine_defer(void *opaque, int (*work)(void *ctx),
+                                     void (*done)(void *ctx, int ret),
+                                     void *ctx)
+{
+    VirtIORdma *r = opaque;
+    VrdmaDeferred *d = g_new(VrdmaDeferred, 1);
+
+    assert(bql_locked());
+    *d = (VrdmaDeferred) { .r = r, .work = work, .done = done, .ctx = ctx };
+    r->stage->deferred++;
+    trace_virtio_rdma_deferred(r->stage->deferred);
+    thread_pool_submit_aio(virtio_rdma_deferred_work, d,
+                           virtio_rdma_deferred_done, d);
+}
+
+void virtio_rdma_engine_drain_deferred(VirtIORdma *r)
+{
+    assert(bql_locked());
+    AIO_WAIT_WHILE(NULL, r->stage->deferred > 0);
+}
+
 static void virtio_rdma_engine_kick(void *opaque)
 {
     virtio_rdma_engine_again(opaque);
@@ -471,6 +530,7 @@ void virtio_rdma_engine_host_ops(VirtIORdma *r, VrdmaHostOps *ops)
     ops->wire.send = virtio_rdma_engine_tx;
     ops->wire.drop = virtio_rdma_engine_wire_drop;
     ops->loop.fd_watch = virtio_rdma_engine_fd_watch;
+    ops->loop.defer = virtio_rdma_engine_defer;
 }
 
 /* ---- the main loop ------------------------------------------------------------ */

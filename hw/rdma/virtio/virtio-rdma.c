@@ -262,12 +262,28 @@ static bool virtio_rdma_destroy_handle(const uint8_t *req, size_t req_len,
     return true;
 }
 
-/*
- * @returns false when the ring is broken (virtio_error() was raised).  Adds
- * the guest pages the command mapped to *@pages.
- */
-static bool virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
-                                 VirtQueueElement *elem, uint64_t *pages)
+/* Writes a command's status byte and response, and returns its buffer. */
+static void virtio_rdma_ctrl_answer(VirtQueue *vq, VirtQueueElement *elem,
+                                    uint8_t status, const void *rsp,
+                                    size_t rsp_len)
+{
+    iov_from_buf(elem->in_sg, elem->in_num, 0, &status, 1);
+    if (rsp_len) {
+        iov_from_buf(elem->in_sg, elem->in_num, 1, rsp, rsp_len);
+    }
+    virtqueue_push(vq, elem, 1 + rsp_len);
+}
+
+typedef enum {
+    VRDMA_CTRL_BROKEN,      /* virtio_error() was raised */
+    VRDMA_CTRL_ANSWERED,
+    VRDMA_CTRL_HELD,        /* the core answers later: r->ctrl_held */
+} VrdmaCtrlResult;
+
+/* Adds the guest pages the command mapped to *@pages. */
+static VrdmaCtrlResult virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
+                                            VirtQueueElement *elem,
+                                            uint64_t *pages)
 {
     /* One byte more than any request: an over-long one is still refused. */
     uint8_t req[1 + VRDMA_CTRL_REQ_MAX + 1];
@@ -285,11 +301,11 @@ static bool virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
                      "virtio-rdma: control request without %s byte",
                      out_len < 1 ? "command" : "status");
         virtqueue_detach_element(vq, elem, 0);
-        return false;
+        return VRDMA_CTRL_BROKEN;
     }
     if (!virtio_rdma_elem_in_ram(elem)) {
         virtio_rdma_not_ram(r, vq, elem);
-        return false;
+        return VRDMA_CTRL_BROKEN;
     }
     req_len = iov_to_buf(elem->out_sg, elem->out_num, 0, req, sizeof(req));
     destroy_qp = virtio_rdma_destroy_handle(req, req_len,
@@ -304,6 +320,13 @@ static bool virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
                                  MIN(in_len - 1, sizeof(rsp)), &rsp_len);
         *pages += vrdma_core_mapped_pages(r->core) -
                   MIN(before, vrdma_core_mapped_pages(r->core));
+    }
+    if (status == VRDMA_CTRL_PENDING) {
+        /* Blocking host work runs off the main loop; answered by ctrl_bh. */
+        trace_virtio_rdma_ctrl_pending(vrdma_cmd_name(req[0]));
+        r->ctrl_held = elem;
+        r->ctrl_held_done = false;
+        return VRDMA_CTRL_HELD;
     }
     trace_virtio_rdma_ctrl_cmd(vrdma_cmd_name(req[0]), status, rsp_len);
     if (status == VIRTIO_RDMA_OK && req[0] == VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ &&
@@ -327,12 +350,29 @@ static bool virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
         virtio_rdma_engine_qp_destroyed(r, qp_token);
     }
 
-    iov_from_buf(elem->in_sg, elem->in_num, 0, &status, 1);
-    if (rsp_len) {
-        iov_from_buf(elem->in_sg, elem->in_num, 1, rsp, rsp_len);
+    virtio_rdma_ctrl_answer(vq, elem, status, rsp, rsp_len);
+    return VRDMA_CTRL_ANSWERED;
+}
+
+/* loop.ctrl_done (under core_lock, main loop): ctrl_bh answers it. */
+static void virtio_rdma_ctrl_done(void *opaque, uint8_t status)
+{
+    VirtIORdma *r = opaque;
+
+    assert(bql_locked() && r->ctrl_held);
+    r->ctrl_held_status = status;
+    r->ctrl_held_done = true;
+    qemu_bh_schedule(r->ctrl_bh);
+}
+
+/* A held command's buffer goes back unanswered: the device is reset. */
+static void virtio_rdma_ctrl_drop_held(VirtIORdma *r)
+{
+    if (r->ctrl_held) {
+        virtqueue_detach_element(r->ctrl_vq, r->ctrl_held, 0);
+        g_clear_pointer(&r->ctrl_held, g_free);
+        r->ctrl_held_done = false;
     }
-    virtqueue_push(vq, elem, 1 + rsp_len);
-    return true;
 }
 
 /*
@@ -361,20 +401,34 @@ static void virtio_rdma_ctrl_bh(void *opaque)
                      "function 0 of its slot");
         return;
     }
+    if (r->ctrl_held) {
+        if (!r->ctrl_held_done) {
+            return; /* the host is still at it; commands wait in order */
+        }
+        trace_virtio_rdma_ctrl_resumed(r->ctrl_held_status);
+        virtio_rdma_ctrl_answer(vq, r->ctrl_held, r->ctrl_held_status, NULL,
+                                0);
+        g_clear_pointer(&r->ctrl_held, g_free);
+        r->ctrl_held_done = false;
+        done++;
+    }
     while (done < budget && pages < r->kick_pages_max &&
            (elem = virtqueue_pop(vq, sizeof(*elem)))) {
-        bool ok = virtio_rdma_ctrl_one(r, vq, elem, &pages);
+        VrdmaCtrlResult res = virtio_rdma_ctrl_one(r, vq, elem, &pages);
 
-        g_free(elem);
         done++;
-        if (!ok) {
+        if (res == VRDMA_CTRL_HELD) {
+            break;
+        }
+        g_free(elem);
+        if (res == VRDMA_CTRL_BROKEN) {
             break;
         }
     }
     if (done) {
         virtio_notify(vdev, vq);
     }
-    if (!vdev->broken && !virtio_queue_empty(vq)) {
+    if (!vdev->broken && !r->ctrl_held && !virtio_queue_empty(vq)) {
         trace_virtio_rdma_ctrl_budget(done, pages);
         qemu_bh_schedule(r->ctrl_bh);
     }
@@ -531,7 +585,11 @@ static void virtio_rdma_reset(VirtIODevice *vdev)
     VrdmaStats st;
 
     assert(bql_locked());
+    if (r->core) {
+        virtio_rdma_engine_drain_deferred(r); /* before core_lock */
+    }
     qemu_bh_cancel(r->ctrl_bh);
+    virtio_rdma_ctrl_drop_held(r);
     bitmap_zero(r->dp_pending, r->num_data_vqs);
     bitmap_zero(r->ev_pending, r->conf.max_cq);
     if (!r->core) {
@@ -647,6 +705,7 @@ bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp)
     r->nic = nic;
     object_ref(OBJECT(nic));
     virtio_rdma_engine_host_ops(r, &ops);
+    ops.loop.ctrl_done = virtio_rdma_ctrl_done;
     virtio_rdma_mad_init(r, &ops);
 
     memcpy(r->mac, nic->nic_conf.macaddr.a, sizeof(r->mac));
@@ -793,6 +852,11 @@ static void virtio_rdma_device_unrealize(DeviceState *dev)
     VirtIORdma *r = VIRTIO_RDMA(dev);
     unsigned i;
 
+    /* Blocking host work the core is waiting for finishes first. */
+    if (r->core) {
+        virtio_rdma_engine_drain_deferred(r);
+    }
+    virtio_rdma_ctrl_drop_held(r);
     /* The wire first: no frame may reach a core being freed. */
     virtio_rdma_wire_detach(r);
     virtio_rdma_engine_stop(r); /* then nothing of the engine runs */

@@ -201,10 +201,18 @@ typedef struct VrdmaHostOps {
                          void *ctx);
         /*
          * Run @work(@ctx), which may block (address resolution, RTR), on a
-         * worker thread; then @done(@ctx, its result) in the core's context.
+         * worker thread; then @done(@ctx, its result) under the core's lock
+         * in the main loop.  Every @done is called, also when the device is
+         * reset or unplugged meanwhile: the host waits for outstanding work
+         * before vrdma_core_reset() and vrdma_core_free().
          */
         void (*defer)(void *opaque, int (*work)(void *ctx),
                       void (*done)(void *ctx, int ret), void *ctx);
+        /*
+         * The command vrdma_core_ctrl() answered VRDMA_CTRL_PENDING is done:
+         * its status byte (no response payload).  Called from a @done.
+         */
+        void (*ctrl_done)(void *opaque, uint8_t status);
     } loop;
 
     /*
@@ -265,6 +273,16 @@ void vrdma_core_get_config(const VrdmaCore *core, struct virtio_rdma_config *cfg
  * @rsp_cap is the room the guest gave for the response.
  * @returns the status byte (enum virtio_rdma_status).
  */
+/*
+ * vrdma_core_ctrl()'s answer when the command is not done yet: a backend
+ * runs blocking host work for it (loop.defer; today MODIFY_QP with an
+ * address on backend=ibverbs, whose host modify resolves the destination).
+ * The host keeps the command's buffer, sends no other command, and answers
+ * it when loop.ctrl_done() says how it ended.  Only where the host has
+ * loop.defer and loop.ctrl_done.
+ */
+#define VRDMA_CTRL_PENDING 0xFF
+
 uint8_t vrdma_core_ctrl(VrdmaCore *core, uint8_t cmd,
                         const void *req, size_t req_len,
                         void *rsp, size_t rsp_cap, size_t *rsp_len);

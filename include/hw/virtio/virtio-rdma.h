@@ -79,6 +79,14 @@ struct VirtIORdma {
     Object *wire;           /* net filter on the paired NIC's netdev; NULL
                                once the netdev is gone */
 
+    /*
+     * A control command the core left pending (VRDMA_CTRL_PENDING): no
+     * other is taken until loop.ctrl_done gives its status (BQL).
+     */
+    VirtQueueElement *ctrl_held;
+    bool ctrl_held_done;
+    uint8_t ctrl_held_status;
+
     VirtioRdmaBackend backend; /* conf.backend, parsed at realize */
     VrdmaIbHostInfo ib;     /* backend=ibverbs: the host side at realize */
     Error *migration_blocker; /* backend=ibverbs */
@@ -161,6 +169,12 @@ void virtio_rdma_engine_host_ops(VirtIORdma *r, VrdmaHostOps *ops);
 void virtio_rdma_engine_stop(VirtIORdma *r);
 void virtio_rdma_engine_cleanup(VirtIORdma *r);
 void virtio_rdma_engine_reset(VirtIORdma *r);
+/*
+ * Waits (BQL, core_lock not held) until every blocking host call the core
+ * deferred to the thread pool (loop.defer) has run its done: before the
+ * core is reset or freed.
+ */
+void virtio_rdma_engine_drain_deferred(VirtIORdma *r);
 bool virtio_rdma_engine_rx(VirtIORdma *r, const struct iovec *iov, int iovcnt,
                            size_t offset, size_t size);
 void virtio_rdma_engine_flush(VirtIORdma *r);

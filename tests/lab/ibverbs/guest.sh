@@ -70,6 +70,17 @@ sed -n 's|^ok [0-9]* /x86_64/virtio-rdma-dp/\(.*\)|PASS dp-iothread/\1 byte-exac
     /out/dp-io.tap >> $out
 grep -q '^ok\|^not ok' /out/dp-io.tap || echo "FAIL dp-iothread/none no test ran (dp-io.err)" >> $out
 
+# A blocking host verb (modify_qp to RTR towards an address nobody
+# answers) runs off QEMU's main loop: QMP is answered meanwhile.
+QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_GID_IPV4=$ip4 QVRDMA_UNREACHABLE_IPV4=10.79.0.99 \
+    timeout 300 "$DPTEST" --tap -p /x86_64/virtio-rdma-dp/ibverbs/rtr-unresolved \
+    > /out/rtr.tap 2> /out/rtr.err
+if grep -q '^ok' /out/rtr.tap; then
+    echo "PASS rtr-unresolved $(grep -a -o 'IBV-RTR-UNRESOLVED.*' /out/rtr.tap | head -1 | cut -d' ' -f2-)" >> $out
+else
+    echo "FAIL rtr-unresolved $(grep -a -o 'IBV-RTR-UNRESOLVED.*' /out/rtr.tap | head -1 | cut -d' ' -f2-) $(grep -a ERROR /out/rtr.err | tail -1 | cut -c1-200)" >> $out
+fi
+
 # Registration time of a 1 GiB MR (a measurement: the figures in the line),
 # with guest RAM untouched (the pin faults it in) and allocated at start.
 for pre in 0 1; do

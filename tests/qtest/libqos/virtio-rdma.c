@@ -170,6 +170,9 @@ bool qvrdma_submit(QVirtioRdma *r, const QVrdmaFrame *f, void *in,
         }
     }
     qvirtqueue_kick(qts, r->vdev, vq, head);
+    if (f->after_kick) {
+        f->after_kick(f->after_kick_opaque);
+    }
 
     start = g_get_monotonic_time();
     while (!(done = qvirtqueue_get_buf(qts, vq, &desc_idx, &len)) &&

@@ -96,6 +96,9 @@ typedef struct QVrdmaFrame {
     unsigned n_in_split;
     bool indirect;
     gint64 timeout_us;          /* 0: QVRDMA_TIMEOUT_US */
+    /* Called once after the kick, before waiting for the answer. */
+    void (*after_kick)(void *opaque);
+    void *after_kick_opaque;
 } QVrdmaFrame;
 
 /*

@@ -39,6 +39,8 @@ VrdmaCore::~VrdmaCore()
 
 void VrdmaCore::reset()
 {
+    /* The host let deferred work finish first; its answer is moot now. */
+    pending = Pending{};
     /* QPs first: they hold references on CQs and PDs, MRs on PDs. */
     qps.for_each([this](uint32_t qpn, const vrdma::Qp &) {
         qp_instance_ended(qpn);
@@ -243,6 +245,9 @@ uint8_t vrdma_core_ctrl(VrdmaCore *core, uint8_t cmd, const void *req,
     *rsp_len = 0;
     core->cmds++;
     const Status s = dispatch(*core, cmd, req, req_len, rsp, rsp_cap, *rsp_len);
+    if (s.deferred) {
+        return VRDMA_CTRL_PENDING;
+    }
     if (!s.ok()) {
         core->cmd_errors++;
         core->err_count[s.err]++;
@@ -250,6 +255,23 @@ uint8_t vrdma_core_ctrl(VrdmaCore *core, uint8_t cmd, const void *req,
                                s.b);
     }
     return vrdma::status_of(s.err);
+}
+
+void VrdmaCore::resume_pending(vrdma::Status s)
+{
+    if (!pending.active) {
+        return;
+    }
+    const Pending p = pending;
+    pending = Pending{};
+    if (s.ok()) {
+        vrdma::modify_apply(*this, p.qpn, p.mask, p.attrs);
+    } else {
+        cmd_errors++;
+        err_count[s.err]++;
+        host.guest_error(p.cmd, s.err, s.field ? s.field : "?", s.a, s.b);
+    }
+    host.ctrl_done(vrdma::status_of(s.err));
 }
 
 void vrdma_core_get_stats(const VrdmaCore *core, VrdmaStats *stats)

@@ -98,6 +98,21 @@ struct VrdmaCore {
     /* The backend that moves the data (backend.h), for the core's life. */
     vrdma::Backend backend;
 
+    /*
+     * The one command a backend deferred (MODIFY_QP whose host modify may
+     * block): the host holds its buffer and sends no other command until
+     * resume_pending() answers it (vrdma_core_ctrl, VRDMA_CTRL_PENDING).
+     */
+    struct Pending {
+        bool active = false;
+        uint8_t cmd = 0;
+        uint32_t qpn = 0;
+        uint32_t mask = 0;
+        virtio_rdma_qp_attr attrs{};
+    } pending;
+    /* The deferred command's host work is done with @s: finish and answer it. */
+    void resume_pending(vrdma::Status s);
+
     uint64_t cmds = 0;
     uint64_t cmd_errors = 0;
     std::array<uint64_t, VRDMA_ERR__COUNT> err_count{};

@@ -25,11 +25,17 @@ struct [[nodiscard]] Status {
     uint64_t a = 0;
     uint64_t b = 0;
     const char *field = nullptr; /* a string literal */
+    /*
+     * Not refused, not done: a backend started blocking host work and the
+     * command completes later (core.h, VrdmaCore::pending).
+     */
+    bool deferred = false;
 
-    bool ok() const { return err == VRDMA_ERR_NONE; }
+    bool ok() const { return err == VRDMA_ERR_NONE && !deferred; }
 };
 
 inline constexpr Status kOk{};
+inline constexpr Status kDeferred{VRDMA_ERR_NONE, 0, 0, nullptr, true};
 
 /* Refuses because of request field @field (a string literal). */
 inline Status fail(VrdmaErr err, const char *field, uint64_t a = 0,

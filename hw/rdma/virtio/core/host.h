@@ -93,6 +93,22 @@ public:
         ops_.loop.fd_watch(ops_.opaque, fd, ready, ctx);
     }
 
+    /* A host that runs blocking work on a worker thread (loop.defer). */
+    bool can_defer() const
+    {
+        return ops_.loop.defer != nullptr && ops_.loop.ctrl_done != nullptr;
+    }
+    /* Only where can_defer(). */
+    void defer(int (*work)(void *), void (*done)(void *, int), void *ctx) const
+    {
+        ops_.loop.defer(ops_.opaque, work, done, ctx);
+    }
+    /* The command vrdma_core_ctrl() left pending is answered with @status. */
+    void ctrl_done(uint8_t status) const
+    {
+        ops_.loop.ctrl_done(ops_.opaque, status);
+    }
+
     /* ---- the MAD link (rdmacm-mux), for the ibverbs backend's GSI QP ---- */
     bool has_mad_link() const { return ops_.mad.send != nullptr; }
     /* Only where has_mad_link(): @returns false if the MAD was lost. */

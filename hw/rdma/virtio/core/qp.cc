@@ -306,24 +306,37 @@ Status cmd_modify_qp(VrdmaCore &c, const virtio_rdma_cmd_modify_qp &req,
     if (Status s = check_values(c, req.attr_mask, a); !s.ok()) {
         return s;
     }
-    /* The backend's host device may refuse what the core let through. */
-    if (Status s = backend::qp_modifying(c, *qp, req.attr_mask, a); !s.ok()) {
+    /*
+     * The backend's host device may refuse what the core let through, or
+     * take its time (then the rest is modify_apply() when it is done).
+     */
+    if (Status s = backend::qp_modifying(c, *qp, req.attr_mask, a);
+        s.deferred) {
+        c.pending = VrdmaCore::Pending{true, VIRTIO_RDMA_CMD_MODIFY_QP,
+                                       req.qpn, req.attr_mask, a};
+        return s;
+    } else if (!s.ok()) {
         return s;
     }
-    /* Everything checked: apply it all. */
+    modify_apply(c, req.qpn, req.attr_mask, a);
+    return kOk;
+}
+
+void modify_apply(VrdmaCore &c, uint32_t qpn, uint32_t mask,
+                  const virtio_rdma_qp_attr &a)
+{
+    Qp *qp = c.qps.at(qpn);
     const uint32_t old_state = qp->state();
-    if ((req.attr_mask & VIRTIO_RDMA_QP_STATE) &&
-        a.qp_state == VIRTIO_RDMA_QPS_RESET) {
+    if ((mask & VIRTIO_RDMA_QP_STATE) && a.qp_state == VIRTIO_RDMA_QPS_RESET) {
         qp->reset_attrs(); /* IBA 10.3.1: RESET forgets the attributes */
     } else {
-        apply(*qp, req.attr_mask, a);
+        apply(*qp, mask, a);
     }
-    backend::qp_modified(c, *qp, old_state, req.attr_mask);
+    backend::qp_modified(c, *qp, old_state, mask);
     if (qp->state() == VIRTIO_RDMA_QPS_RESET &&
         old_state != VIRTIO_RDMA_QPS_RESET) {
-        c.qp_instance_ended(req.qpn); /* its old work is gone with it */
+        c.qp_instance_ended(qpn); /* its old work is gone with it */
     }
-    return kOk;
 }
 
 Status cmd_query_qp(VrdmaCore &c, const virtio_rdma_cmd_query_qp &req,

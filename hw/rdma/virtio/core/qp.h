@@ -42,6 +42,12 @@ struct Qp {
 /* The response is the queue index, and with WIRE_QPN the wire QPN too. */
 Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
                      virtio_rdma_rsp_create_qp_wire &rsp);
+/*
+ * MODIFY_QP's second half, once every check passed and the backend agreed
+ * (at once, or when its deferred host work is done: VrdmaCore::pending).
+ */
+void modify_apply(VrdmaCore &c, uint32_t qpn, uint32_t mask,
+                  const virtio_rdma_qp_attr &a);
 Status cmd_modify_qp(VrdmaCore &c, const virtio_rdma_cmd_modify_qp &req,
                      NoPayload &rsp);
 Status cmd_query_qp(VrdmaCore &c, const virtio_rdma_cmd_query_qp &req,

@@ -243,11 +243,36 @@ Status Backend::qp_modifying(VrdmaCore &c, Qp &qp, uint32_t mask,
     if (!s || !s->qp) {
         return fail(VRDMA_ERR_UNSUPPORTED, "qpn", qp.index);
     }
+    /*
+     * With an address the host resolves the destination's MAC, which waits
+     * (about a second for an address nobody answers): on a worker thread,
+     * the command answered when it is done.
+     */
+    if ((mask & VIRTIO_RDMA_QP_AV) && c.host.can_defer()) {
+        auto *m = new DeferredModify{&c, s->qp.get(), h,
+                                     static_cast<int>(mask & kHostQpMask),
+                                     mask};
+        c.host.defer(DeferredModify::work, DeferredModify::done, m);
+        return kDeferred;
+    }
     if (const int e = ibv_modify_qp(s->qp.get(), &h, static_cast<int>(
                                                    mask & kHostQpMask))) {
         return host_refused(e, "attr_mask", mask);
     }
     return kOk;
+}
+
+int DeferredModify::work(void *ctx)
+{
+    auto *m = static_cast<DeferredModify *>(ctx);
+    return ibv_modify_qp(m->qp, &m->attr, m->host_mask);
+}
+
+void DeferredModify::done(void *ctx, int ret)
+{
+    std::unique_ptr<DeferredModify> m(static_cast<DeferredModify *>(ctx));
+    m->core->resume_pending(ret ? host_refused(ret, "attr_mask", m->mask)
+                                : kOk);
 }
 
 void Backend::qp_destroyed(VrdmaCore &, Qp &qp)

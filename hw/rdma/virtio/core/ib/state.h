@@ -73,6 +73,22 @@ struct QpState {
     std::deque<GsiRecv> gsi_rq;
 };
 
+/*
+ * A host modify_qp run on the host's worker thread (objects.cc): the QP
+ * cannot go away meanwhile -- the host sends no other command until this
+ * one is answered, and waits for it before a reset.
+ */
+struct DeferredModify {
+    VrdmaCore *core;
+    ibv_qp *qp;
+    ibv_qp_attr attr;
+    int host_mask;
+    uint32_t mask;            /* the guest's, for the refusal */
+
+    static int work(void *ctx);                 /* worker thread */
+    static void done(void *ctx, int ret);       /* core's context */
+};
+
 /* An MR's host MR over its window (window.h): registered together. */
 struct HostMr {
     ibv_mr *mr = nullptr;

@@ -127,6 +127,7 @@ lab_ibverbs_interop() {
         grep -q "PEER: FAIL" "$dir/A/$name.peer" 2>/dev/null &&
             why="$why $(grep -m1 'PEER: FAIL' "$dir/A/$name.peer" | sed 's/.*PEER: //')"
         case $name in
+        *rping*) fig=$(grep -o 'rping: [0-9]* pings verified' "$dir/A/$name.peer" 2>/dev/null) ;;
         *-gsrv) fig=$(lab_figures "$dir/A/$name.peer") ;;
         *) fig=$(lab_figures "$dir/B/$name.out") ;;
         esac

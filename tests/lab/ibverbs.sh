@@ -10,7 +10,19 @@
 # shellcheck shell=bash
 # The data-path cases that do not look at the soft engine's own wire (the
 # "wire" ones run two devices on the one rxe0; frames are rxe's business).
+# Left out, each for a reason of its own:
+#   wire/connect, wire/not-ours-first   the soft engine's wire and filter;
+#   cq-arm/solicited                    ibv_wc has no solicited bit: every
+#                                       receive may wake a SOLICITED arm;
+#   cq-arm/answered-after-earlier-cqes  the host flushes a QP in ERR on its
+#                                       own time: the flushed CQE may come
+#                                       after the arm's answer (it then
+#                                       signals the arm: nothing is missed);
+#   qp/destroy-discards-pending         the device's virtqueues, the same
+#                                       code for both (and its hand-made
+#                                       CREATE_QP has no wire QPN room).
 LAB_IBV_DP_CASES="/x86_64/virtio-rdma-dp/loopback /x86_64/virtio-rdma-dp/wire-qpn/loopback"
+LAB_IBV_DP_CASES="$LAB_IBV_DP_CASES /x86_64/virtio-rdma-dp/cq-arm/next /x86_64/virtio-rdma-dp/event-queue"
 for c in rc-send rc-write rc-write-imm rc-read rc-cas rc-faa rc-pipeline \
          ud-send-ipv4 ud-send-ipv6 peer-gone; do
     LAB_IBV_DP_CASES="$LAB_IBV_DP_CASES /x86_64/virtio-rdma-dp/wire/$c"

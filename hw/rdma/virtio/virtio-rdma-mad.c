@@ -486,7 +486,8 @@ void virtio_rdma_mad_gid_changed(VirtIORdma *r, uint32_t index,
     }
     m->want[index] = added;
     memcpy(m->gid[index], gid, 16);
-    virtio_rdma_mad_pump(m);
+    /* Called under core_lock: the socket is written from the bottom half. */
+    qemu_bh_schedule(m->bh);
 }
 
 void virtio_rdma_mad_stop(VirtIORdma *r)

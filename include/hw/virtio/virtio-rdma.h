@@ -134,8 +134,9 @@ void virtio_rdma_backend_release(VirtIORdma *r);
  * virtio-rdma-mad.c: backend=ibverbs's MAD link to contrib/rdmacm-mux
  * (mad-chardev=), which serves the guest's GSI QP.  init (pairing, before
  * the core: sets ops->mad.send) does nothing without mad-chardev; stop
- * before the core is freed, cleanup after.  gid_changed (main loop) keeps
- * the mux's routing claims on the guest's GIDs.
+ * before the core is freed, cleanup after.  gid_changed (main loop, under
+ * core_lock: it only records, the bottom half writes) keeps the mux's
+ * routing claims on the guest's GIDs.
  */
 void virtio_rdma_mad_init(VirtIORdma *r, VrdmaHostOps *ops);
 void virtio_rdma_mad_gid_changed(VirtIORdma *r, uint32_t index,

@@ -2219,21 +2219,15 @@ static uint64_t ib_info(QVrdmaDev *d, bool link, const char *key)
 /* Until the mux accepted @d (@connects times in all) and routes its GID. */
 static void wait_mad_link(QVrdmaDev *d, uint64_t connects)
 {
-    gint64 end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
-
-    while (ib_info(d, true, "connects") < connects ||
-           !ib_info(d, true, "connected") ||
-           ib_info(d, true, "gids-claimed") != 1) {
-        if (g_get_monotonic_time() > end) {
-            g_error("MAD link: connects %" PRIu64 " connected %" PRIu64
-                    " gids-claimed %" PRIu64 " gids-refused %" PRIu64
-                    " after 20 s", ib_info(d, true, "connects"),
-                    ib_info(d, true, "connected"),
-                    ib_info(d, true, "gids-claimed"),
-                    ib_info(d, true, "gids-refused"));
-        }
-        g_usleep(50 * 1000);
+    if (!qvrdma_dp_wait_mad_link(d, connects, 1, 20)) {
+        g_error("MAD link: connects %" PRIu64 " connected %" PRIu64
+                " gids-claimed %" PRIu64 " gids-refused %" PRIu64
+                " after 20 s", ib_info(d, true, "connects"),
+                ib_info(d, true, "connected"),
+                ib_info(d, true, "gids-claimed"),
+                ib_info(d, true, "gids-refused"));
     }
+    g_assert_cmpuint(ib_info(d, true, "gids-claimed"), ==, 1);
 }
 
 /*

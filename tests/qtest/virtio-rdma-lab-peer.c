@@ -1033,20 +1033,8 @@ static uint16_t cm_recv(Peer *p, Cm *cm, uint16_t want, uint8_t *mad, int ms)
 /* Until the mux accepted the device and routes at least one of its GIDs. */
 static bool mad_link_up(Peer *p)
 {
-    gint64 end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-
-    while (g_get_monotonic_time() < end) {
-        QDict *rsp;
-        QDict *ib = qdict_get_qdict(qvrdma_dp_query(p->d, &rsp), "ibverbs");
-        QDict *l = ib ? qdict_get_qdict(ib, "mad-link") : NULL;
-        bool up = l && qdict_get_bool(l, "connected") &&
-                  qdict_get_int(l, "gids-claimed") > 0;
-
-        qobject_unref(rsp);
-        if (up) {
-            return true;
-        }
-        g_usleep(100 * 1000);
+    if (qvrdma_dp_wait_mad_link(p->d, 1, 1, 30)) {
+        return true;
     }
     fail("the device's MAD link did not come up (QVRDMA_MAD_SOCKET set? "
          "rdmacm-mux running?)");

@@ -875,6 +875,30 @@ bool qvrdma_dp_want_iothread(void)
     return g_strcmp0(g_getenv("QVRDMA_IOTHREAD"), "1") == 0;
 }
 
+bool qvrdma_dp_wait_mad_link(QVrdmaDev *d, uint64_t connects, uint64_t gids,
+                             int timeout_s)
+{
+    gint64 end = g_get_monotonic_time() + timeout_s * G_USEC_PER_SEC;
+
+    for (;;) {
+        QDict *rsp;
+        QDict *ib = qdict_get_qdict(qvrdma_dp_query(d, &rsp), "ibverbs");
+        QDict *l = ib ? qdict_get_qdict(ib, "mad-link") : NULL;
+        bool up = l && qdict_get_bool(l, "connected") &&
+                  (uint64_t)qdict_get_int(l, "connects") >= connects &&
+                  (uint64_t)qdict_get_int(l, "gids-claimed") >= gids;
+
+        qobject_unref(rsp);
+        if (up) {
+            return true;
+        }
+        if (g_get_monotonic_time() > end) {
+            return false;
+        }
+        g_usleep(50 * 1000);
+    }
+}
+
 const char *qvrdma_dp_ibverbs(void)
 {
     const char *ib = g_getenv("QVRDMA_IBDEV");

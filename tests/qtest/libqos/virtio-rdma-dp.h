@@ -108,6 +108,13 @@ bool qvrdma_dp_want_iothread(void);
  */
 const char *qvrdma_dp_ibverbs(void);
 /*
+ * Waits up to @timeout_s for query-virtio-rdma's ibverbs.mad-link to say
+ * connected, at least @connects connections so far and at least @gids
+ * GIDs claimed.  @returns whether it did.
+ */
+bool qvrdma_dp_wait_mad_link(QVrdmaDev *d, uint64_t connects, uint64_t gids,
+                             int timeout_s);
+/*
  * query-virtio-rdma's live PDs, CQs, QPs and MRs (@host: the host device's,
  * backend=ibverbs) into @n, in that order.
  */

@@ -37,6 +37,10 @@ inline VrdmaLimits default_limits()
         .mac = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56},
         .max_mapped_pages = 0, /* no cap */
         .rng_seed = 0,         /* deterministic numbers and keys */
+        .max_qp_rd_atom = 0,   /* the soft engine's capabilities */
+        .max_qp_init_rd_atom = 0,
+        .no_atomics = false,
+        .no_fast_reg = false,
     };
 }
 

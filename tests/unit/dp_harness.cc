@@ -46,6 +46,11 @@ VrdmaLimits dp_limits()
         .max_mapped_pages = 0, /* no cap */
         /* random QP numbers and keys, as under QEMU (same every run) */
         .rng_seed = 0x5EED,
+        /* the soft engine's capabilities */
+        .max_qp_rd_atom = 0,
+        .max_qp_init_rd_atom = 0,
+        .no_atomics = false,
+        .no_fast_reg = false,
     };
 }
 

@@ -24,7 +24,9 @@ TEST(CoreNew, AcceptsDefaultsAndExtremes)
     lim = VrdmaLimits{.max_qp = 2, .max_cq = 1, .max_mr = 1, .max_pd = 1,
                       .max_ah = 1, .max_mr_size = 4096, .queue_size = 2,
                       .max_sge = 1, .sys_image_guid = 0, .phys_mtu = 0,
-                      .mac = {}, .max_mapped_pages = 0, .rng_seed = 0};
+                      .mac = {}, .max_mapped_pages = 0, .rng_seed = 0,
+                      .max_qp_rd_atom = 1, .max_qp_init_rd_atom = 1,
+                      .no_atomics = true, .no_fast_reg = true};
     c = vrdma_core_new(&lim, &g.ops());
     ASSERT_NE(c, nullptr);
     vrdma_core_free(c);
@@ -35,7 +37,10 @@ TEST(CoreNew, AcceptsDefaultsAndExtremes)
                       .max_sge = 32, .sys_image_guid = ~0ull,
                       .phys_mtu = 65535, .mac = {},
                       .max_mapped_pages = UINT64_MAX,
-                      .rng_seed = UINT64_MAX};
+                      .rng_seed = UINT64_MAX,
+                      .max_qp_rd_atom = UINT32_MAX,
+                      .max_qp_init_rd_atom = UINT32_MAX,
+                      .no_atomics = false, .no_fast_reg = false};
     c = vrdma_core_new(&lim, &g.ops());
     ASSERT_NE(c, nullptr);
     vrdma_core_free(c);
@@ -122,6 +127,39 @@ TEST_F(Config, Fields)
     for (uint8_t b : cfg.reserved) {
         EXPECT_EQ(b, 0u);
     }
+}
+
+/* A backend that does less (a host device's caps) says so in the config. */
+TEST(ConfigCaps, BackendLessThanSoft)
+{
+    FakeGuest g;
+    VrdmaLimits lim = default_limits();
+    lim.max_qp_rd_atom = 4;
+    lim.max_qp_init_rd_atom = 2;
+    lim.no_atomics = true;
+    lim.no_fast_reg = true;
+    VrdmaCore *c = vrdma_core_new(&lim, &g.ops());
+    ASSERT_NE(c, nullptr);
+    virtio_rdma_config cfg;
+    vrdma_core_get_config(c, &cfg);
+    EXPECT_EQ(cfg.device_cap_flags, VIRTIO_RDMA_DEV_RC_RNR_NAK_GEN |
+                                        VIRTIO_RDMA_DEV_SYS_IMAGE_GUID);
+    EXPECT_EQ(cfg.max_qp_rd_atom, 4u);
+    EXPECT_EQ(cfg.max_res_rd_atom, 4u * lim.max_qp);
+    EXPECT_EQ(cfg.max_qp_init_rd_atom, 2u);
+    EXPECT_EQ(cfg.atomic_cap, uint32_t{VIRTIO_RDMA_ATOMIC_NONE});
+    EXPECT_EQ(cfg.max_fast_reg_page_list_len, 0u);
+    vrdma_core_free(c);
+
+    /* Above the soft engine's own bound, the soft engine's stays. */
+    lim = default_limits();
+    lim.max_qp_rd_atom = 128;
+    c = vrdma_core_new(&lim, &g.ops());
+    ASSERT_NE(c, nullptr);
+    vrdma_core_get_config(c, &cfg);
+    EXPECT_EQ(cfg.max_qp_rd_atom, 16u);
+    EXPECT_EQ(cfg.max_qp_init_rd_atom, 16u);
+    vrdma_core_free(c);
 }
 
 TEST_F(Config, FastRegPageListIsCappedAt512x512)

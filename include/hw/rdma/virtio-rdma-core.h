@@ -68,6 +68,17 @@ typedef struct VrdmaLimits {
      * tests.
      */
     uint64_t rng_seed;
+    /*
+     * Where the backend does less than the soft engine (a host RDMA
+     * device's capabilities; 0 / false: the soft engine's): RDMA READs and
+     * atomics outstanding per QP (as responder, as requester), atomics at
+     * all, fast registration (CREATE_MR, REG_MR).  The config space says
+     * the same.
+     */
+    uint32_t max_qp_rd_atom;
+    uint32_t max_qp_init_rd_atom;
+    bool no_atomics;
+    bool no_fast_reg;
 } VrdmaLimits;
 
 /*

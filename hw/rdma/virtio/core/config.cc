@@ -20,6 +20,12 @@ bool object_limit_ok(uint32_t v)
     return v >= VIRTIO_RDMA_LIMIT_MIN && v <= VIRTIO_RDMA_LIMIT_MAX;
 }
 
+/* @ours, or the backend's @theirs if that is lower (0: none given). */
+uint32_t lower(uint32_t ours, uint32_t theirs)
+{
+    return theirs ? std::min(ours, theirs) : ours;
+}
+
 } // namespace
 
 bool limits_valid(const VrdmaLimits &lim)
@@ -39,16 +45,18 @@ DeviceCaps device_caps(const VrdmaLimits &lim)
         .max_fast_reg_page_list_len = static_cast<uint32_t>(
             std::min<uint64_t>(lim.max_mr_size / kPageSize,
                                VIRTIO_RDMA_MAX_MR_PAGES)),
-        .max_qp_rd_atom = kMaxQpRdAtom,
-        .max_qp_init_rd_atom = kMaxQpRdAtom,
+        .max_qp_rd_atom = lower(kMaxQpRdAtom, lim.max_qp_rd_atom),
+        .max_qp_init_rd_atom = lower(kMaxQpRdAtom, lim.max_qp_init_rd_atom),
+        .atomics = !lim.no_atomics,
+        .fast_reg = !lim.no_fast_reg,
     };
 }
 
 void fill_config(const VrdmaLimits &lim, virtio_rdma_config &cfg)
 {
     const DeviceCaps caps = device_caps(lim);
-    const uint64_t res_rd_atom =
-        std::min<uint64_t>(uint64_t{kMaxQpRdAtom} * lim.max_qp, UINT32_MAX);
+    const uint64_t res_rd_atom = std::min<uint64_t>(
+        uint64_t{caps.max_qp_rd_atom} * lim.max_qp, UINT32_MAX);
 
     std::memset(&cfg, 0, sizeof(cfg));
     cfg.phys_port_cnt = le<uint32_t>(1);
@@ -61,9 +69,9 @@ void fill_config(const VrdmaLimits &lim, virtio_rdma_config &cfg)
     cfg.page_size_cap = le(kPageSize);
     cfg.max_qp = le(lim.max_qp);
     cfg.max_qp_wr = le(lim.queue_size);
-    cfg.device_cap_flags = le<uint64_t>(VIRTIO_RDMA_DEV_RC_RNR_NAK_GEN |
-                                        VIRTIO_RDMA_DEV_MEM_MGT_EXTENSIONS |
-                                        VIRTIO_RDMA_DEV_SYS_IMAGE_GUID);
+    cfg.device_cap_flags = le<uint64_t>(
+        VIRTIO_RDMA_DEV_RC_RNR_NAK_GEN | VIRTIO_RDMA_DEV_SYS_IMAGE_GUID |
+        (caps.fast_reg ? VIRTIO_RDMA_DEV_MEM_MGT_EXTENSIONS : 0));
     cfg.max_send_sge = le(lim.max_sge);
     cfg.max_recv_sge = le(lim.max_sge);
     cfg.max_sge_rd = le(lim.max_sge);
@@ -74,9 +82,11 @@ void fill_config(const VrdmaLimits &lim, virtio_rdma_config &cfg)
     cfg.max_qp_rd_atom = le(caps.max_qp_rd_atom);
     cfg.max_res_rd_atom = le(static_cast<uint32_t>(res_rd_atom));
     cfg.max_qp_init_rd_atom = le(caps.max_qp_init_rd_atom);
-    cfg.atomic_cap = le<uint32_t>(VIRTIO_RDMA_ATOMIC_HCA);
+    cfg.atomic_cap = le<uint32_t>(caps.atomics ? VIRTIO_RDMA_ATOMIC_HCA
+                                               : VIRTIO_RDMA_ATOMIC_NONE);
     cfg.max_ah = le(lim.max_ah);
-    cfg.max_fast_reg_page_list_len = le(caps.max_fast_reg_page_list_len);
+    cfg.max_fast_reg_page_list_len =
+        le(caps.fast_reg ? caps.max_fast_reg_page_list_len : 0u);
     cfg.max_pkeys = le<uint16_t>(VRDMA_PKEY_TABLE_LEN);
     cfg.local_ca_ack_delay = 15;
 }

@@ -26,6 +26,8 @@ struct DeviceCaps {
     uint32_t max_fast_reg_page_list_len;
     uint32_t max_qp_rd_atom;      /* bound of max_dest_rd_atomic */
     uint32_t max_qp_init_rd_atom; /* bound of max_rd_atomic */
+    bool atomics;
+    bool fast_reg;                /* MEM_MGT_EXTENSIONS */
 };
 
 /* @returns whether @lim is within what the core supports. */

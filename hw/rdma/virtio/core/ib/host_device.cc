@@ -121,6 +121,11 @@ void HostDevice::clamp(VrdmaLimits &lim) const
     if (host_q > 0) {
         lower(lim.queue_size, std::bit_floor(static_cast<unsigned>(host_q)));
     }
+    /* What the guest is told the device does (its config space). */
+    lim.max_qp_rd_atom = static_cast<uint32_t>(std::max(dev_.max_qp_rd_atom, 1));
+    lim.max_qp_init_rd_atom =
+        static_cast<uint32_t>(std::max(dev_.max_qp_init_rd_atom, 1));
+    lim.no_atomics = dev_.atomic_cap == IBV_ATOMIC_NONE;
 }
 
 void HostDevice::describe(VrdmaIbHostInfo &info) const

@@ -35,7 +35,10 @@ public:
     HostDevice(const HostDevice &) = delete;
     HostDevice &operator=(const HostDevice &) = delete;
 
-    /* Lowers each limit in @lim above the host device's to the host's. */
+    /*
+     * Lowers each limit in @lim above the host device's to the host's,
+     * and sets the capabilities the host has less of (RD atomics, atomics).
+     */
     void clamp(VrdmaLimits &lim) const;
     /* What `info rdma` / query-virtio-rdma show of the host side. */
     void describe(VrdmaIbHostInfo &info) const;

@@ -28,6 +28,7 @@ for c in rc-send rc-write rc-write-imm rc-read rc-cas rc-faa rc-pipeline \
     LAB_IBV_DP_CASES="$LAB_IBV_DP_CASES /x86_64/virtio-rdma-dp/wire/$c"
 done
 LAB_IBV_DP_CASES="$LAB_IBV_DP_CASES /x86_64/virtio-rdma-dp/wire-qpn/wire"
+LAB_IBV_DP_CASES="$LAB_IBV_DP_CASES /x86_64/virtio-rdma-dp/dma-sge/loopback /x86_64/virtio-rdma-dp/dma-sge/wire"
 
 # The GSI QP's cases run against contrib/rdmacm-mux (the mux part's build),
 # a snapshot the guests see over 9p as $LAB/bin/rdmacm-mux.

@@ -68,6 +68,7 @@ typedef struct Side {
     QVrdmaQp *ud;               /* UD, if made */
     QVrdmaPageTable pt;
     struct virtio_rdma_rsp_mr mr;
+    struct virtio_rdma_rsp_mr dma;  /* with dp_dma_sges: local SGEs' MR */
     uint64_t va;
     uint8_t gid[16];            /* GID index 0 */
     uint32_t sq_psn;
@@ -76,6 +77,13 @@ typedef struct Side {
     uint8_t *shadow;            /* what the MR must hold */
     bool dead;                  /* its QEMU was killed */
 } Side;
+
+/*
+ * The dma-sge/ runs: local SGEs name the buffer by its guest-physical
+ * address through a DMA MR (GET_DMA_MR, LOCAL_WRITE), as a guest kernel's
+ * local DMA lkey does; peers still reach it through the user MR's rkey.
+ */
+static bool dp_dma_sges;
 
 /*
  * Device features the tests' devices negotiate (the wire-qpn/ runs set
@@ -151,6 +159,22 @@ static void side_init(Side *s, const char *name, QVrdmaDev *d, bool own_dev,
         g_assert_cmphex(s->mr.rkey, ==, s->mr.lkey);
     }
 
+    if (dp_dma_sges) {
+        st = qvrdma_get_dma_mr(&d->r, s->pdn, VIRTIO_RDMA_ACCESS_LOCAL_WRITE,
+                               &s->dma);
+        g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+        g_assert_cmphex(s->dma.rkey, ==, 0);
+        if (qvrdma_dp_ibverbs()) {
+            /* All of RAM to every peer, under rkeys of several host MRs: no. */
+            struct virtio_rdma_rsp_mr no;
+
+            st = qvrdma_get_dma_mr(&d->r, s->pdn,
+                                   VIRTIO_RDMA_ACCESS_LOCAL_WRITE |
+                                   VIRTIO_RDMA_ACCESS_REMOTE_READ, &no);
+            g_assert_cmpstr(qvrdma_status_name(st), ==, "EOPNOTSUPP");
+        }
+    }
+
     /* Random contents, known to the shadow. */
     s->shadow = g_malloc(MR_LEN);
     for (i = 0; i < MR_LEN; i++) {
@@ -173,6 +197,11 @@ static void side_free(Side *s)
     }
     qvrdma_dp_qp_free(s->qp);
     qvrdma_dp_cq_free(s->cq);
+    if (dp_dma_sges) {
+        g_assert_cmpstr(qvrdma_status_name(qvrdma_dereg_mr(&s->d->r,
+                                                           s->dma.mrn)),
+                        ==, "OK");
+    }
     qvrdma_pt_free(&s->d->r, &s->pt);
     g_free(s->shadow);
     if (s->own_dev) {
@@ -208,13 +237,19 @@ static void side_check_mem(Side *s, const char *after)
 }
 
 /* An SGE over [off, off + len) of the side's MR (by virtual address). */
+/* Where local SGEs name the buffer: its IOVA, or its GPA (dma-sge/). */
+static uint64_t sge_base(Side *s)
+{
+    return dp_dma_sges ? s->pt.data : s->va;
+}
+
 static struct virtio_rdma_sge sge_of(Side *s, uint32_t off, uint32_t len)
 {
     g_assert_cmpuint(off + len, <=, MR_LEN);
     return (struct virtio_rdma_sge) {
-        .addr = cpu_to_le64(s->va + off),
+        .addr = cpu_to_le64(sge_base(s) + off),
         .length = cpu_to_le32(len),
-        .lkey = cpu_to_le32(s->mr.lkey),
+        .lkey = cpu_to_le32(dp_dma_sges ? s->dma.lkey : s->mr.lkey),
     };
 }
 
@@ -231,7 +266,7 @@ static uint8_t *gather(Side *s, const struct virtio_rdma_sge *sge,
     }
     buf = g_malloc(total ? total : 1);
     for (i = 0; i < n; i++) {
-        uint32_t off = le64_to_cpu(sge[i].addr) - s->va;
+        uint32_t off = le64_to_cpu(sge[i].addr) - sge_base(s);
         uint32_t l = le32_to_cpu(sge[i].length);
 
         memcpy(buf + pos, s->shadow + off, l);
@@ -249,7 +284,7 @@ static void scatter(Side *s, const struct virtio_rdma_sge *sge, unsigned n,
     unsigned i;
 
     for (i = 0; i < n && pos < len; i++) {
-        uint32_t off = le64_to_cpu(sge[i].addr) - s->va;
+        uint32_t off = le64_to_cpu(sge[i].addr) - sge_base(s);
         uint32_t l = MIN(le32_to_cpu(sge[i].length), len - pos);
 
         memcpy(s->shadow + off, data + pos, l);
@@ -2368,9 +2403,10 @@ static void test_ib_reg_time(void)
     uint32_t mb = atoi(g_getenv("QVRDMA_REG_MB"));
     uint32_t npages = mb * 256, pdn, host[4];
     uint64_t va = 0x7f0000000000ull;
+    const char *ram_mb = g_getenv("QVRDMA_RAM_MB") ?: "128";
     struct virtio_rdma_rsp_mr mr;
     QVrdmaPageTable pt;
-    gint64 t0, t_reg, t_dereg;
+    gint64 t0, t_reg, t_dereg, t_dma, t_dma_dereg;
     QVrdmaDev *d = qvrdma_dev_boot_features("user,id=n0", MAC_A, RDMA_OPTS,
                                             dev_features());
 
@@ -2392,12 +2428,32 @@ static void test_ib_reg_time(void)
     t_dereg = g_get_monotonic_time() - t0;
     qvrdma_dp_objects(d, true, host);
     g_assert_cmpuint(host[3], ==, 0);
+
+    /* A DMA MR: all of guest RAM (QVRDMA_RAM_MB), a host MR per range. */
+    t0 = g_get_monotonic_time();
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_get_dma_mr(
+                        &d->r, pdn, VIRTIO_RDMA_ACCESS_LOCAL_WRITE, &mr)),
+                    ==, "OK");
+    t_dma = g_get_monotonic_time() - t0;
+    qvrdma_dp_objects(d, true, host);
+    g_assert_cmpuint(host[3], ==, 1);
+    t0 = g_get_monotonic_time();
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_dereg_mr(&d->r, mr.mrn)), ==,
+                    "OK");
+    t_dma_dereg = g_get_monotonic_time() - t0;
+    qvrdma_dp_objects(d, true, host);
+    g_assert_cmpuint(host[3], ==, 0);
+
     g_test_message("REG_USER_MR of %u MiB: %" PRId64 " ms (%.2f s/GiB); "
-                   "DEREG_MR: %" PRId64 " ms", mb, t_reg / 1000,
-                   t_reg / 1e6 * 1024 / mb, t_dereg / 1000);
+                   "DEREG_MR: %" PRId64 " ms; GET_DMA_MR over %s MiB of RAM: "
+                   "%" PRId64 " ms, DEREG_MR %" PRId64 " ms",
+                   mb, t_reg / 1000, t_reg / 1e6 * 1024 / mb, t_dereg / 1000,
+                   ram_mb, t_dma / 1000, t_dma_dereg / 1000);
     printf("IBV-REG-TIME mb=%u reg_ms=%" PRId64 " s_per_gib=%.2f "
-           "dereg_ms=%" PRId64 "\n", mb, t_reg / 1000,
-           t_reg / 1e6 * 1024 / mb, t_dereg / 1000);
+           "dereg_ms=%" PRId64 " dma_mr_ram_mb=%s dma_mr_ms=%" PRId64
+           " dma_dereg_ms=%" PRId64 "\n", mb, t_reg / 1000,
+           t_reg / 1e6 * 1024 / mb, t_dereg / 1000, ram_mb, t_dma / 1000,
+           t_dma_dereg / 1000);
     qvrdma_pt_free(&d->r, &pt);
     qvrdma_dev_quit(d);
 }
@@ -2493,6 +2549,26 @@ static void run_dp_wire_qpn_test(const void *opaque)
     dp_features = 0;
 }
 
+/* The RC suites again, each local SGE through a DMA MR. */
+static const DpTest dp_dma_tests[] = {
+    { "dma-sge/loopback/rc-send", run_loopback, rc_send, NULL },
+    { "dma-sge/loopback/rc-write-imm", run_loopback, rc_write_imm, NULL },
+    { "dma-sge/loopback/rc-read", run_loopback, rc_read, NULL },
+    { "dma-sge/loopback/rc-cas", run_loopback, rc_cas, NULL },
+    { "dma-sge/loopback/rc-faa", run_loopback, rc_faa, NULL },
+    { "dma-sge/wire/rc-send", run_wire, rc_send, NULL },
+    { "dma-sge/wire/rc-read", run_wire, rc_read, NULL },
+};
+
+static void run_dp_dma_test(const void *opaque)
+{
+    const DpTest *t = opaque;
+
+    dp_dma_sges = true;
+    t->fn(t->data);
+    dp_dma_sges = false;
+}
+
 static void run_dp_test(const void *opaque)
 {
     const DpTest *t = opaque;
@@ -2521,6 +2597,12 @@ int main(int argc, char **argv)
 
         qtest_add_data_func(path, &dp_wire_qpn_tests[i],
                             run_dp_wire_qpn_test);
+    }
+    for (i = 0; i < ARRAY_SIZE(dp_dma_tests); i++) {
+        g_autofree char *path = g_strdup_printf("/virtio-rdma-dp/%s",
+                                                dp_dma_tests[i].path);
+
+        qtest_add_data_func(path, &dp_dma_tests[i], run_dp_dma_test);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_IBDEV_NETDEV")) {
         qtest_add_func("/virtio-rdma-dp/ibverbs/port-events",

@@ -16,7 +16,8 @@ FakeGuest::FakeGuest()
            .mem = {.map = &FakeGuest::map,
                    .unmap = &FakeGuest::unmap,
                    .read = &FakeGuest::read,
-                   .write = &FakeGuest::write},
+                   .write = &FakeGuest::write,
+                   .ram_ranges = nullptr}, /* for a host device's backend */
            .events = {.gid_changed = &FakeGuest::gid_changed,
                       .guest_error = &FakeGuest::guest_error},
            .cq = {},

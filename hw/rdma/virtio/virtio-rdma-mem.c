@@ -402,3 +402,59 @@ void virtio_rdma_mem_cleanup(VirtIORdma *r)
     g_free(m);
     r->mem = NULL;
 }
+
+/* The listing in progress: ranges found so far, the last one kept whole. */
+typedef struct VrdmaRamList {
+    VrdmaRamRange *out;
+    size_t max, n;
+    VrdmaRamRange last;
+    const MemoryRegion *last_mr;
+    hwaddr last_end;            /* offset in last_mr after the last range */
+} VrdmaRamList;
+
+static bool vrdma_mem_list_range(Int128 start, Int128 len,
+                                 const MemoryRegion *cmr, hwaddr offset,
+                                 void *opaque)
+{
+    VrdmaRamList *l = opaque;
+    MemoryRegion *mr = (MemoryRegion *)cmr;
+    uint64_t gpa = int128_get64(start), n = int128_get64(len);
+
+    /* What vrdma_mem_ram() accepts for writing, and nothing else. */
+    if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
+        mr->readonly || mr->rom_device ||
+        memory_region_has_ram_discard_manager(mr)) {
+        return false;
+    }
+    if (l->n && l->last_mr == mr && l->last.gpa + l->last.len == gpa &&
+        l->last_end == offset) {
+        l->last.len += n;       /* the same region, on in both spaces */
+    } else {
+        l->last = (VrdmaRamRange) { .gpa = gpa, .len = n };
+        l->n++;
+    }
+    l->last_mr = mr;
+    l->last_end = offset + n;
+    if (l->n <= l->max) {
+        l->out[l->n - 1] = l->last;
+    }
+    return false;               /* on to the next */
+}
+
+size_t virtio_rdma_mem_ram_ranges(void *opaque, VrdmaRamRange *out,
+                                  size_t max)
+{
+    VirtIORdma *r = opaque;
+    VrdmaRamList l = { .out = out, .max = max };
+
+    if (VIRTIO_DEVICE(r)->dma_as != &address_space_memory || xen_enabled()) {
+        return 0;               /* map refuses these (see the top) */
+    }
+    WITH_RCU_READ_LOCK_GUARD() {
+        flatview_for_each_range(
+            address_space_to_flatview(&address_space_memory),
+            vrdma_mem_list_range, &l);
+    }
+    trace_virtio_rdma_mem_ram_ranges(l.n, max);
+    return l.n;
+}

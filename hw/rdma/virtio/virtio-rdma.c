@@ -698,6 +698,7 @@ bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp)
             .unmap = virtio_rdma_mem_unmap,
             .read = virtio_rdma_mem_read,
             .write = virtio_rdma_mem_write,
+            .ram_ranges = virtio_rdma_mem_ram_ranges,
         },
     };
 

@@ -118,6 +118,12 @@ typedef struct VrdmaMad {
     uint8_t mad[VRDMA_MAD_LEN];
 } VrdmaMad;
 
+/* A stretch of guest RAM, [gpa, gpa + len): see mem.ram_ranges. */
+typedef struct VrdmaRamRange {
+    uint64_t gpa;
+    uint64_t len;
+} VrdmaRamRange;
+
 typedef struct VrdmaHostOps {
     void *opaque;
 
@@ -135,6 +141,14 @@ typedef struct VrdmaHostOps {
         int (*read)(void *opaque, uint64_t gpa, void *buf, uint64_t len);
         int (*write)(void *opaque, uint64_t gpa, const void *buf,
                      uint64_t len);
+        /*
+         * The guest's RAM now, as map accepts it for writing, in GPA
+         * order: each range is one region, contiguous in the host's
+         * mapping.  Fills at most @max; @returns how many there are.  A
+         * backend on a host device needs it for DMA MRs (their addresses
+         * are guest-physical); NULL: it refuses them.
+         */
+        size_t (*ram_ranges)(void *opaque, VrdmaRamRange *out, size_t max);
     } mem;
 
     /* ---- events for the management plane and the trace ---- */
@@ -325,8 +339,9 @@ uint64_t vrdma_core_mapped_pages(const VrdmaCore *core);
  * REG_MR work request (LOC_QP_OP_ERR).  DEREG_MR still frees it; a
  * fast-registration MR becomes usable again after a successful MAP_MR_SG
  * (new pages) and REG_MR.  DMA MRs hold no mapped pages (they reach guest
- * memory through the read/write ops) and are never affected.  Work is
- * O(mapped pages); call it before the memory is unmapped.
+ * memory through the read/write ops) and are not affected -- unless a
+ * backend holds RAM mapped for them (ibverbs: Mr::held), the same way.
+ * Work is O(mapped pages); call it before the memory is unmapped.
  */
 void vrdma_core_invalidate_host_range(VrdmaCore *core, const void *host,
                                       uint64_t len);

@@ -119,6 +119,8 @@ void virtio_rdma_mem_unmap(void *opaque, void *host, uint64_t len,
 int virtio_rdma_mem_read(void *opaque, uint64_t gpa, void *buf, uint64_t len);
 int virtio_rdma_mem_write(void *opaque, uint64_t gpa, const void *buf,
                           uint64_t len);
+size_t virtio_rdma_mem_ram_ranges(void *opaque, VrdmaRamRange *out,
+                                  size_t max);
 
 /*
  * virtio-rdma-backend.c: which backend moves the data (property backend=),

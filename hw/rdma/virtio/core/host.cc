@@ -14,6 +14,10 @@ int no_write(void *, uint64_t, const void *, uint64_t)
 {
     return -1;
 }
+size_t no_ram_ranges(void *, VrdmaRamRange *, size_t)
+{
+    return 0;
+}
 void no_gid_changed(void *, uint32_t, uint32_t, const uint8_t *, uint32_t,
                     bool)
 {
@@ -61,6 +65,7 @@ Host::Host(const VrdmaHostOps &ops)
       has_timer_(ops.time.now_ns && ops.time.timer_mod)
 {
     fill(ops_.mem.write, &no_write);
+    fill(ops_.mem.ram_ranges, &no_ram_ranges);
     fill(ops_.events.gid_changed, &no_gid_changed);
     fill(ops_.events.guest_error, &no_guest_error);
     fill(ops_.cq.push, &no_cq_push);

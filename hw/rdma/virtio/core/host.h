@@ -46,6 +46,15 @@ public:
         return ops_.mem.write(ops_.opaque, gpa, buf, len) == 0;
     }
 
+    /*
+     * The guest's RAM ranges (at most @max in @out); 0 from a host that
+     * does not list them.
+     */
+    size_t ram_ranges(VrdmaRamRange *out, size_t max) const
+    {
+        return ops_.mem.ram_ranges(ops_.opaque, out, max);
+    }
+
     /* ---- events ---- */
     void gid_changed(uint32_t port, uint32_t index, const uint8_t gid[16],
                      uint32_t type, bool added) const

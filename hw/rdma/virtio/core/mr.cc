@@ -91,6 +91,11 @@ bool MrTable::maps_host_range(const Mr &mr, uintptr_t host, uint64_t len)
             return true;
         }
     }
+    for (const auto &[start, n] : mr.held) {
+        if (n && start <= last && host <= start + (n - 1)) {
+            return true;
+        }
+    }
     return false;
 }
 

@@ -24,6 +24,7 @@
 #define HW_RDMA_VIRTIO_CORE_MR_H
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "errors.h"
@@ -62,6 +63,12 @@ struct Mr {
     uint64_t iova = 0;       /* address of the first byte, as the guest names it */
     uint64_t length = 0;
     GuestPages pages;        /* data pages, pre-translated */
+    /*
+     * Guest memory a backend holds mapped for the MR besides its pages,
+     * as host ranges (a DMA MR's RAM on a host device): the MR is revoked
+     * when one goes away, as for a page, and the backend unmaps them.
+     */
+    std::vector<std::pair<uintptr_t, uint64_t>> held;
 };
 
 class MrTable {

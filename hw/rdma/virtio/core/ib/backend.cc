@@ -54,17 +54,17 @@ Backend::Backend(std::unique_ptr<HostDevice> dev, const VrdmaLimits &lim)
 
 Backend::~Backend()
 {
-    release_all();
+    /* The core's reset (its destructor runs one) released every host object. */
     if (channel_) {
         ibv_destroy_comp_channel(channel_);
     }
 }
 
-void Backend::release_all()
+void Backend::release_all(VrdmaCore &c)
 {
     /* The core freed its QPs first (their host QPs went with them). */
     for (uint32_t i = 0; i < mrs_.size(); i++) {
-        release_mr(i);
+        release_mr(c, i);
     }
     for (ibv_cq *&cq : cqs_) {
         if (cq) {
@@ -85,9 +85,9 @@ void Backend::release_all()
     pending_.assign(pending_.size(), false);
 }
 
-void Backend::reset(VrdmaCore &)
+void Backend::reset(VrdmaCore &c)
 {
-    release_all();
+    release_all(c);
 }
 
 void Backend::host_stats(const VrdmaCore &c, VrdmaIbStats &st) const
@@ -100,7 +100,7 @@ void Backend::host_stats(const VrdmaCore &c, VrdmaIbStats &st) const
         st.cqs += cq != nullptr;
     }
     for (const HostMr &m : mrs_) {
-        st.mrs += m.mr != nullptr;
+        st.mrs += m.mr != nullptr || !m.dma.empty(); /* a DMA MR's ranges: one */
     }
     c.qps.for_each([&st](uint32_t, const Qp &qp) {
         const QpState *s = std::get_if<QpState>(&qp.backend);

@@ -49,8 +49,9 @@ constexpr uint32_t kHostQpMask =
     IBV_QP_MIN_RNR_TIMER | IBV_QP_SQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
     IBV_QP_PATH_MIG_STATE | IBV_QP_DEST_QPN | IBV_QP_RATE_LIMIT;
 
-/* A host call failed with @err: the guest's status for it. */
-Status host_refused(int err, const char *field, uint64_t b = 0)
+} // namespace
+
+Status host_refused(int err, const char *field, uint64_t b)
 {
     switch (err) {
     case ENOMEM:
@@ -65,8 +66,6 @@ Status host_refused(int err, const char *field, uint64_t b = 0)
         return fail(VRDMA_ERR_HOST, field, static_cast<uint64_t>(err), b);
     }
 }
-
-} // namespace
 
 /*
  * The guest's GIDs are its NIC's addresses; the host has them once the
@@ -299,10 +298,12 @@ void Backend::qp_to_error(VrdmaCore &c, Qp &qp)
 
 Status Backend::mr_registered(VrdmaCore &c, uint32_t index, Mr &mr)
 {
+    if (mr.kind == MrKind::kDma) {
+        return dma_mr_registered(c, index, mr);
+    }
     /*
-     * DMA MRs name guest-physical addresses and fast-registration MRs get
-     * their pages from work requests: both need host objects this backend
-     * does not make yet (kernel ULPs use them).
+     * Fast-registration MRs get their pages from work requests: they need
+     * host objects this backend does not make yet (kernel ULPs use them).
      */
     if (mr.kind != MrKind::kUser) {
         return fail(VRDMA_ERR_UNSUPPORTED, "mr kind",
@@ -333,7 +334,7 @@ Status Backend::mr_registered(VrdmaCore &c, uint32_t index, Mr &mr)
         window_unmap(w.base, w.len);
         return host_refused(e, "access_flags", mr.access);
     }
-    mrs_[index] = HostMr{h, w.base, w.len, w.runs};
+    mrs_[index] = HostMr{h, w.base, w.len, w.runs, {}};
     map_runs += w.runs;
     /* The lkey is the core's (SGEs are checked here first), the rkey the host's. */
     mr.lkey = c.mrs.next_key(index);
@@ -341,7 +342,7 @@ Status Backend::mr_registered(VrdmaCore &c, uint32_t index, Mr &mr)
     return kOk;
 }
 
-void Backend::release_mr(uint32_t index)
+void Backend::release_mr(VrdmaCore &c, uint32_t index)
 {
     HostMr &m = mrs_[index];
     if (m.mr) {
@@ -349,27 +350,33 @@ void Backend::release_mr(uint32_t index)
     }
     window_unmap(m.window, m.window_len);
     map_runs -= m.runs;
+    dma_mr_release(c, m);
     m = HostMr{};
 }
 
-void Backend::mr_revoked(VrdmaCore &, Mr &mr)
+void Backend::mr_revoked(VrdmaCore &c, Mr &mr)
 {
-    release_mr(mr.lkey >> 8); /* the pages are gone: so is the host MR */
+    release_mr(c, mr.lkey >> 8); /* the pages are gone: so is the host MR */
+    mr.held.clear();
 }
 
-void Backend::mr_deregistered(VrdmaCore &, Mr &mr)
+void Backend::mr_deregistered(VrdmaCore &c, Mr &mr)
 {
-    release_mr(mr.lkey >> 8);
+    release_mr(c, mr.lkey >> 8);
+    mr.held.clear();
 }
 
-bool Backend::host_lkey(VrdmaCore &c, const Qp &qp, uint32_t lkey,
+bool Backend::host_lkey(VrdmaCore &c, const Qp &qp, const Sge &s,
                         uint32_t *out) const
 {
-    const Mr *mr = c.mrs.lookup_lkey(lkey);
+    const Mr *mr = c.mrs.lookup_lkey(s.lkey);
     if (!mr || mr->pd_index != qp.pd_index || mr->revoked) {
         return false;
     }
-    const HostMr &m = mrs_[lkey >> 8];
+    const HostMr &m = mrs_[s.lkey >> 8];
+    if (mr->kind == MrKind::kDma) {
+        return dma_lkey(m, s.addr, s.length, out);
+    }
     if (!m.mr) {
         return false;
     }

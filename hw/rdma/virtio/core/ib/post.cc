@@ -86,7 +86,7 @@ uint8_t Backend::host_sges(VrdmaCore &c, const Qp &qp, const uint8_t *p,
     }
     for (uint32_t i = 0; i < n; i++) {
         uint32_t lkey;
-        if (!host_lkey(c, qp, s[i].lkey, &lkey)) {
+        if (!host_lkey(c, qp, s[i], &lkey)) {
             return VIRTIO_RDMA_WC_LOC_PROT_ERR;
         }
         out[i] = ibv_sge{s[i].addr, s[i].length, lkey};

@@ -7,6 +7,8 @@
  * Where the work is:
  *   objects.cc      PDs, CQs, QPs (attributes to the host's), MRs
  *   window.cc       an MR's guest pages as one host virtual range
+ *   dma_mr.cc       DMA MRs: guest RAM, registered at its guest-physical
+ *                   addresses
  *   post.cc         work requests: the core's checks, then the host's WR
  *   completions.cc  the completion channel: host CQEs to the guest's CQs
  *   gsi.cc          the GSI QP: MADs through the host's MAD link (rdmacm-mux)
@@ -89,13 +91,32 @@ struct DeferredModify {
     static void done(void *ctx, int ret);       /* core's context */
 };
 
-/* An MR's host MR over its window (window.h): registered together. */
+/* One range of guest RAM registered for a DMA MR (dma_mr.cc). */
+struct DmaRange {
+    uint64_t gpa;
+    uint64_t len;
+    void *host;                   /* mapped through the host's map op */
+    bool write;                   /* ... for writing */
+    ibv_mr *mr;                   /* IOVA = gpa */
+};
+
+/* The guest RAM ranges a DMA MR may span (a PC has two or three). */
+constexpr size_t kMaxDmaRanges = 32;
+
+/*
+ * An MR's host MR over its window (window.h): registered together; or, a
+ * DMA MR, a host MR per range of guest RAM.
+ */
 struct HostMr {
     ibv_mr *mr = nullptr;
     void *window = nullptr;
     size_t window_len = 0;
     uint32_t runs = 0;            /* mappings (VMAs) of the window */
+    std::vector<DmaRange> dma;
 };
+
+/* A host call failed with @err (errno): the guest's status for it (objects.cc). */
+Status host_refused(int err, const char *field, uint64_t b = 0);
 
 /*
  * The host GID table index of guest GID @index (objects.cc): the host
@@ -185,8 +206,11 @@ private:
     {
         return cqn < cqs_.size() ? cqs_[cqn] : nullptr;
     }
-    /* The host lkey for a guest SGE's lkey; 0 and false if it names none. */
-    bool host_lkey(VrdmaCore &c, const Qp &qp, uint32_t lkey,
+    /*
+     * The host lkey for a guest SGE: false if its lkey names no usable MR
+     * of the QP's PD (or, a DMA MR, its range is not one RAM range).
+     */
+    bool host_lkey(VrdmaCore &c, const Qp &qp, const Sge &s,
                    uint32_t *out) const;
     /*
      * A request's @n SGEs at @p, to the host's: SUCCESS, LOC_LEN_ERR (too
@@ -204,8 +228,14 @@ private:
     /* Flushes (ERR) or drops (destroy, reset) the receives gsi_recv kept. */
     void gsi_flush(VrdmaCore &c, Qp &qp, QpState &s, bool complete);
     void release_ahs(uint32_t pd);
-    void release_mr(uint32_t index);
-    void release_all();
+    /* DMA MRs (dma_mr.cc): all of guest RAM, local access only. */
+    Status dma_mr_registered(VrdmaCore &c, uint32_t index, Mr &mr);
+    static void dma_mr_release(VrdmaCore &c, HostMr &m);
+    /* The host lkey of the range [addr, addr + len) lies in; false if none. */
+    static bool dma_lkey(const HostMr &m, uint64_t addr, uint32_t len,
+                         uint32_t *out);
+    void release_mr(VrdmaCore &c, uint32_t index);
+    void release_all(VrdmaCore &c);
     /* Polls the CQs marked in pending_, at most @budget CQEs in all. */
     bool poll_pending(VrdmaCore &c, unsigned budget);
     void qp_failed(VrdmaCore &c, uint32_t wire_qpn);

@@ -2398,10 +2398,27 @@ static void test_ib_gsi_mux(void)
  * measurement, printed; it asserts only that registration works and frees
  * what it took.  Needs QVRDMA_RAM_MB above the region.
  */
+/* DEREG_MR of @mrn, the device's one MR: its time; no host MR is left. */
+static gint64 dereg_only_mr(QVrdmaDev *d, uint32_t mrn)
+{
+    uint32_t host[4];
+    gint64 t0;
+
+    qvrdma_dp_objects(d, true, host);
+    g_assert_cmpuint(host[3], ==, 1);
+    t0 = g_get_monotonic_time();
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_dereg_mr(&d->r, mrn)), ==,
+                    "OK");
+    t0 = g_get_monotonic_time() - t0;
+    qvrdma_dp_objects(d, true, host);
+    g_assert_cmpuint(host[3], ==, 0);
+    return t0;
+}
+
 static void test_ib_reg_time(void)
 {
     uint32_t mb = atoi(g_getenv("QVRDMA_REG_MB"));
-    uint32_t npages = mb * 256, pdn, host[4];
+    uint32_t npages = mb * 256, pdn;
     uint64_t va = 0x7f0000000000ull;
     const char *ram_mb = g_getenv("QVRDMA_RAM_MB") ?: "128";
     struct virtio_rdma_rsp_mr mr;
@@ -2420,14 +2437,7 @@ static void test_ib_reg_time(void)
                         (uint64_t)npages * 4096, va, pt.l1, npages, &mr)),
                     ==, "OK");
     t_reg = g_get_monotonic_time() - t0;
-    qvrdma_dp_objects(d, true, host);
-    g_assert_cmpuint(host[3], ==, 1);
-    t0 = g_get_monotonic_time();
-    g_assert_cmpstr(qvrdma_status_name(qvrdma_dereg_mr(&d->r, mr.mrn)), ==,
-                    "OK");
-    t_dereg = g_get_monotonic_time() - t0;
-    qvrdma_dp_objects(d, true, host);
-    g_assert_cmpuint(host[3], ==, 0);
+    t_dereg = dereg_only_mr(d, mr.mrn);
 
     /* A DMA MR: all of guest RAM (QVRDMA_RAM_MB), a host MR per range. */
     t0 = g_get_monotonic_time();
@@ -2435,14 +2445,7 @@ static void test_ib_reg_time(void)
                         &d->r, pdn, VIRTIO_RDMA_ACCESS_LOCAL_WRITE, &mr)),
                     ==, "OK");
     t_dma = g_get_monotonic_time() - t0;
-    qvrdma_dp_objects(d, true, host);
-    g_assert_cmpuint(host[3], ==, 1);
-    t0 = g_get_monotonic_time();
-    g_assert_cmpstr(qvrdma_status_name(qvrdma_dereg_mr(&d->r, mr.mrn)), ==,
-                    "OK");
-    t_dma_dereg = g_get_monotonic_time() - t0;
-    qvrdma_dp_objects(d, true, host);
-    g_assert_cmpuint(host[3], ==, 0);
+    t_dma_dereg = dereg_only_mr(d, mr.mrn);
 
     g_test_message("REG_USER_MR of %u MiB: %" PRId64 " ms (%.2f s/GiB); "
                    "DEREG_MR: %" PRId64 " ms; GET_DMA_MR over %s MiB of RAM: "

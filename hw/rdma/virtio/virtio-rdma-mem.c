@@ -51,6 +51,7 @@
 #include "qemu/rcu.h"
 #include "exec/memory.h"
 #include "exec/address-spaces.h"
+#include "system/hostmem.h"
 #include "system/xen.h"
 #include "hw/virtio/virtio.h"
 #include "hw/virtio/virtio-rdma.h"
@@ -420,10 +421,15 @@ static bool vrdma_mem_list_range(Int128 start, Int128 len,
     MemoryRegion *mr = (MemoryRegion *)cmr;
     uint64_t gpa = int128_get64(start), n = int128_get64(len);
 
-    /* What vrdma_mem_ram() accepts for writing, and nothing else. */
+    /*
+     * What vrdma_mem_ram() accepts for writing, and of that only the
+     * guest's RAM -- a memory backend's (-m, memory-backend=, DIMMs) -- not
+     * a device's RAM such as VGA memory, whose BAR the guest may move.
+     */
     if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
         mr->readonly || mr->rom_device ||
-        memory_region_has_ram_discard_manager(mr)) {
+        memory_region_has_ram_discard_manager(mr) ||
+        !object_dynamic_cast(memory_region_owner(mr), TYPE_MEMORY_BACKEND)) {
         return false;
     }
     if (l->n && l->last_mr == mr && l->last.gpa + l->last.len == gpa &&

@@ -142,9 +142,9 @@ typedef struct VrdmaHostOps {
         int (*write)(void *opaque, uint64_t gpa, const void *buf,
                      uint64_t len);
         /*
-         * The guest's RAM now, as map accepts it for writing, in GPA
-         * order: each range is one region, contiguous in the host's
-         * mapping.  Fills at most @max; @returns how many there are.  A
+         * The guest's RAM now (its memory backends' regions, where map
+         * accepts them for writing), in GPA order: each range is one
+         * region, contiguous in the host's mapping.  Fills at most @max; @returns how many there are.  A
          * backend on a host device needs it for DMA MRs (their addresses
          * are guest-physical); NULL: it refuses them.
          */

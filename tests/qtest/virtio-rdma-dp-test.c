@@ -1345,22 +1345,6 @@ static void test_loopback_wqe_writable(void)
  * @dgid; checks the receive completion and the 40-byte GRH area: 20 zero
  * bytes + the IPv4 header for IPv4-mapped GIDs, the IPv6 header otherwise.
  */
-/* A UD SEND from @s's UD QP to @t's, towards @dgid, from GID index 0. */
-static struct virtio_rdma_sq_req ud_wr(Side *s, Side *t,
-                                       const uint8_t dgid[16], uint64_t wr_id)
-{
-    struct virtio_rdma_sq_req wr = qvrdma_wr_send(wr_id);
-
-    wr.wr.ud.remote_qpn = t->ud->wire_qpn;
-    wr.wr.ud.remote_qkey = QKEY;
-    wr.wr.ud.av.port = 1;
-    wr.wr.ud.av.pdn = s->pdn;
-    memcpy(wr.wr.ud.av.dgid, dgid, 16);
-    wr.wr.ud.av.hop_limit = 64;
-    memcpy(wr.wr.ud.av.dmac, t->d->mac, 6);
-    return wr;
-}
-
 static void ud_send(Side *a, Side *b, uint8_t sgid_index,
                     const uint8_t sgid[16], const uint8_t dgid[16],
                     uint32_t len, uint64_t wr_id)
@@ -1375,7 +1359,7 @@ static void ud_send(Side *a, Side *b, uint8_t sgid_index,
     const uint32_t roff = 0x1000;
     struct virtio_rdma_sge src = sge_of(a, 0x0200, len);
     struct virtio_rdma_sge dst = sge_of(b, roff, 40 + 1024);
-    struct virtio_rdma_sq_req wr = ud_wr(a, b, dgid, wr_id);
+    struct virtio_rdma_sq_req wr = qvrdma_wr_send(wr_id);
     /* UDP 8 + BTH 12 + DETH 8 + payload padded to 4 + ICRC 4. */
     const uint32_t udp_len = 8 + 12 + 8 + ROUND_UP(len, 4) + 4;
     uint8_t grh[40];
@@ -1393,7 +1377,14 @@ static void ud_send(Side *a, Side *b, uint8_t sgid_index,
      * before A sends (a loaded host lost the race).
      */
     qvrdma_dp_wait_ring_idle(&b->ud->rq);
+    wr.wr.ud.remote_qpn = b->ud->wire_qpn;
+    wr.wr.ud.remote_qkey = QKEY;
+    wr.wr.ud.av.port = 1;
+    wr.wr.ud.av.pdn = a->pdn;
+    memcpy(wr.wr.ud.av.dgid, dgid, 16);
     wr.wr.ud.av.gid_index = sgid_index;
+    wr.wr.ud.av.hop_limit = 64;
+    memcpy(wr.wr.ud.av.dmac, b->d->mac, 6);
     qvrdma_dp_post_send(a->ud, &wr, &src, 1);
 
     expect_sq_ok(a, a->ud, what, wr_id, VIRTIO_RDMA_WC_SEND);
@@ -1485,7 +1476,14 @@ static void test_wire_not_ours_first(void)
     /* To 10.0.0.99: B's filter does not take it. */
     qvrdma_gid_ipv4(other, 10, 0, 0, 99);
     src = sge_of(&a, 0x200, 64);
-    wr = ud_wr(&a, &b, other, 0x7100);
+    wr = qvrdma_wr_send(0x7100);
+    wr.wr.ud.remote_qpn = b.ud->wire_qpn;
+    wr.wr.ud.remote_qkey = QKEY;
+    wr.wr.ud.av.port = 1;
+    wr.wr.ud.av.pdn = a.pdn;
+    memcpy(wr.wr.ud.av.dgid, other, 16);
+    wr.wr.ud.av.hop_limit = 64;
+    memcpy(wr.wr.ud.av.dmac, b.d->mac, 6);
     qvrdma_dp_post_send(a.ud, &wr, &src, 1);
     expect_sq_ok(&a, a.ud, "UD SEND to a foreign address", 0x7100,
                  VIRTIO_RDMA_WC_SEND);
@@ -2267,7 +2265,13 @@ static void test_ib_ud_unresolved(void)
     side_add_ud(&b, 0x888);
 
     src = sge_of(&a, 0x200, 64);
-    wr = ud_wr(&a, &b, dgid, 0x9000);
+    wr = qvrdma_wr_send(0x9000);
+    wr.wr.ud.remote_qpn = b.ud->wire_qpn;
+    wr.wr.ud.remote_qkey = QKEY;
+    wr.wr.ud.av.port = 1;
+    wr.wr.ud.av.pdn = a.pdn;
+    memcpy(wr.wr.ud.av.dgid, dgid, 16);
+    wr.wr.ud.av.hop_limit = 64;
     t0 = g_get_monotonic_time();
     qvrdma_dp_post_send(a.ud, &wr, &src, 1);
     /* Behind it, on the same QP: to B, whose address resolves. */

@@ -2230,77 +2230,6 @@ static void test_ib_rtr_unresolved(void)
     qvrdma_dev_quit(d);
 }
 
-/*
- * A UD send towards an address nobody answers ARP for
- * (QVRDMA_UNREACHABLE_IPV4): the host makes its address handle, which
- * resolves the destination's MAC, on a worker thread (about a second on
- * rxe).  Meanwhile the device goes on -- QMP answers, and another QP's UD
- * send completes, receive included, before it -- while the send behind it
- * on its own QP waits, in order: the handle fails, so the first send
- * completes with LOC_QP_OP_ERR (the QP to ERR, as for any send it cannot
- * execute) and the second is flushed.  With the handle made in place the
- * engine stopped for that second and the failed send completed first.
- */
-static void test_ib_ud_unresolved(void)
-{
-    const char *ip = g_getenv("QVRDMA_UNREACHABLE_IPV4");
-    const char *what = "UD SEND towards an unresolved address";
-    uint8_t dgid[16], a4[4];
-    struct virtio_rdma_sge src;
-    struct virtio_rdma_sq_req wr;
-    QmpProbe probe = { 0 };
-    Expect e = {
-        .wr_id = 0x9000, .status = VIRTIO_RDMA_WC_LOC_QP_OP_ERR,
-        .opcode = VIRTIO_RDMA_WC_SEND, .byte_len = ANY, .src_qp = ANY,
-        .wc_flags = ANY,
-    };
-    gint64 t0, other_us, fail_us;
-    Side a, b;
-
-    g_assert_nonnull(ip);
-    g_assert_cmpint(inet_pton(AF_INET, ip, a4), ==, 1);
-    qvrdma_gid_ipv4(dgid, a4[0], a4[1], a4[2], a4[3]);
-    loopback_setup(&a, &b);
-    side_add_ud(&a, 0x777);
-    side_add_ud(&b, 0x888);
-
-    src = sge_of(&a, 0x200, 64);
-    wr = qvrdma_wr_send(0x9000);
-    wr.wr.ud.remote_qpn = b.ud->wire_qpn;
-    wr.wr.ud.remote_qkey = QKEY;
-    wr.wr.ud.av.port = 1;
-    wr.wr.ud.av.pdn = a.pdn;
-    memcpy(wr.wr.ud.av.dgid, dgid, 16);
-    wr.wr.ud.av.hop_limit = 64;
-    t0 = g_get_monotonic_time();
-    qvrdma_dp_post_send(a.ud, &wr, &src, 1);
-    /* Behind it, on the same QP: to B, whose address resolves. */
-    wr.wr_id = 0x9010;
-    memcpy(wr.wr.ud.av.dgid, b.gid, 16);
-    qvrdma_dp_post_send(a.ud, &wr, &src, 1);
-
-    probe.d = a.d;
-    qmp_probe(&probe);
-    /* B's QP to A's: sent, received, while A's first send waits. */
-    ud_send(&b, &a, 0, b.gid, a.gid, 100, 0x9100);
-    other_us = g_get_monotonic_time() - t0;
-
-    e.qp_num = a.ud->wire_qpn;
-    expect_cqe(&a, what, &e);
-    fail_us = g_get_monotonic_time() - t0;
-    e.wr_id = 0x9010;
-    e.status = VIRTIO_RDMA_WC_WR_FLUSH_ERR;
-    expect_cqe(&a, "the UD SEND behind it", &e);
-    expect_quiet(&a, what);
-    g_test_message("IBV-UD-UNRESOLVED failed_ms=%" PRId64 " other_qp_ms=%"
-                   PRId64 " qmp_ms=%" PRId64, fail_us / 1000,
-                   other_us / 1000, probe.us / 1000);
-    printf("IBV-UD-UNRESOLVED failed_ms=%" PRId64 " other_qp_ms=%" PRId64
-           " qmp_ms=%" PRId64 "\n", fail_us / 1000, other_us / 1000,
-           probe.us / 1000);
-    teardown(&a, &b);
-}
-
 /* ---- the GSI QP through rdmacm-mux ------------------------------------------------ */
 
 /* query-virtio-rdma's ibverbs.@key, or its mad-link's with @link. */
@@ -2685,8 +2614,6 @@ int main(int argc, char **argv)
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_UNREACHABLE_IPV4")) {
         qtest_add_func("/virtio-rdma-dp/ibverbs/rtr-unresolved",
                        test_ib_rtr_unresolved);
-        qtest_add_func("/virtio-rdma-dp/ibverbs/ud-unresolved",
-                       test_ib_ud_unresolved);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_MAD_SOCKET")) {
         qtest_add_func("/virtio-rdma-dp/ibverbs/gsi-mux", test_ib_gsi_mux);

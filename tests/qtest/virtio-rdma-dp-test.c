@@ -1345,6 +1345,22 @@ static void test_loopback_wqe_writable(void)
  * @dgid; checks the receive completion and the 40-byte GRH area: 20 zero
  * bytes + the IPv4 header for IPv4-mapped GIDs, the IPv6 header otherwise.
  */
+/* A UD SEND from @s's UD QP to @t's, towards @dgid, from GID index 0. */
+static struct virtio_rdma_sq_req ud_wr(Side *s, Side *t,
+                                       const uint8_t dgid[16], uint64_t wr_id)
+{
+    struct virtio_rdma_sq_req wr = qvrdma_wr_send(wr_id);
+
+    wr.wr.ud.remote_qpn = t->ud->wire_qpn;
+    wr.wr.ud.remote_qkey = QKEY;
+    wr.wr.ud.av.port = 1;
+    wr.wr.ud.av.pdn = s->pdn;
+    memcpy(wr.wr.ud.av.dgid, dgid, 16);
+    wr.wr.ud.av.hop_limit = 64;
+    memcpy(wr.wr.ud.av.dmac, t->d->mac, 6);
+    return wr;
+}
+
 static void ud_send(Side *a, Side *b, uint8_t sgid_index,
                     const uint8_t sgid[16], const uint8_t dgid[16],
                     uint32_t len, uint64_t wr_id)
@@ -1359,7 +1375,7 @@ static void ud_send(Side *a, Side *b, uint8_t sgid_index,
     const uint32_t roff = 0x1000;
     struct virtio_rdma_sge src = sge_of(a, 0x0200, len);
     struct virtio_rdma_sge dst = sge_of(b, roff, 40 + 1024);
-    struct virtio_rdma_sq_req wr = qvrdma_wr_send(wr_id);
+    struct virtio_rdma_sq_req wr = ud_wr(a, b, dgid, wr_id);
     /* UDP 8 + BTH 12 + DETH 8 + payload padded to 4 + ICRC 4. */
     const uint32_t udp_len = 8 + 12 + 8 + ROUND_UP(len, 4) + 4;
     uint8_t grh[40];
@@ -1377,14 +1393,7 @@ static void ud_send(Side *a, Side *b, uint8_t sgid_index,
      * before A sends (a loaded host lost the race).
      */
     qvrdma_dp_wait_ring_idle(&b->ud->rq);
-    wr.wr.ud.remote_qpn = b->ud->wire_qpn;
-    wr.wr.ud.remote_qkey = QKEY;
-    wr.wr.ud.av.port = 1;
-    wr.wr.ud.av.pdn = a->pdn;
-    memcpy(wr.wr.ud.av.dgid, dgid, 16);
     wr.wr.ud.av.gid_index = sgid_index;
-    wr.wr.ud.av.hop_limit = 64;
-    memcpy(wr.wr.ud.av.dmac, b->d->mac, 6);
     qvrdma_dp_post_send(a->ud, &wr, &src, 1);
 
     expect_sq_ok(a, a->ud, what, wr_id, VIRTIO_RDMA_WC_SEND);
@@ -1476,14 +1485,7 @@ static void test_wire_not_ours_first(void)
     /* To 10.0.0.99: B's filter does not take it. */
     qvrdma_gid_ipv4(other, 10, 0, 0, 99);
     src = sge_of(&a, 0x200, 64);
-    wr = qvrdma_wr_send(0x7100);
-    wr.wr.ud.remote_qpn = b.ud->wire_qpn;
-    wr.wr.ud.remote_qkey = QKEY;
-    wr.wr.ud.av.port = 1;
-    wr.wr.ud.av.pdn = a.pdn;
-    memcpy(wr.wr.ud.av.dgid, other, 16);
-    wr.wr.ud.av.hop_limit = 64;
-    memcpy(wr.wr.ud.av.dmac, b.d->mac, 6);
+    wr = ud_wr(&a, &b, other, 0x7100);
     qvrdma_dp_post_send(a.ud, &wr, &src, 1);
     expect_sq_ok(&a, a.ud, "UD SEND to a foreign address", 0x7100,
                  VIRTIO_RDMA_WC_SEND);
@@ -2230,6 +2232,71 @@ static void test_ib_rtr_unresolved(void)
     qvrdma_dev_quit(d);
 }
 
+/*
+ * A UD send towards an address nobody answers ARP for
+ * (QVRDMA_UNREACHABLE_IPV4): the host makes its address handle, which
+ * resolves the destination's MAC, on a worker thread (about a second on
+ * rxe).  Meanwhile the device goes on -- QMP answers, and another QP's UD
+ * send completes, receive included, before it -- while the send behind it
+ * on its own QP waits, in order: the handle fails, so the first send
+ * completes with LOC_QP_OP_ERR (the QP to ERR, as for any send it cannot
+ * execute) and the second is flushed.  With the handle made in place the
+ * engine stopped for that second and the failed send completed first.
+ */
+static void test_ib_ud_unresolved(void)
+{
+    const char *ip = g_getenv("QVRDMA_UNREACHABLE_IPV4");
+    const char *what = "UD SEND towards an unresolved address";
+    uint8_t dgid[16], a4[4];
+    struct virtio_rdma_sge src;
+    struct virtio_rdma_sq_req wr;
+    QmpProbe probe = { 0 };
+    Expect e = {
+        .wr_id = 0x9000, .status = VIRTIO_RDMA_WC_LOC_QP_OP_ERR,
+        .opcode = VIRTIO_RDMA_WC_SEND, .byte_len = ANY, .src_qp = ANY,
+        .wc_flags = ANY,
+    };
+    gint64 t0, other_us, fail_us;
+    Side a, b;
+
+    g_assert_nonnull(ip);
+    g_assert_cmpint(inet_pton(AF_INET, ip, a4), ==, 1);
+    qvrdma_gid_ipv4(dgid, a4[0], a4[1], a4[2], a4[3]);
+    loopback_setup(&a, &b);
+    side_add_ud(&a, 0x777);
+    side_add_ud(&b, 0x888);
+
+    src = sge_of(&a, 0x200, 64);
+    wr = ud_wr(&a, &b, dgid, 0x9000);
+    t0 = g_get_monotonic_time();
+    qvrdma_dp_post_send(a.ud, &wr, &src, 1);
+    /* Behind it, on the same QP: to B, whose address resolves. */
+    wr.wr_id = 0x9010;
+    memcpy(wr.wr.ud.av.dgid, b.gid, 16);
+    qvrdma_dp_post_send(a.ud, &wr, &src, 1);
+
+    probe.d = a.d;
+    qmp_probe(&probe);
+    /* B's QP to A's: sent, received, while A's first send waits. */
+    ud_send(&b, &a, 0, b.gid, a.gid, 100, 0x9100);
+    other_us = g_get_monotonic_time() - t0;
+
+    e.qp_num = a.ud->wire_qpn;
+    expect_cqe(&a, what, &e);
+    fail_us = g_get_monotonic_time() - t0;
+    e.wr_id = 0x9010;
+    e.status = VIRTIO_RDMA_WC_WR_FLUSH_ERR;
+    expect_cqe(&a, "the UD SEND behind it", &e);
+    expect_quiet(&a, what);
+    g_test_message("IBV-UD-UNRESOLVED failed_ms=%" PRId64 " other_qp_ms=%"
+                   PRId64 " qmp_ms=%" PRId64, fail_us / 1000,
+                   other_us / 1000, probe.us / 1000);
+    printf("IBV-UD-UNRESOLVED failed_ms=%" PRId64 " other_qp_ms=%" PRId64
+           " qmp_ms=%" PRId64 "\n", fail_us / 1000, other_us / 1000,
+           probe.us / 1000);
+    teardown(&a, &b);
+}
+
 /* ---- the GSI QP through rdmacm-mux ------------------------------------------------ */
 
 /* query-virtio-rdma's ibverbs.@key, or its mad-link's with @link. */
@@ -2614,6 +2681,8 @@ int main(int argc, char **argv)
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_UNREACHABLE_IPV4")) {
         qtest_add_func("/virtio-rdma-dp/ibverbs/rtr-unresolved",
                        test_ib_rtr_unresolved);
+        qtest_add_func("/virtio-rdma-dp/ibverbs/ud-unresolved",
+                       test_ib_ud_unresolved);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_MAD_SOCKET")) {
         qtest_add_func("/virtio-rdma-dp/ibverbs/gsi-mux", test_ib_gsi_mux);

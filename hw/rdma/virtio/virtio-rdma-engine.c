@@ -93,7 +93,7 @@ struct VirtIORdmaStage {
     QEMUTimer *timer;                   /* the core's timer, in ctx */
     VrdmaFdWatch fd_watch[VRDMA_FD_WATCHES]; /* handlers in ctx */
     bool stopped;                       /* under core_lock: unrealize */
-    unsigned deferred;                  /* main loop: loop.defer in flight */
+    unsigned deferred;                  /* atomic: loop.defer in flight */
     uint8_t *rx_buf;                    /* main loop: a linearised frame */
 
     QemuMutex lock;                     /* the lists and counts below */
@@ -288,11 +288,13 @@ static void virtio_rdma_engine_fd_watch(void *opaque, int fd,
 }
 
 /*
- * loop.defer: blocking host calls (backend=ibverbs: a modify_qp that
- * resolves an address) on QEMU's thread pool.  Asked from control commands,
- * so from the main loop; the completion comes back there and runs the
- * core's done under core_lock.  Every done runs: reset and unrealize wait
- * for them (virtio_rdma_engine_drain_deferred).
+ * loop.defer: blocking host calls (backend=ibverbs: a modify_qp or an
+ * address handle that resolves an address) on QEMU's thread pool.  Asked
+ * under core_lock from a control command (main loop) or the data path
+ * (the engine's context: the main loop or the iothread); the completion
+ * comes back to the context that asked and runs the core's done under
+ * core_lock.  Every done runs: reset and unrealize wait for them
+ * (virtio_rdma_engine_drain_deferred).
  */
 typedef struct VrdmaDeferred {
     VirtIORdma *r;
@@ -313,12 +315,11 @@ static void virtio_rdma_deferred_done(void *opaque, int ret)
     VrdmaDeferred *d = opaque;
     VirtIORdma *r = d->r;
 
-    assert(bql_locked());
     trace_virtio_rdma_deferred_done(ret);
     WITH_QEMU_LOCK_GUARD(&r->core_lock) {
         d->done(d->ctx, ret);
     }
-    r->stage->deferred--;
+    qatomic_dec(&r->stage->deferred);
     g_free(d);
     aio_wait_kick();
 }
@@ -330,10 +331,8 @@ static void virtio_rdma_engine_defer(void *opaque, int (*work)(void *ctx),
     VirtIORdma *r = opaque;
     VrdmaDeferred *d = g_new(VrdmaDeferred, 1);
 
-    assert(bql_locked());
     *d = (VrdmaDeferred) { .r = r, .work = work, .done = done, .ctx = ctx };
-    r->stage->deferred++;
-    trace_virtio_rdma_deferred(r->stage->deferred);
+    trace_virtio_rdma_deferred(qatomic_fetch_inc(&r->stage->deferred) + 1);
     thread_pool_submit_aio(virtio_rdma_deferred_work, d,
                            virtio_rdma_deferred_done, d);
 }
@@ -341,7 +340,7 @@ static void virtio_rdma_engine_defer(void *opaque, int (*work)(void *ctx),
 void virtio_rdma_engine_drain_deferred(VirtIORdma *r)
 {
     assert(bql_locked());
-    AIO_WAIT_WHILE(NULL, r->stage->deferred > 0);
+    AIO_WAIT_WHILE(NULL, qatomic_read(&r->stage->deferred) > 0);
 }
 
 static void virtio_rdma_engine_kick(void *opaque)

@@ -862,6 +862,10 @@ static void virtio_rdma_device_unrealize(DeviceState *dev)
     virtio_rdma_wire_detach(r);
     virtio_rdma_engine_stop(r); /* then nothing of the engine runs */
     virtio_rdma_mad_stop(r);    /* nor of the MAD link */
+    if (r->core) {
+        /* What the data path deferred before it stopped (a UD address). */
+        virtio_rdma_engine_drain_deferred(r);
+    }
     vrdma_core_free(r->core);
     r->core = NULL;
     virtio_rdma_mad_cleanup(r);

@@ -227,9 +227,10 @@ typedef struct VrdmaHostOps {
         /*
          * Run @work(@ctx), which may block (address resolution, RTR), on a
          * worker thread; then @done(@ctx, its result) under the core's lock
-         * in the main loop.  Every @done is called, also when the device is
-         * reset or unplugged meanwhile: the host waits for outstanding work
-         * before vrdma_core_reset() and vrdma_core_free().
+         * in the context that asked (a control command's: the main loop; a
+         * work request's: the core's).  Every @done is called, also when
+         * the device is reset or unplugged meanwhile: the host waits for
+         * outstanding work before vrdma_core_reset() and vrdma_core_free().
          */
         void (*defer)(void *opaque, int (*work)(void *ctx),
                       void (*done)(void *ctx, int ret), void *ctx);

@@ -81,6 +81,23 @@ else
     echo "FAIL rtr-unresolved $(grep -a -o 'IBV-RTR-UNRESOLVED.*' /out/rtr.tap | head -1 | cut -d' ' -f2-) $(grep -a ERROR /out/rtr.err | tail -1 | cut -c1-200)" >> $out
 fi
 
+# The same for a UD send's address handle, with the engine in the main
+# loop and in an iothread: the device goes on meanwhile, the sends behind it
+# on its QP wait in order.
+for io in 0 1; do
+    name=ud-unresolved$([ $io = 1 ] && echo -iothread)
+    QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_GID_IPV4=$ip4 QVRDMA_UNREACHABLE_IPV4=10.79.0.99 \
+        QVRDMA_IOTHREAD=$([ $io = 1 ] && echo 1) \
+        timeout 300 "$DPTEST" --tap -p /x86_64/virtio-rdma-dp/ibverbs/ud-unresolved \
+        > /out/ud$io.tap 2> /out/ud$io.err
+    line=$(grep -a -o 'IBV-UD-UNRESOLVED.*' /out/ud$io.tap | head -1 | cut -d' ' -f2-)
+    if grep -q '^ok' /out/ud$io.tap; then
+        echo "PASS $name $line" >> $out
+    else
+        echo "FAIL $name $line $(grep -a ERROR /out/ud$io.err | tail -1 | cut -c1-200)" >> $out
+    fi
+done
+
 # Registration time of a 1 GiB MR (a measurement: the figures in the line),
 # with guest RAM untouched (the pin faults it in) and allocated at start.
 for pre in 0 1; do

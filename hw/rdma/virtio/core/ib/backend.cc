@@ -77,10 +77,11 @@ void Backend::release_all(VrdmaCore &c)
     }
     ahs_.clear();
     for (ibv_pd *&pd : pds_) {
-        if (pd) {
+        /* The host waits for deferred work first: no job is left, normally. */
+        if (pd && !orphan_ah_jobs(pd)) {
             ibv_dealloc_pd(pd);
-            pd = nullptr;
         }
+        pd = nullptr;
     }
     pending_.assign(pending_.size(), false);
 }

@@ -120,8 +120,22 @@ void Backend::release_ahs(uint32_t pd)
 void Backend::pd_destroyed(VrdmaCore &, uint32_t index)
 {
     release_ahs(index); /* no QP of the PD is left to use them */
-    ibv_dealloc_pd(pds_[index]);
+    if (!orphan_ah_jobs(pds_[index])) {
+        ibv_dealloc_pd(pds_[index]);
+    }
     pds_[index] = nullptr;
+}
+
+bool Backend::orphan_ah_jobs(ibv_pd *pd)
+{
+    bool any = false;
+    for (DeferredAh *j : ah_jobs_) {
+        if (j->pd == pd) {
+            j->pd_gone = true; /* its done frees the AH, the last one the PD */
+            any = true;
+        }
+    }
+    return any;
 }
 
 Status Backend::cq_created(VrdmaCore &, uint32_t index, Cq &cq)
@@ -272,6 +286,14 @@ void DeferredModify::done(void *ctx, int ret)
     std::unique_ptr<DeferredModify> m(static_cast<DeferredModify *>(ctx));
     m->core->resume_pending(ret ? host_refused(ret, "attr_mask", m->mask)
                                 : kOk);
+}
+
+void Backend::qp_modified(VrdmaCore &, Qp &qp, uint32_t, uint32_t)
+{
+    QpState *s = std::get_if<QpState>(&qp.backend);
+    if (s && qp.state() == VIRTIO_RDMA_QPS_RESET) {
+        s->held.clear(); /* RESET discards outstanding work, uncompleted */
+    }
 }
 
 void Backend::qp_destroyed(VrdmaCore &, Qp &qp)

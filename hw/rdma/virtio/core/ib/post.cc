@@ -6,7 +6,8 @@
  * the soft engine does; then every SGE's lkey must name an MR of the QP's
  * PD (the core's key, swapped for the host MR's), and the request becomes
  * one ibv_send_wr / ibv_recv_wr.  SGE addresses pass unchanged: a host MR
- * is registered at the guest's IOVA (window.h).  The host device checks
+ * is registered at the guest's IOVA (window.h), or for a DMA MR at the
+ * guest-physical address (dma_mr.cc).  The host device checks
  * bounds, rkeys and everything on the wire.
  *
  * A request refused here completes at once with its status (as the soft
@@ -14,13 +15,17 @@
  * the QP took (RTS, SQD) but cannot execute also puts the QP in ERR, as an
  * error completion does, and the host then flushes the rest.  UD
  * requests reach the host through an address handle per destination, kept
- * per PD (at most max_ah; one more destination is refused).
+ * per PD (at most max_ah; one more destination is refused).  Making one
+ * resolves the destination's MAC, which can take a second: it is made on
+ * the host's worker thread, and the QP's sends wait behind it, in order.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include "../core.h"
 #include "../wqe.h"
@@ -157,13 +162,32 @@ void Backend::post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
         case WrArgs::kNone:
             break;
         }
-        if (qp.type == VIRTIO_RDMA_QPT_UD) {
-            ibv_ah *ah = nullptr;
-            status = ud_ah(c, qp, h.wr.ud.av, &ah);
-            wr.wr.ud.ah = ah;
-            wr.wr.ud.remote_qpn = le(h.wr.ud.remote_qpn) & roce::kQpnMask;
-            wr.wr.ud.remote_qkey = le(h.wr.ud.remote_qkey);
+    }
+    if (qp.type == VIRTIO_RDMA_QPT_UD) {
+        HeldSend u{wr, sg, h.wr.ud.av, op.wc_opcode, status};
+        u.wr.wr_id = h.wr_id; /* also for a refused one */
+        u.wr.wr.ud.remote_qpn = le(h.wr.ud.remote_qpn) & roce::kQpnMask;
+        u.wr.wr.ud.remote_qkey = le(h.wr.ud.remote_qkey);
+        if (!qs->held.empty()) {
+            /* Behind a send whose address handle is being made: in order. */
+            if (qs->held.size() >= qp.cap.max_send_wr) {
+                complete_now(c, qp, qp.send_cqn, h.wr_id, op.wc_opcode,
+                             VIRTIO_RDMA_WC_LOC_QP_OP_ERR, stats);
+                return;
+            }
+            qs->held.push_back(u);
+            return;
         }
+        ibv_ah *ah = nullptr;
+        if (status == VIRTIO_RDMA_WC_SUCCESS) {
+            status = ud_ah(c, qp, u.av, &ah);
+        }
+        if (status == kAhPending) {
+            qs->held.push_back(u);
+            return;
+        }
+        ud_post(c, qp, *qs, u, status, ah);
+        return;
     }
     if (status != VIRTIO_RDMA_WC_SUCCESS) {
         /*
@@ -227,12 +251,59 @@ void Backend::post_recv(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
     }
 }
 
+void Backend::ud_post(VrdmaCore &c, Qp &qp, QpState &s, HeldSend &u,
+                      uint8_t status, ibv_ah *ah)
+{
+    const uint64_t wr_id = u.wr.wr_id;
+    if (send_queue_admits(qp.state()) == Admit::kFlush) {
+        /* The QP went to ERR while the send waited. */
+        complete_now(c, qp, qp.send_cqn, wr_id, u.wc_opcode,
+                     VIRTIO_RDMA_WC_WR_FLUSH_ERR, stats);
+        return;
+    }
+    if (status != VIRTIO_RDMA_WC_SUCCESS) {
+        /* As for any request the QP took but cannot execute (post_send). */
+        qp.attr.qp_state = VIRTIO_RDMA_QPS_ERR;
+        qp_to_error(c, qp);
+        complete_now(c, qp, qp.send_cqn, wr_id, u.wc_opcode, status, stats);
+        return;
+    }
+    u.wr.sg_list = u.sge.data();
+    u.wr.wr.ud.ah = ah;
+    ibv_send_wr *bad = nullptr;
+    if (ibv_post_send(s.qp.get(), &u.wr, &bad)) {
+        complete_now(c, qp, qp.send_cqn, wr_id, u.wc_opcode,
+                     VIRTIO_RDMA_WC_LOC_QP_OP_ERR, stats);
+    }
+}
+
+void Backend::release_held(VrdmaCore &c, Qp &qp, QpState &s)
+{
+    while (!s.held.empty()) {
+        HeldSend &u = s.held.front();
+        uint8_t status = u.status;
+        ibv_ah *ah = nullptr;
+        if (status == VIRTIO_RDMA_WC_SUCCESS) {
+            status = ud_ah(c, qp, u.av, &ah);
+            if (status == kAhPending) {
+                return; /* the next destination's handle is being made */
+            }
+        }
+        HeldSend next = u;
+        s.held.pop_front();
+        ud_post(c, qp, s, next, status, ah);
+    }
+}
+
 /*
  * The address handle of a UD request's address vector, made on first use
- * and kept with the PD.  @returns SUCCESS, or LOC_QP_OP_ERR (the source
- * GID is not in the host's table, the host refused, or max_ah are kept).
+ * and kept with the PD.  @returns kAhReady (*out set); kAhPending if it is
+ * being made on the host's worker thread for the QP's first held send (the
+ * host resolves the destination's MAC: about a second if nobody answers);
+ * or LOC_QP_OP_ERR (the source GID is not in the host's table, the host
+ * refused, or max_ah are kept or being made).
  */
-uint8_t Backend::ud_ah(VrdmaCore &c, const Qp &qp, const virtio_rdma_av &av,
+uint8_t Backend::ud_ah(VrdmaCore &c, Qp &qp, const virtio_rdma_av &av,
                        ibv_ah **out)
 {
     const uint32_t stf = le(av.sl_tclass_flowlabel);
@@ -257,24 +328,85 @@ uint8_t Backend::ud_ah(VrdmaCore &c, const Qp &qp, const virtio_rdma_av &av,
         if (e.pd == qp.pd_index && e.sgid == src->gid &&
             std::memcmp(&e.attr, &a, sizeof(a)) == 0) {
             *out = e.ah;
-            return VIRTIO_RDMA_WC_SUCCESS;
+            return kAhReady;
         }
     }
-    if (ahs_.size() >= c.lim.max_ah) {
+    if (ahs_.size() + ah_jobs_.size() >= c.lim.max_ah) {
         return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }
     const ibv_ah_attr key = a;
     if (!host_gid_index(c, *dev_, av.gid_index, &a.grh.sgid_index)) {
         return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }
-    /* Blocks while the host resolves the destination's MAC (~1 s if none). */
+    if (c.host.can_defer()) {
+        auto *j = new DeferredAh{&c, pds_[qp.pd_index], qp.pd_index,
+                                 src->gid, key, a, qp.index,
+                                 c.qp_epoch[qp.index], false, nullptr};
+        ah_jobs_.push_back(j);
+        c.host.defer(DeferredAh::work, DeferredAh::done, j);
+        return kAhPending;
+    }
+    /* A host without a worker thread: here, blocking. */
     ibv_ah *ah = ibv_create_ah(pds_[qp.pd_index], &a);
     if (!ah) {
         return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }
     ahs_.push_back(Ah{qp.pd_index, src->gid, key, ah});
     *out = ah;
-    return VIRTIO_RDMA_WC_SUCCESS;
+    return kAhReady;
+}
+
+int DeferredAh::work(void *ctx)
+{
+    auto *j = static_cast<DeferredAh *>(ctx);
+    j->ah = ibv_create_ah(j->pd, &j->attr);
+    return j->ah ? 0 : (errno ? errno : EIO);
+}
+
+void DeferredAh::done(void *ctx, int ret)
+{
+    std::unique_ptr<DeferredAh> j(static_cast<DeferredAh *>(ctx));
+    std::get<Backend>(j->core->backend).ah_done(*j->core, *j, ret);
+}
+
+void Backend::ah_done(VrdmaCore &c, DeferredAh &j, int ret)
+{
+    std::erase(ah_jobs_, &j);
+    if (j.pd_gone) {
+        /* The PD was destroyed meanwhile: the last job on it frees it. */
+        if (j.ah) {
+            ibv_destroy_ah(j.ah);
+        }
+        if (std::none_of(ah_jobs_.begin(), ah_jobs_.end(),
+                         [&j](const DeferredAh *o) { return o->pd == j.pd; })) {
+            ibv_dealloc_pd(j.pd);
+        }
+        return;
+    }
+    if (j.ah) {
+        /* Another QP's job may have made the same one first. */
+        const bool dup = std::any_of(ahs_.begin(), ahs_.end(), [&j](const Ah &e) {
+            return e.pd == j.pd_index && e.sgid == j.sgid &&
+                   std::memcmp(&e.attr, &j.key, sizeof(j.key)) == 0;
+        });
+        if (dup) {
+            ibv_destroy_ah(j.ah);
+        } else {
+            ahs_.push_back(Ah{j.pd_index, j.sgid, j.key, j.ah});
+        }
+    }
+    Qp *qp = c.qps.at(j.qpn);
+    if (!qp || c.qp_epoch[j.qpn] != j.epoch) {
+        return; /* that QP instance ended: its held sends went with it */
+    }
+    QpState *s = std::get_if<QpState>(&qp->backend);
+    if (!s || s->held.empty()) {
+        return;
+    }
+    if (ret) {
+        s->held.front().status = VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
+    }
+    release_held(c, *qp, *s);
 }
 
 } // namespace vrdma::ib

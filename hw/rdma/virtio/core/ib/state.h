@@ -66,13 +66,49 @@ struct GsiRecv {
 };
 
 /*
+ * A UD send held until its destination's address handle exists (post.cc):
+ * the host WR, its address vector, and the status the device gave it.
+ */
+struct HeldSend {
+    ibv_send_wr wr;               /* sg_list set when it is posted */
+    std::array<ibv_sge, VRDMA_MAX_SGE> sge;
+    virtio_rdma_av av;
+    uint32_t wc_opcode;
+    uint8_t status;               /* not SUCCESS: completes with it */
+};
+
+/*
  * A QP's host QP; none for the GSI QP, whose MADs go through the MAD link
- * (rdmacm-mux) and whose receives wait here, at most max_recv_wr.
+ * (rdmacm-mux) and whose receives wait here, at most max_recv_wr.  A UD
+ * QP's sends wait in @held, in order, while the first one's address
+ * handle is made on a worker thread (at most max_send_wr).
  */
 struct QpState {
     std::unique_ptr<ibv_qp, HostQpDeleter> qp;
     bool gsi = false;
     std::deque<GsiRecv> gsi_rq;
+    std::deque<HeldSend> held;
+};
+
+/*
+ * An address handle made on the host's worker thread (post.cc), for the
+ * first send held by QP @qpn (instance @epoch).  If the PD is destroyed
+ * meanwhile, the last job on it frees the host PD.
+ */
+struct DeferredAh {
+    VrdmaCore *core;
+    ibv_pd *pd;
+    uint32_t pd_index;
+    std::array<uint8_t, 16> sgid; /* the cache key: the guest's source GID, */
+    ibv_ah_attr key;              /* and the rest (sgid_index 0) */
+    ibv_ah_attr attr;             /* what the host is asked for */
+    uint32_t qpn;
+    uint16_t epoch;
+    bool pd_gone = false;
+    ibv_ah *ah = nullptr;
+
+    static int work(void *ctx);                 /* worker thread */
+    static void done(void *ctx, int ret);       /* core's context */
 };
 
 /*
@@ -162,7 +198,7 @@ public:
     Status qp_created(VrdmaCore &c, Qp &qp);
     Status qp_modifying(VrdmaCore &c, Qp &qp, uint32_t mask,
                         const virtio_rdma_qp_attr &attrs);
-    void qp_modified(VrdmaCore &, Qp &, uint32_t, uint32_t) {}
+    void qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state, uint32_t mask);
     void qp_destroyed(VrdmaCore &c, Qp &qp);
     void qp_to_error(VrdmaCore &c, Qp &qp);
     Status mr_registered(VrdmaCore &c, uint32_t index, Mr &mr);
@@ -200,6 +236,7 @@ public:
 
 private:
     friend struct BackendAccess;
+    friend struct DeferredAh; /* its done is ah_done */
 
     /* The host CQ of guest CQ @cqn, or nullptr. */
     ibv_cq *cq(uint32_t cqn) const
@@ -218,8 +255,20 @@ private:
      */
     uint8_t host_sges(VrdmaCore &c, const Qp &qp, const uint8_t *p,
                       uint32_t n, ibv_sge *out, uint32_t *total) const;
-    uint8_t ud_ah(VrdmaCore &c, const Qp &qp, const virtio_rdma_av &av,
+    /*
+     * The address handle of a UD send's address vector (post.cc): kReady
+     * (in *out), kPending (being made: the send waits), or a status.
+     */
+    static constexpr uint8_t kAhReady = VIRTIO_RDMA_WC_SUCCESS;
+    static constexpr uint8_t kAhPending = 0xFF;
+    uint8_t ud_ah(VrdmaCore &c, Qp &qp, const virtio_rdma_av &av,
                   ibv_ah **out);
+    /* A UD send to the host with @ah, or completed with @status (post.cc). */
+    void ud_post(VrdmaCore &c, Qp &qp, QpState &s, HeldSend &u,
+                 uint8_t status, ibv_ah *ah);
+    /* The held sends whose address handles exist now, in order. */
+    void release_held(VrdmaCore &c, Qp &qp, QpState &s);
+    void ah_done(VrdmaCore &c, DeferredAh &job, int ret);
     /* The GSI QP's work requests (gsi.cc): MADs through the MAD link. */
     void gsi_send(VrdmaCore &c, Qp &qp, const virtio_rdma_sq_req &h,
                   const uint8_t *sges, uint8_t status);
@@ -228,6 +277,8 @@ private:
     /* Flushes (ERR) or drops (destroy, reset) the receives gsi_recv kept. */
     void gsi_flush(VrdmaCore &c, Qp &qp, QpState &s, bool complete);
     void release_ahs(uint32_t pd);
+    /* Address-handle jobs on host PD @pd are told it is gone: any? */
+    bool orphan_ah_jobs(ibv_pd *pd);
     /* DMA MRs (dma_mr.cc): all of guest RAM, local access only. */
     Status dma_mr_registered(VrdmaCore &c, uint32_t index, Mr &mr);
     static void dma_mr_release(VrdmaCore &c, HostMr &m);
@@ -255,6 +306,7 @@ private:
         ibv_ah *ah;
     };
     std::vector<Ah> ahs_;         /* UD destinations, at most max_ah */
+    std::vector<DeferredAh *> ah_jobs_; /* in flight on the worker thread */
 };
 
 } // namespace vrdma::ib

@@ -37,15 +37,18 @@ lab_dgram() {
 }
 
 # lab_guest_start OUTDIR TIMEOUT APPEND NETDEV0 MAC0 [NETDEV1]
-# Boots one guest in the background (TCG, 1 vCPU): eth0 = virtio-net on
-# NETDEV0 (the RoCE link) with MAC0, eth1 = virtio-net on NETDEV1 if given.
+# Boots one guest in the background (TCG, LAB_SMP vCPUs, default 1): eth0 =
+# virtio-net on NETDEV0 (the RoCE link) with MAC0, eth1 = virtio-net on NETDEV1 if given.
 # Console -> OUTDIR/console.log; sets LAB_PID.
 # With LAB_VRDMA=1, eth0 is function 0 of slot 4 and our virtio-rdma-pci
 # function 1 (plus LAB_VRDMA_OPTS, e.g. queue-size=1024), and QEMU has a QMP
 # socket: its path in LAB_QMP.
 lab_guest_start() {
     local out=$1 tmo=$2 append=$3 nd0=$4 mac0=$5 nd1=${6:-}
-    local nic1=() rdma=() mf=""
+    local nic1=() rdma=() mf="" smp=${LAB_SMP:-1} thread=single
+    # A guest that runs alone may take both host cores (LAB_SMP=2): one
+    # TCG thread per vCPU.
+    [ "$smp" -gt 1 ] && thread=multi
     mkdir -p "$out"
     [ -n "$nd1" ] && nic1=(-netdev "$nd1,id=n1" -device "virtio-net-pci,netdev=n1,mac=52:54:00:00:99:01,addr=05.0")
     LAB_QMP=
@@ -58,7 +61,7 @@ lab_guest_start() {
               -qmp "unix:$LAB_QMP,server=on,wait=off")
     fi
     timeout -k 5 "$tmo" "$QEMU" -name "lab-$(basename "$out")" -machine q35 \
-        -accel tcg,thread=single,tb-size=128 -cpu max -smp 1 -m "$LAB_MEM" \
+        -accel "tcg,thread=$thread,tb-size=128" -cpu max -smp "$smp" -m "$LAB_MEM" \
         -nodefaults -no-user-config -display none -no-reboot \
         -serial "file:$out/console.log" \
         -kernel "$LAB/vmlinux" -initrd "$LAB/initrd.img" \

@@ -53,10 +53,11 @@ ip4=$(ip -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1)
 ip6=$(ip -6 -o addr show dev eth0 scope global | awk '{print $4}' | cut -d/ -f1)
 paths=
 for p in $LAB_IBV_DP; do paths="$paths -p $p"; done
+t0=$(date +%s)
 QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_GID_IPV4=$ip4 QVRDMA_GID_IPV6=$ip6 \
-    timeout 600 "$DPTEST" --tap -k $paths > /out/dp.tap 2> /out/dp.err
+    sh /lab/watchdog.sh 900 /out/dp.hang "$DPTEST" --tap -k $paths > /out/dp.tap 2> /out/dp.err
 rc=$?
-echo "dp-test exit $rc" >> /out/dp.err
+echo "dp-test exit $rc after $(( $(date +%s) - t0 )) s" >> /out/dp.err
 sed -n 's|^ok [0-9]* /x86_64/virtio-rdma-dp/\(.*\)|PASS dp/\1 byte-exact on rxe0|p; s|^not ok [0-9]* /x86_64/virtio-rdma-dp/\([^ ]*\).*|FAIL dp/\1 see dp.tap / dp.err|p' \
     /out/dp.tap >> $out
 grep -q '^ok\|^not ok' /out/dp.tap || echo "FAIL dp/none no test ran (dp.err)" >> $out
@@ -99,8 +100,9 @@ for io in 0 1; do
 done
 
 # Registration time of a 1 GiB MR (a measurement: the figures in the line),
-# with guest RAM untouched (the pin faults it in) and allocated at start.
-for pre in 0 1; do
+# with guest RAM untouched (the pin faults it in) and allocated at start;
+# not with NO_REG_TIME (LAB_IBV_QUICK).
+for pre in $([ -z "${NO_REG_TIME:-}" ] && echo 0 1); do
     QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_RAM_MB=1280 QVRDMA_REG_MB=1024 \
         QVRDMA_RAM_PREALLOC=$pre timeout 600 "$DPTEST" --tap \
         -p /x86_64/virtio-rdma-dp/ibverbs/reg-time > /out/reg$pre.tap 2> /out/reg$pre.err
@@ -160,4 +162,4 @@ prc=$?
 grep -q '^ok' /out/port.tap && echo "PASS port-events QUERY_PORT DOWN after eth0 down, ACTIVE after up" >> $out ||
     echo "FAIL port-events exit $prc: $(grep -a ERROR /out/port.err | tail -1 | cut -c1-200)" >> $out
 # An assertion ends the binary: the case after the last reported one failed.
-[ $rc = 0 ] || echo "FAIL dp/exit virtio-rdma-dp-test exit $rc after $(grep -c '^ok\|^not ok' /out/dp.tap) cases: $(grep -a 'ERROR' /out/dp.err | tail -1 | cut -c1-200)" >> $out
+[ $rc = 0 ] || echo "FAIL dp/exit virtio-rdma-dp-test exit $rc after $(grep -c '^ok\|^not ok' /out/dp.tap) cases: $(grep -a 'ERROR' /out/dp.err | tail -1 | cut -c1-200)$([ $rc = 124 ] && echo " (hung: stacks in dp.hang)")" >> $out

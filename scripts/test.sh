@@ -57,18 +57,23 @@ run_unit() {
     [ "$f" = 0 ] || { grep -E '^\[  FAILED  \]' "$log/$name.log" | sort -u; failures+=("$name (see $log/$name.log)"); }
 }
 
-run_qtest() {
-    local name=$1 bdir=$2
-    echo "== $name"
+# qtest_build NAME: the QEMU and the qtest binaries of tier NAME.
+qtest_build() {
+    local name=$1
     BUILD_TARGETS="tests/qtest/qos-test tests/qtest/virtio-rdma-demo tests/qtest/virtio-rdma-dp-test tests/qtest/virtio-rdma-mem-test tests/qtest/virtio-rdma-safety-test" \
         bash "$top/scripts/build.sh" $([ "$name" = qtest-san ] && echo --san) >"$log/$name-build.log" 2>&1 ||
-        { tail -n 40 "$log/$name-build.log"; failed=$((failed + 1)); failures+=("$name build"); return; }
-    local qos_path rc
+        { tail -n 40 "$log/$name-build.log"; failed=$((failed + 1)); failures+=("$name build"); return 1; }
+}
+
+# qtest_runs NAME BDIR: every qtest binary of tier NAME into $log/NAME.log;
+# the exit status (non-zero: one of them failed, crashed or hung) also in
+# $log/NAME.rc, for a run in the background.
+qtest_runs() {
+    local name=$1 bdir=$2 qos_path rc=0
     export QTEST_QEMU_BINARY=$bdir/qemu-system-x86_64
     export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
     : >"$log/$name.log"
-    rc=0
     # Every qos path that ends in virtio-rdma (the graph finds them; pc and q35).
     for qos_path in $("$bdir/tests/qtest/qos-test" -l 2>/dev/null | grep "^/.*virtio-rdma" | sed 's#/[^/]*$##' | sort -u); do
         timeout 600 "$bdir/tests/qtest/qos-test" --tap -k -p "$qos_path" >>"$log/$name.log" 2>&1 || rc=1
@@ -91,7 +96,34 @@ run_qtest() {
     # Guest memory: RAM only, and only while it is guest memory there (both placements).
     timeout 300 "$bdir/tests/qtest/virtio-rdma-mem-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
     QVRDMA_IOTHREAD=1 timeout 300 "$bdir/tests/qtest/virtio-rdma-mem-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
-    count_tap "$name" "$log/$name.log" "$rc"
+    echo "$rc" > "$log/$name.rc"
+    return "$rc"
+}
+
+run_qtest() {
+    local name=$1 bdir=$2
+    echo "== $name"
+    qtest_build "$name" || return
+    qtest_runs "$name" "$bdir"
+    count_tap "$name" "$log/$name.log" "$(cat "$log/$name.rc")"
+}
+
+# Both qtest tiers side by side: each keeps about one of the two cores
+# busy (dp-test 80 %, safety-test 90 % of one core, mostly the qtest
+# socket's system calls), so together they take about the time of the
+# longer one.  Both QEMUs are built first, so no build competes with a
+# test.  Every test picks its own ports, sockets and network namespace.
+run_qtest_pair() {
+    local san_pid
+    echo "== qtest + qtest-san (side by side)"
+    qtest_build qtest || { run_qtest qtest-san "$BUILD_QEMU_SAN"; return; }
+    qtest_build qtest-san || { run_qtest qtest "$BUILD_QEMU"; return; }
+    (qtest_runs qtest-san "$BUILD_QEMU_SAN") &
+    san_pid=$!
+    qtest_runs qtest "$BUILD_QEMU"
+    wait "$san_pid"
+    count_tap qtest "$log/qtest.log" "$(cat "$log/qtest.rc")"
+    count_tap qtest-san "$log/qtest-san.log" "$(cat "$log/qtest-san.rc")"
 }
 
 # Debian's kernel rxe in TCG guests with unmodified rdma-core / perftest
@@ -143,7 +175,12 @@ run_fuzz() {
 }
 
 tiers=${TIERS:-unit unit-san qtest qtest-san fuzz lab}
+both_qtest=0
+case " $(echo $tiers) " in *" qtest "*" qtest-san "*|*" qtest-san "*" qtest "*) both_qtest=1 ;; esac
 for t in $tiers; do
+    if [ $both_qtest = 1 ]; then
+        case $t in qtest) run_qtest_pair; continue ;; qtest-san) continue ;; esac
+    fi
     case $t in
     unit)      run_unit unit "$BUILD_UNIT" ;;
     unit-san)  run_unit unit-san "$BUILD_UNIT_SAN" -Db_sanitize=address,undefined -Db_lundef=false ;;

@@ -176,7 +176,7 @@ run_fuzz() {
 
 tiers=${TIERS:-unit unit-san qtest qtest-san fuzz lab}
 both_qtest=0
-case " $(echo $tiers) " in *" qtest "*" qtest-san "*|*" qtest-san "*" qtest "*) both_qtest=1 ;; esac
+[[ " $(echo $tiers) " == *" qtest "* && " $(echo $tiers) " == *" qtest-san "* ]] && both_qtest=1
 for t in $tiers; do
     if [ $both_qtest = 1 ]; then
         case $t in qtest) run_qtest_pair; continue ;; qtest-san) continue ;; esac

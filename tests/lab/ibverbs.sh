@@ -125,16 +125,26 @@ lab_ibverbs_interop() {
             done
         done
     done
-    # RDMA-CM: rping -s in B, our device the client, its CM MADs through
-    # its GSI QP and the rdmacm-mux A runs (peer-cases.sh).
-    name=v4-rping-gsrv
-    if [ -z "${LAB_IBV_IO_ONLY:-}" ] || [[ $name =~ $LAB_IBV_IO_ONLY ]]; then
+    # RDMA-CM: rping in B, our device the other end, its CM MADs through
+    # its GSI QP and the rdmacm-mux A runs (peer-cases.sh): rping -s in B
+    # and our device the client (gsrv), then rping -c in B and our device
+    # the server (gcli: the passive side of the CM).
+    for gr in gsrv gcli; do
+        name=v4-rping-$gr
+        [ -n "${LAB_IBV_IO_ONLY:-}" ] && ! [[ $name =~ $LAB_IBV_IO_ONLY ]] && continue
         port=$((port + 1))
-        args=$(lab_tool_args rping)
-        echo "srv $name 150 ${args//@P@/$port} $b_ip" >> "$dir/B/cases"
-        echo "client $name 170 --tool rping --lport 1 --rport 2 --mac 52:54:00:79:01:02 --peer-mac $b_mac --ip4 $a_ip --ip6 fd79:1::11 --gid 4 --port $port --tcp $b_ip --iters 50 --size 4096" >> "$dir/A/peer-cases"
+        local pargs="--tool rping --lport 1 --rport 2 --mac 52:54:00:79:01:02 --peer-mac $b_mac --ip4 $a_ip --ip6 fd79:1::11 --gid 4 --port $port --iters 50 --size 4096"
+        if [ $gr = gsrv ]; then
+            args=$(lab_tool_args rping)
+            echo "srv $name 150 ${args//@P@/$port} $b_ip" >> "$dir/B/cases"
+            echo "client $name 170 $pargs --tcp $b_ip" >> "$dir/A/peer-cases"
+        else
+            args=$(lab_tool_args rping cli)
+            echo "cli $name 150 ${args//@P@/$port} $a_ip" >> "$dir/B/cases"
+            echo "server $name 170 $pargs" >> "$dir/A/peer-cases"
+        fi
         names+=("$name")
-    fi
+    done
     { echo "MUX=$LAB/bin/rdmacm-mux"; } >> "$dir/A/env"
     pa=$(lab_free_port udp); pb=$(lab_free_port udp)
     LAB_MEM=1024 lab_guest_start "$dir/A" 1500 "lab.ip=$a_ip/24 lab.ip6=fd79:1::11/64 lab.run=/lab/ibverbs/peer-cases.sh" \
@@ -153,7 +163,7 @@ lab_ibverbs_interop() {
         grep -q "PEER: FAIL" "$dir/A/$name.peer" 2>/dev/null &&
             why="$why $(grep -m1 'PEER: FAIL' "$dir/A/$name.peer" | sed 's/.*PEER: //')"
         case $name in
-        *rping*) fig=$(grep -o 'rping: [0-9]* pings verified' "$dir/A/$name.peer" 2>/dev/null) ;;
+        *rping*) fig=$(grep -o 'rping: [0-9]* pings \(verified\|served\)' "$dir/A/$name.peer" 2>/dev/null) ;;
         *-gsrv) fig=$(lab_figures "$dir/A/$name.peer") ;;
         *) fig=$(lab_figures "$dir/B/$name.out") ;;
         esac

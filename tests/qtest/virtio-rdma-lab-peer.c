@@ -15,10 +15,10 @@
  *                              handshakes, the test, the client's BW report
  *                              (5 big-endian 8-byte fields; not for send_bw),
  *                              one more handshake, "done";
- *   rping (client only)        no TCP: RDMA-CM MADs through the device's GSI
+ *   rping                      no TCP: RDMA-CM MADs through the device's GSI
  *                              QP and rdmacm-mux (QVRDMA_MAD_SOCKET), then
- *                              rping's 16-byte buffer messages; --tcp is the
- *                              server's address.
+ *                              rping's 16-byte buffer messages; as client,
+ *                              --tcp is the server's address.
  *
  * The peer prints figures in the tools' own formats (so one parser reads
  * both) and checks data where the tool makes it knowable:
@@ -994,6 +994,19 @@ static bool cm_send(Peer *p, Cm *cm, const uint8_t *mad)
     return true;
 }
 
+static const char *cm_attr_name(uint16_t attr)
+{
+    switch (attr) {
+    case CM_ATTR_REQ: return "REQ";
+    case CM_ATTR_REJ: return "REJ";
+    case CM_ATTR_REP: return "REP";
+    case CM_ATTR_RTU: return "RTU";
+    case CM_ATTR_DREQ: return "DREQ";
+    case CM_ATTR_DREP: return "DREP";
+    }
+    return "MAD";
+}
+
 /*
  * The next CM MAD for us (attribute @want, or a REJ), within @ms.  @returns
  * its attribute, 0 on timeout.  Others (duplicates, MRAs) are skipped.
@@ -1019,11 +1032,15 @@ static uint16_t cm_recv(Peer *p, Cm *cm, uint16_t want, uint8_t *mad, int ms)
         qtest_memread(p->d->qts, p->pt.data + c.wr_id + 40, mad, 256);
         cm_post_recv(p, cm);
         attr = lduw_be_p(mad + 16);
-        say("CM: %s in (attribute 0x%04x)", attr == CM_ATTR_REP ? "REP" :
-            attr == CM_ATTR_REJ ? "REJ" : attr == CM_ATTR_DREP ? "DREP" :
-            "MAD", attr);
-        if (mad[1] == CM_CLASS && (attr == want || attr == CM_ATTR_REJ) &&
-            (uint32_t)ldl_be_p(mad + CM_DATA + 4) == cm->comm_id) {
+        say("CM: %s in (attribute 0x%04x)", cm_attr_name(attr), attr);
+        if (mad[1] != CM_CLASS || (attr != want && attr != CM_ATTR_REJ)) {
+            continue;
+        }
+        /* A REQ names the service (our port); the others our comm ID. */
+        if (attr == CM_ATTR_REQ
+            ? ldq_be_p(mad + CM_DATA + 8) ==
+              ((uint64_t)RDMA_PS_TCP << 16 | (uint16_t)opt.port)
+            : (uint32_t)ldl_be_p(mad + CM_DATA + 4) == cm->comm_id) {
             return attr;
         }
     }
@@ -1138,23 +1155,23 @@ static bool rp_send_info(Peer *p, uint32_t off)
     return true;
 }
 
+static void rping_client(Peer *p, Cm *cm);
+static void rping_server(Peer *p, Cm *cm);
+
 static void run_rping(void)
 {
     Peer p;
     Cm cm = { 0 };
-    uint8_t mad[256], *d = mad + CM_DATA;
-    uint32_t n, i, size = opt.size ? opt.size : 4096;
-    g_autofree uint8_t *start = g_malloc(size), *echo = g_malloc(size);
+    uint32_t i, size = opt.size ? opt.size : 4096;
+    bool client = !strcmp(opt.role, "client");
 
     opt.size = size;
-    if (strcmp(opt.role, "client") || !opt.tcp || opt.gid_family != 4 ||
-        size > 65536) {
-        fail("rping: --role client --tcp <server IPv4> --gid 4 only");
+    if ((client && !opt.tcp) || opt.gid_family != 4 || size > 65536) {
+        fail("rping: --gid 4 only, a --size up to 64 KiB; "
+             "as client: --tcp <server IPv4>");
         return;
     }
     peer_boot(&p, VIRTIO_RDMA_QPT_RC);
-    g_assert_cmpint(inet_pton(AF_INET, opt.tcp, p.rgid + 12), ==, 1);
-    p.rgid[10] = p.rgid[11] = 0xff;
     cm.cq = qvrdma_dp_cq_create(p.d, 16);
     cm.qp = qvrdma_dp_qp_create(p.d, p.pdn, VIRTIO_RDMA_QPT_GSI, cm.cq, cm.cq,
                                 GSI_RECVS, VIRTIO_RDMA_SIGNAL_ALL_WR);
@@ -1162,15 +1179,36 @@ static void run_rping(void)
     for (i = 0; i < GSI_RECVS; i++) {
         cm_post_recv(&p, &cm);
     }
-    if (!mad_link_up(&p) || !cm_connect(&p, &cm)) {
-        goto out;
+    if (mad_link_up(&p)) {
+        if (client) {
+            rping_client(&p, &cm);
+        } else {
+            rping_server(&p, &cm);
+        }
     }
-    rc_connect(&p);
-    cm_mad(mad, CM_ATTR_RTU, cm.tid);
-    put_be32(d + 0, cm.comm_id);
-    put_be32(d + 4, cm.remote_comm_id);
-    if (!cm_send(&p, &cm, mad)) {
-        goto out;
+    qvrdma_dp_qp_free(cm.qp);
+    qvrdma_dp_cq_free(cm.cq);
+    peer_down(&p);
+}
+
+/* The device as "rping -c": REQ, then rping's client steps. */
+static void rping_client(Peer *p, Cm *cm)
+{
+    uint8_t mad[256], *d = mad + CM_DATA;
+    uint32_t n, i, size = opt.size;
+    g_autofree uint8_t *start = g_malloc(size), *echo = g_malloc(size);
+
+    g_assert_cmpint(inet_pton(AF_INET, opt.tcp, p->rgid + 12), ==, 1);
+    p->rgid[10] = p->rgid[11] = 0xff;
+    if (!cm_connect(p, cm)) {
+        return;
+    }
+    rc_connect(p);
+    cm_mad(mad, CM_ATTR_RTU, cm->tid);
+    put_be32(d + 0, cm->comm_id);
+    put_be32(d + 4, cm->remote_comm_id);
+    if (!cm_send(p, cm, mad)) {
+        return;
     }
     /*
      * rping's server takes a message that beats its ESTABLISHED event for
@@ -1185,14 +1223,14 @@ static void run_rping(void)
             start[i] = 'A' + (n + i) % 58;
         }
         start[size - 1] = 0;
-        qtest_memwrite(p.d->qts, p.pt.data + REGION(0), start, size);
-        qtest_memset(p.d->qts, p.pt.data + REGION(1), 0, size);
+        qtest_memwrite(p->d->qts, p->pt.data + REGION(0), start, size);
+        qtest_memset(p->d->qts, p->pt.data + REGION(1), 0, size);
         /* The server reads our start buffer, then writes its copy back. */
-        if (!rp_send_info(&p, REGION(0)) || !rp_send_info(&p, REGION(1))) {
+        if (!rp_send_info(p, REGION(0)) || !rp_send_info(p, REGION(1))) {
             fail("ping %u", n);
             break;
         }
-        qtest_memread(p.d->qts, p.pt.data + REGION(1), echo, size);
+        qtest_memread(p->d->qts, p->pt.data + REGION(1), echo, size);
         if (memcmp(start, echo, size)) {
             fail("ping %u: the server's RDMA WRITE differs from what its "
                  "RDMA READ got", n);
@@ -1203,18 +1241,175 @@ static void run_rping(void)
             "WROTE it back, byte-exact)", n);
     }
     /* DREQ: rping's server ends on the disconnect. */
-    cm_mad(mad, CM_ATTR_DREQ, cm.tid + 1);
-    put_be32(d + 0, cm.comm_id);
-    put_be32(d + 4, cm.remote_comm_id);
-    put_be32(d + 8, p.rqpn << 8);
-    if (cm_send(&p, &cm, mad) &&
-        cm_recv(&p, &cm, CM_ATTR_DREP, mad, 5000) != CM_ATTR_DREP) {
+    cm_mad(mad, CM_ATTR_DREQ, cm->tid + 1);
+    put_be32(d + 0, cm->comm_id);
+    put_be32(d + 4, cm->remote_comm_id);
+    put_be32(d + 8, p->rqpn << 8);
+    if (cm_send(p, cm, mad) &&
+        cm_recv(p, cm, CM_ATTR_DREP, mad, 5000) != CM_ATTR_DREP) {
         fail("no DREP");
     }
-out:
-    qvrdma_dp_qp_free(cm.qp);
-    qvrdma_dp_cq_free(cm.cq);
-    peer_down(&p);
+}
+
+/* Takes completions until a receive; sends completing meanwhile count. */
+static bool rp_next_recv(Peer *p, struct virtio_rdma_cq_req *c)
+{
+    while (take_cqe(p, c)) {
+        if (c->opcode & VIRTIO_RDMA_WC_RECV) {
+            if (c->byte_len != RP_INFO) {
+                fail("rping: a %u-byte message (rping's are %u)", c->byte_len,
+                     RP_INFO);
+                return false;
+            }
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Until every send is complete; no message may arrive meanwhile. */
+static bool rp_sends_done(Peer *p)
+{
+    struct virtio_rdma_cq_req c;
+
+    while (p->sends_out) {
+        if (!take_cqe(p, &c)) {
+            return false;
+        }
+        if (c.opcode & VIRTIO_RDMA_WC_RECV) {
+            fail("rping: a message before our go-ahead");
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * One RDMA READ or WRITE of opt.size bytes between our buffer and the one
+ * the message just received names; then its completion.
+ */
+static bool rp_rdma(Peer *p, uint32_t opcode)
+{
+    uint8_t info[RP_INFO];
+    struct virtio_rdma_sge s = sge_at(p, REGION(0), opt.size);
+    struct virtio_rdma_sq_req wr;
+    uint32_t len;
+
+    qtest_memread(p->d->qts, p->pt.data + REGION(2), info, RP_INFO);
+    len = ldl_be_p(info + 12);
+    if (len != opt.size) {
+        fail("rping: the client's buffer is %u bytes, --size %u", len,
+             opt.size);
+        return false;
+    }
+    wr = qvrdma_wr_rdma(opcode, 0, ldq_be_p(info), ldl_be_p(info + 8));
+    post_wr(p, &wr, &s);
+    return rp_sends_done(p);
+}
+
+/* rping's go-ahead: a 16-byte SEND (its content is not looked at). */
+static void rp_go_ahead(Peer *p)
+{
+    struct virtio_rdma_sge s = sge_at(p, REGION(2) + 64, RP_INFO);
+    struct virtio_rdma_sq_req wr = qvrdma_wr_send(0);
+
+    post_wr(p, &wr, &s);
+}
+
+/*
+ * The device as rping's server, "rping -c" in the guest: our GSI QP takes
+ * the guest's REQ for --port and answers REP, starting PSN = the REQ's
+ * (then both sides send from and expect that PSN, whichever of the two
+ * messages' PSNs each side takes for its own: see cm_connect), and waits
+ * for RTU.  Then rping's server steps per ping: the client's SEND names its
+ * start buffer, which we READ; a go-ahead; its next SEND names its sink
+ * buffer, which we WRITE with what we read; a go-ahead.  We check the READ
+ * got rping's "rdma-ping-N: " message; the client (-V) compares the echo.
+ * The client ends with DREQ: DREP.
+ */
+static void rping_server(Peer *p, Cm *cm)
+{
+    uint8_t mad[256], *d = mad + CM_DATA;
+    struct virtio_rdma_cq_req c;
+    g_autofree char *got = g_malloc0(opt.size + 1);
+    uint32_t n;
+    uint16_t attr;
+    uint8_t depth;
+
+    if (cm_recv(p, cm, CM_ATTR_REQ, mad, IO_TIMEOUT_MS) != CM_ATTR_REQ) {
+        fail("no REQ for port %d from rping -c", opt.port);
+        return;
+    }
+    cm->tid = ldq_be_p(mad + 8);
+    cm->remote_comm_id = ldl_be_p(d + 0);
+    cm->comm_id = g_random_int() | 1;
+    p->rqpn = (uint32_t)ldl_be_p(d + 32) >> 8;
+    p->psn = p->rpsn = (uint32_t)ldl_be_p(d + 44) >> 8;
+    memcpy(p->rgid, d + 56, 16);
+    /* Our READs in flight: no more than the client's responder resources. */
+    depth = MIN(d[35], OUR_OUT_READS);
+    say("CM: REQ from QPN %u, PSN 0x%06x, its responder resources %u, "
+        "initiator depth %u", p->rqpn, p->psn, d[35], d[39]);
+    /* Ready before the REP: the client's first message may follow RTU. */
+    p->recv_off = REGION(2);
+    p->recv_len = RP_INFO;
+    rc_connect(p);
+    post_recvs(p, 1);
+
+    cm_mad(mad, CM_ATTR_REP, cm->tid);
+    put_be32(d + 0, cm->comm_id);
+    put_be32(d + 4, cm->remote_comm_id);
+    put_be32(d + 12, p->qp->wire_qpn << 8);
+    put_be32(d + 20, p->psn << 8);
+    d[24] = OUR_OUT_READS;                  /* responder resources */
+    d[25] = depth;                          /* initiator depth */
+    d[26] = 15 << 3;                        /* target ACK delay */
+    d[27] = 7 << 5;                         /* RNR retry count */
+    memcpy(d + 28, p->d->mac, 6);           /* local CA GUID */
+    if (!cm_send(p, cm, mad)) {
+        return;
+    }
+    attr = cm_recv(p, cm, CM_ATTR_RTU, mad, 10000);
+    if (attr != CM_ATTR_RTU) {
+        fail("no RTU after our REP%s", attr == CM_ATTR_REJ ? " (REJ)" : "");
+        return;
+    }
+    say("CM: established; rping: %u pings of %u bytes", opt.iters, opt.size);
+    for (n = 0; n < opt.iters && !failed; n++) {
+        g_autofree char *want = g_strdup_printf("rdma-ping-%u: ", n);
+
+        if (!rp_next_recv(p, &c) || !rp_rdma(p, VIRTIO_RDMA_WR_RDMA_READ)) {
+            break;
+        }
+        post_recvs(p, 1);   /* the message is read: its buffer is free */
+        qtest_memread(p->d->qts, p->pt.data + REGION(0), got, opt.size);
+        if (strncmp(got, want, strlen(want))) {
+            fail("ping %u: READ \"%.20s\", not rping's \"%s\"", n, got,
+                 want);
+            break;
+        }
+        rp_go_ahead(p);
+        if (!rp_next_recv(p, &c) || !rp_rdma(p, VIRTIO_RDMA_WR_RDMA_WRITE)) {
+            break;
+        }
+        post_recvs(p, 1);
+        rp_go_ahead(p);
+    }
+    if (failed || !rp_sends_done(p)) {
+        return;
+    }
+    say("rping: %u pings served (READ the client's buffer, checked, WROTE "
+        "it back)", n);
+    /* rping -c disconnects at the end. */
+    if (cm_recv(p, cm, CM_ATTR_DREQ, mad, 10000) != CM_ATTR_DREQ) {
+        fail("no DREQ from rping -c");
+        return;
+    }
+    cm->tid = ldq_be_p(mad + 8);
+    cm_mad(mad, CM_ATTR_DREP, cm->tid);
+    put_be32(d + 0, cm->comm_id);
+    put_be32(d + 4, cm->remote_comm_id);
+    cm_send(p, cm, mad);
 }
 
 /* ---- main -------------------------------------------------------------------- */

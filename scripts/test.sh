@@ -138,14 +138,18 @@ run_lab() {
     # 6.1 (bookworm's kernel): every part, libvirt's included (once: it adds
     # libvirtd over the same driver); 6.12 (bookworm-backports): the parts
     # whose kernel code differs between the two: the driver, NVMe's host and
-    # target, rdma-core's suite, backend=ibverbs on rxe (LAB_IBV_QUICK: one
-    # data-path case of each kind, no interop half, no registration timing).
+    # target, rdma-core's suite, backend=ibverbs on rxe.  There our driver
+    # runs against itself (driver vv, NVMe hv-tv with the target killed):
+    # against rxe (vr, hv-tr, hr-tv) the wire is the device's, the same on
+    # both kernels, and 6.1 runs it; LAB_IBV_QUICK: one data-path case of
+    # each kind, no interop half, no registration timing.  This keeps the CI
+    # in its 90 minutes (79 before, about 72 now, AMD EPYC).
     { timeout 900 bash "$top/tests/lab/setup.sh" &&
       LAB_KERNEL=6.12 timeout 900 bash "$top/tests/lab/setup.sh" &&
       timeout 900 bash "$top/scripts/build-guest.sh" &&
       timeout 2400 bash "$top/scripts/build-suite.sh" &&
       timeout 3600 bash "$top/tests/lab/run.sh" baseline interop driver libvirt nvme suite ibverbs mux; } >"$log/lab.log" 2>&1 || rc=1
-    { LAB_KERNEL=6.12 LAB_IBV_QUICK=1 timeout 2400 bash "$top/tests/lab/run.sh" driver nvme suite ibverbs mux; } >>"$log/lab.log" 2>&1 || rc=1
+    { LAB_KERNEL=6.12 LAB_IBV_QUICK=1 LAB_DRV_ONLY='^vv/' LAB_NV_ONLY='^hv-tv$' timeout 2400 bash "$top/tests/lab/run.sh" driver nvme suite ibverbs mux; } >>"$log/lab.log" 2>&1 || rc=1
     p=$(sed -nE 's/^lab: ([0-9]+) passed, ([0-9]+) failed$/\1/p' "$log/lab.log" | awk '{s+=$1} END {print s+0}')
     f=$(sed -nE 's/^lab: ([0-9]+) passed, ([0-9]+) failed$/\2/p' "$log/lab.log" | awk '{s+=$1} END {print s+0}')
     p=${p:-0} f=${f:-0}

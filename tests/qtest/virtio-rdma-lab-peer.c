@@ -994,6 +994,12 @@ static bool cm_send(Peer *p, Cm *cm, const uint8_t *mad)
     return true;
 }
 
+/* rdma_cm's service ID of TCP port --port: what a REQ connects to. */
+static uint64_t cm_service_id(void)
+{
+    return (uint64_t)RDMA_PS_TCP << 16 | (uint16_t)opt.port;
+}
+
 static const char *cm_attr_name(uint16_t attr)
 {
     switch (attr) {
@@ -1038,8 +1044,7 @@ static uint16_t cm_recv(Peer *p, Cm *cm, uint16_t want, uint8_t *mad, int ms)
         }
         /* A REQ names the service (our port); the others our comm ID. */
         if (attr == CM_ATTR_REQ
-            ? ldq_be_p(mad + CM_DATA + 8) ==
-              ((uint64_t)RDMA_PS_TCP << 16 | (uint16_t)opt.port)
+            ? ldq_be_p(mad + CM_DATA + 8) == cm_service_id()
             : (uint32_t)ldl_be_p(mad + CM_DATA + 4) == cm->comm_id) {
             return attr;
         }
@@ -1074,7 +1079,7 @@ static bool cm_connect(Peer *p, Cm *cm)
         cm->tid = ((uint64_t)g_random_int() << 32) | g_random_int();
         cm_mad(mad, CM_ATTR_REQ, cm->tid);
         put_be32(d + 0, cm->comm_id);
-        stq_be_p(d + 8, ((uint64_t)RDMA_PS_TCP << 16) | opt.port);
+        stq_be_p(d + 8, cm_service_id());
         memcpy(d + 16, p->d->mac, 6);               /* local CA GUID */
         put_be32(d + 32, p->qp->wire_qpn << 8 | OUR_OUT_READS);
         put_be32(d + 36, OUR_OUT_READS);            /* initiator depth */

@@ -18,7 +18,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/config.sh"
 
 passed=0 failed=0 skipped=0
-failures=()
+failures=() details=()
 log=$top/build/test-logs
 mkdir -p "$log"
 
@@ -33,6 +33,8 @@ count_tap() {
     echo "$name: $p passed, $f failed, $s skipped"
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
     [ "$f" = 0 ] || failures+=("$name (see $file)")
+    # What failed, for the summary at the very end (CI shows the tail).
+    [ "$f" = 0 ] || details+=("$(grep -E '^ *not ok [0-9]+|^# EXIT |ERROR:|Bail out' "$file" | head -n 12 | sed "s/^/  $name: /")")
 }
 
 run_unit() {
@@ -65,37 +67,49 @@ qtest_build() {
         { tail -n 40 "$log/$name-build.log"; failed=$((failed + 1)); failures+=("$name build"); return 1; }
 }
 
+# qrun LOG SECONDS [VAR=VALUE...] BINARY ARGS...: one qtest binary, its TAP
+# appended to LOG; a non-zero exit (a failure, a crash, the timeout) is
+# written there too, so the summary can name the binary and its settings.
+qrun() {
+    local file=$1 secs=$2 rc cmd; shift 2
+    timeout "$secs" env "$@" >>"$file" 2>&1
+    rc=$? cmd="$*"
+    [ "$rc" = 0 ] || echo "# EXIT $rc$([ "$rc" = 124 ] && echo ' (timed out)'): ${cmd%% --tap*}" >>"$file"
+    return "$rc"
+}
+
 # qtest_runs NAME BDIR: every qtest binary of tier NAME into $log/NAME.log;
 # the exit status (non-zero: one of them failed, crashed or hung) also in
 # $log/NAME.rc, for a run in the background.
 qtest_runs() {
-    local name=$1 bdir=$2 qos_path rc=0
+    local name=$1 bdir=$2 qos_path rc=0 f t
+    f=$log/$name.log t=$bdir/tests/qtest
     export QTEST_QEMU_BINARY=$bdir/qemu-system-x86_64
     export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-    : >"$log/$name.log"
+    : >"$f"
     # Every qos path that ends in virtio-rdma (the graph finds them; pc and q35).
-    for qos_path in $("$bdir/tests/qtest/qos-test" -l 2>/dev/null | grep "^/.*virtio-rdma" | sed 's#/[^/]*$##' | sort -u); do
-        timeout 600 "$bdir/tests/qtest/qos-test" --tap -k -p "$qos_path" >>"$log/$name.log" 2>&1 || rc=1
+    for qos_path in $("$t/qos-test" -l 2>/dev/null | grep "^/.*virtio-rdma" | sed 's#/[^/]*$##' | sort -u); do
+        qrun "$f" 600 "$t/qos-test" --tap -k -p "$qos_path" || rc=1
     done
-    timeout 300 "$bdir/tests/qtest/virtio-rdma-demo" --tap -k >>"$log/$name.log" 2>&1 || rc=1
-    timeout 900 "$bdir/tests/qtest/virtio-rdma-dp-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
+    qrun "$f" 300 "$t/virtio-rdma-demo" --tap -k || rc=1
+    qrun "$f" 900 "$t/virtio-rdma-dp-test" --tap -k || rc=1
     # The same data-path tests with the engine in an iothread, off the BQL.
-    QVRDMA_IOTHREAD=1 timeout 900 "$bdir/tests/qtest/virtio-rdma-dp-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
+    qrun "$f" 900 QVRDMA_IOTHREAD=1 "$t/virtio-rdma-dp-test" --tap -k || rc=1
     # Issue 10's regressions (no hang, bounded memory), in both placements.
-    timeout 1800 "$bdir/tests/qtest/virtio-rdma-safety-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
-    QVRDMA_IOTHREAD=1 timeout 1800 "$bdir/tests/qtest/virtio-rdma-safety-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
+    qrun "$f" 1800 "$t/virtio-rdma-safety-test" --tap -k || rc=1
+    qrun "$f" 1800 QVRDMA_IOTHREAD=1 "$t/virtio-rdma-safety-test" --tap -k || rc=1
     # Kicks as trapped writes instead of eventfds (ioeventfd is on by
     # default).  Not again under the sanitizers: only the kick's way in
     # differs, and the fuzz tier's -noioeventfd configurations run it under
     # ASan/UBSan (this saves the CI budget about 5 minutes).
     if [ "$name" != qtest-san ]; then
-        QVRDMA_IOEVENTFD=off timeout 900 "$bdir/tests/qtest/virtio-rdma-dp-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
-        QVRDMA_IOEVENTFD=off timeout 1800 "$bdir/tests/qtest/virtio-rdma-safety-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
+        qrun "$f" 900 QVRDMA_IOEVENTFD=off "$t/virtio-rdma-dp-test" --tap -k || rc=1
+        qrun "$f" 1800 QVRDMA_IOEVENTFD=off "$t/virtio-rdma-safety-test" --tap -k || rc=1
     fi
     # Guest memory: RAM only, and only while it is guest memory there (both placements).
-    timeout 300 "$bdir/tests/qtest/virtio-rdma-mem-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
-    QVRDMA_IOTHREAD=1 timeout 300 "$bdir/tests/qtest/virtio-rdma-mem-test" --tap -k >>"$log/$name.log" 2>&1 || rc=1
+    qrun "$f" 300 "$t/virtio-rdma-mem-test" --tap -k || rc=1
+    qrun "$f" 300 QVRDMA_IOTHREAD=1 "$t/virtio-rdma-mem-test" --tap -k || rc=1
     echo "$rc" > "$log/$name.rc"
     return "$rc"
 }
@@ -198,5 +212,6 @@ for t in $tiers; do
 done
 
 [ ${#failures[@]} = 0 ] || printf 'FAILED: %s\n' "${failures[@]}"
+[ ${#details[@]} = 0 ] || printf '%s\n' "${details[@]}"
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -117,13 +117,18 @@ typedef struct Case {
 static void run_case(const void *opaque)
 {
     const Case *c = opaque;
+    gint64 t0;
 
     if (g_test_subprocess()) {
         c->fn(c->arg);
         return;
     }
+    t0 = g_get_monotonic_time();
     g_test_trap_subprocess(NULL, c->timeout_us,
                            G_TEST_SUBPROCESS_INHERIT_STDERR);
+    /* How near the limit, for a slow or loaded machine's log. */
+    note("%.1f s (limit %" PRId64 " s)",
+         (g_get_monotonic_time() - t0) / 1e6, c->timeout_us / G_USEC_PER_SEC);
     /* Not g_test_trap_assert_passed(): the other cases still run. */
     if (!g_test_trap_has_passed()) {
         note("FAILED%s", g_test_trap_reached_timeout() ?

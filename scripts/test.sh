@@ -34,7 +34,7 @@ count_tap() {
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
     [ "$f" = 0 ] || failures+=("$name (see $file)")
     # What failed, for the summary at the very end (CI shows the tail).
-    [ "$f" = 0 ] || details+=("$(grep -E '^ *not ok [0-9]+|^# EXIT |ERROR:|Bail out' "$file" | head -n 12 | sed "s/^/  $name: /")")
+    [ "$f" = 0 ] || details+=("$(grep -E '^ *not ok [0-9]+|^# EXIT |ERROR:|Bail out|Assertion .* failed|encountered exit status' "$file" | head -n 12 | sed "s/^/  $name: /")")
 }
 
 run_unit() {

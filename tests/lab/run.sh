@@ -5,9 +5,11 @@
 # the same guests defined and started by a real libvirtd (libvirt), NVMe over
 # RDMA between guests on our device and on rxe (nvme), rdma-core's own test
 # suite on our device and on rxe (suite), the device with backend=ibverbs on
-# a guest's rxe, nested (ibverbs), contrib/rdmacm-mux on a guest's rxe (mux).
+# a guest's rxe, nested (ibverbs), contrib/rdmacm-mux on a guest's rxe (mux),
+# and, on demand, what rxe does with memory windows (rxe-mw).
 #   tests/lab/run.sh [PART...]     PART: baseline interop driver libvirt nvme
-#                                  suite ibverbs mux (default: baseline interop)
+#                                  suite ibverbs mux rxe-mw (default: baseline
+#                                  interop)
 #   LAB_KERNEL=6.12 tests/lab/run.sh ...   the guests on Debian's 6.12 kernel
 #                                  (tests/lab/setup.sh with the same LAB_KERNEL)
 # Ends with "lab: N passed, N failed"; exit status non-zero on any failure.
@@ -24,6 +26,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/lab/suite.sh"
 . "$top/tests/lab/ibverbs.sh"
 . "$top/tests/lab/mux.sh"
+. "$top/tests/lab/rxe-mw.sh"
 
 passed=0 failed=0
 lab_result() { # RESULT NAME DETAILS
@@ -53,6 +56,7 @@ for p in $parts; do
     suite)    lab_suite "$RES/suite" ;;
     ibverbs)  lab_ibverbs "$RES/ibverbs" ;;
     mux)      lab_mux "$RES/mux" ;;
+    rxe-mw)   lab_rxe_mw "$RES/rxe-mw" ;;
     *) lab_die "unknown part $p" ;;
     esac
     echo "lab: part $p took $(( $(date +%s) - t0 )) s" | tee -a "$RES/timings.txt"

@@ -181,7 +181,8 @@ extern "C" VrdmaCore *vrdma_core_new_ibverbs(const VrdmaLimits *lim,
     }
     VrdmaLimits l = *lim;
     dev->clamp(l); /* a no-op after vrdma_ib_probe() on the same device */
-    l.no_fast_reg = true; /* CREATE_MR is refused: the guest is told so */
+    /* CREATE_MR is refused, the guest told so (why: objects.cc). */
+    l.no_fast_reg = true;
     if (!vrdma::limits_valid(l) || !ops->mem.map || !ops->mem.unmap ||
         !ops->mem.read) {
         std::snprintf(err, errlen, "the core refused the limits");

@@ -324,8 +324,10 @@ Status Backend::mr_registered(VrdmaCore &c, uint32_t index, Mr &mr)
         return dma_mr_registered(c, index, mr);
     }
     /*
-     * Fast-registration MRs get their pages from work requests: they need
-     * host objects this backend does not make yet (kernel ULPs use them).
+     * Fast-registration MRs would be host type-2 memory windows, the only
+     * host keys whose low byte the guest picks; rxe oopses when one is
+     * invalidated twice, and a peer's SEND_WITH_INV can do that (the
+     * device docs; tests/lab/rxe-mw.sh).
      */
     if (mr.kind != MrKind::kUser) {
         return fail(VRDMA_ERR_UNSUPPORTED, "mr kind",

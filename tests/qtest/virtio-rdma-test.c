@@ -162,22 +162,11 @@ static uint64_t qdict_u64(QDict *d, const char *key)
     return v;
 }
 
-/*
- * The next RDMA_GID_STATUS_CHANGED, or NULL.  Events emitted during a kick
- * are queued on the QMP stream before the answer to any later command, so a
- * round trip makes them visible without blocking.
- */
-static QDict *next_gid_event(QTestState *qts)
-{
-    qobject_unref(qtest_qmp(qts, "{'execute': 'query-version'}"));
-    return qtest_qmp_event_ref(qts, GID_EVENT);
-}
-
 static void drain_gid_events(QTestState *qts)
 {
     QDict *ev;
 
-    while ((ev = next_gid_event(qts))) {
+    while ((ev = qvrdma_next_gid_event(qts))) {
         qobject_unref(ev);
     }
 }
@@ -185,7 +174,7 @@ static void drain_gid_events(QTestState *qts)
 static void expect_gid_event(QTestState *qts, const char *netdev, bool added,
                              const uint8_t gid[16])
 {
-    QDict *ev = next_gid_event(qts);
+    QDict *ev = qvrdma_next_gid_event(qts);
     QDict *data;
     uint64_t prefix, iid;
 
@@ -636,7 +625,7 @@ static void test_gid_event(void *obj, void *data, QGuestAllocator *alloc)
     /* The event's integers are the GID halves as stored, read as host u64. */
     MUST(qvrdma_add_gid(r, gid_v4, VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, 1,
                         1));
-    ev = next_gid_event(qts);
+    ev = qvrdma_next_gid_event(qts);
     g_assert_nonnull(ev);
     g_assert_cmphex(qdict_u64(qdict_get_qdict(ev, "data"), "subnet-prefix"),
                     ==, 0);
@@ -655,11 +644,11 @@ static void test_gid_event(void *obj, void *data, QGuestAllocator *alloc)
     MUST(qvrdma_del_gid(r, 0, 1));
     expect_gid_event(qts, netdev, false, gid_ll);
     g_assert_cmpint(query_u(qts, "gids"), ==, 0);
-    g_assert_null(next_gid_event(qts));
+    g_assert_null(qvrdma_next_gid_event(qts));
 
     /* fe80::/64: the example in the QAPI documentation. */
     MUST(qvrdma_add_gid(r, gid_ll, VIRTIO_RDMA_GID_TYPE_ROCE, 2, 1));
-    ev = next_gid_event(qts);
+    ev = qvrdma_next_gid_event(qts);
     g_assert_nonnull(ev);
     g_assert_cmpuint(qdict_u64(qdict_get_qdict(ev, "data"), "subnet-prefix"),
                      ==, 33022);
@@ -667,7 +656,7 @@ static void test_gid_event(void *obj, void *data, QGuestAllocator *alloc)
 
     /* The same GID again changes nothing; another one replaces it. */
     MUST(qvrdma_add_gid(r, gid_ll, VIRTIO_RDMA_GID_TYPE_ROCE, 2, 1));
-    g_assert_null(next_gid_event(qts));
+    g_assert_null(qvrdma_next_gid_event(qts));
     MUST(qvrdma_add_gid(r, gid_v4, VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, 2,
                         1));
     expect_gid_event(qts, netdev, false, gid_ll);
@@ -675,7 +664,7 @@ static void test_gid_event(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpint(query_u(qts, "gids"), ==, 1);
     MUST(qvrdma_del_gid(r, 2, 1));
     expect_gid_event(qts, netdev, false, gid_v4);
-    g_assert_null(next_gid_event(qts));
+    g_assert_null(qvrdma_next_gid_event(qts));
 }
 
 /* ---- bad input ---------------------------------------------------------------- */
@@ -1255,7 +1244,7 @@ static void test_bad_port_gid(void *obj, void *data, QGuestAllocator *alloc)
     EXPECT(r, VIRTIO_RDMA_EINVAL, qvrdma_del_gid(r, 3, 1));     /* empty */
     /* Refusals change nothing and tell nobody. */
     g_assert_cmpint(query_u(r->qts, "gids"), ==, 0);
-    g_assert_null(next_gid_event(r->qts));
+    g_assert_null(qvrdma_next_gid_event(r->qts));
 
     /* Index 15 is the last valid one. */
     MUST(qvrdma_add_gid(r, gid_ll, VIRTIO_RDMA_GID_TYPE_ROCE, 15, 1));

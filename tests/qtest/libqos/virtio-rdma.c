@@ -477,6 +477,16 @@ uint8_t qvrdma_del_gid(QVirtioRdma *r, uint16_t index, uint32_t port)
     return qvrdma_cmd(r, VIRTIO_RDMA_CMD_DEL_GID, &req, sizeof(req), NULL, 0);
 }
 
+QDict *qvrdma_next_gid_event(QTestState *qts)
+{
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        qobject_unref(qtest_qmp(qts, "{'execute': 'query-version'}"));
+    }
+    return qtest_qmp_event_ref(qts, "RDMA_GID_STATUS_CHANGED");
+}
+
 uint8_t qvrdma_req_notify_cq(QVirtioRdma *r, uint32_t cqn, uint32_t flags)
 {
     struct virtio_rdma_cmd_req_notify req = {

@@ -162,6 +162,16 @@ uint8_t qvrdma_query_pkey(QVirtioRdma *r, uint32_t port, uint16_t index,
 uint8_t qvrdma_add_gid(QVirtioRdma *r, const uint8_t gid[16],
                        uint32_t gid_type, uint16_t index, uint32_t port);
 uint8_t qvrdma_del_gid(QVirtioRdma *r, uint16_t index, uint32_t port);
+/*
+ * The RDMA_GID_STATUS_CHANGED event QEMU sent first of those not taken yet,
+ * or NULL: one a GID command answered before the call emitted is there.
+ * The device emits it from a bottom half the command schedules; QMP
+ * dispatches a command from a bottom half too, and the main loop runs a
+ * batch of them newest first, so the answer to one QMP command can come
+ * before the event.  The answer to a second one cannot: that command's
+ * bottom half is scheduled only after the first's batch ran.
+ */
+QDict *qvrdma_next_gid_event(QTestState *qts);
 uint8_t qvrdma_req_notify_cq(QVirtioRdma *r, uint32_t cqn, uint32_t flags);
 
 /* A CREATE_QP request: @type on @pdn, both queues on @cqn, 16 WRs, 1 SGE. */

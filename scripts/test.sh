@@ -157,8 +157,7 @@ run_lab() {
     # against rxe (vr, hv-tr, hr-tv) the wire is the device's, the same on
     # both kernels, and 6.1 runs it; LAB_IBV_QUICK: one data-path case of
     # each kind, no interop half, no registration timing.  This keeps the CI
-    # well inside its 90 minutes (73 before, about 66 now, AMD EPYC; the
-    # README has the parts' times).
+    # well inside its 90 minutes (the README has the measured times).
     { timeout 900 bash "$top/tests/lab/setup.sh" &&
       LAB_KERNEL=6.12 timeout 900 bash "$top/tests/lab/setup.sh" &&
       timeout 900 bash "$top/scripts/build-guest.sh" &&

@@ -163,8 +163,8 @@ uint8_t qvrdma_add_gid(QVirtioRdma *r, const uint8_t gid[16],
                        uint32_t gid_type, uint16_t index, uint32_t port);
 uint8_t qvrdma_del_gid(QVirtioRdma *r, uint16_t index, uint32_t port);
 /*
- * The RDMA_GID_STATUS_CHANGED event QEMU sent first of those not taken yet,
- * or NULL: one a GID command answered before the call emitted is there.
+ * The oldest RDMA_GID_STATUS_CHANGED event not taken yet, or NULL; every
+ * event of a GID command answered before the call is there by then.
  * The device emits it from a bottom half the command schedules; QMP
  * dispatches a command from a bottom half too, and the main loop runs a
  * batch of them newest first, so the answer to one QMP command can come

@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # Build QEMU (x86_64-softmmu, lean device set) with virtio-rdma overlaid.
 #   scripts/build.sh          -> build/qemu
-#   scripts/build.sh --san    -> build/qemu-san (AddressSanitizer + UBSan)
-#   scripts/build.sh --fuzz   -> build/qemu-fuzz: clang, --enable-fuzzing,
-#                                ASan + UBSan; builds qemu-fuzz-x86_64 (QEMU's
-#                                libFuzzer harness, generic-fuzz; scripts/fuzz.sh)
+#   scripts/build.sh --san    -> build/qemu-san: clang, AddressSanitizer +
+#                                UBSan, --enable-fuzzing.  One build for two
+#                                tiers: its qemu-system-x86_64 and qtest
+#                                binaries are the qtest-san tier's, its
+#                                qemu-fuzz-x86_64 (QEMU's libFuzzer harness,
+#                                generic-fuzz) the fuzz tier's (scripts/fuzz.sh).
+#                                QEMU supports system binaries in a fuzzing
+#                                build (they link with -fsanitize=fuzzer-no-link),
+#                                and a separate gcc ASan build cost a cold CI
+#                                about as long as this whole build.
 # Incremental: configure runs once per build directory, then ninja.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/config.sh"
 
-san=0 fuzz=0
+san=0
 [ "${1:-}" = "--san" ] && san=1
-[ "${1:-}" = "--fuzz" ] && fuzz=1
 bdir=$BUILD_QEMU
 [ $san = 1 ] && bdir=$BUILD_QEMU_SAN
-[ $fuzz = 1 ] && bdir=${BUILD_QEMU_FUZZ:-$top/build/qemu-fuzz}
 
 bash "$top/scripts/fetch-qemu.sh"
 bash "$top/scripts/overlay.sh"
@@ -32,9 +36,8 @@ flags=(
     --disable-install-blobs --disable-docs
     --cc="ccache gcc" --cxx="ccache g++"
 )
-[ $san = 1 ] && flags+=(--enable-asan --enable-ubsan --disable-werror)
 # libFuzzer needs clang; the C++ core is then built by clang++ on libstdc++.
-if [ $fuzz = 1 ]; then
+if [ $san = 1 ]; then
     flags=("${flags[@]/#--cc=*/--cc=ccache clang}")
     flags=("${flags[@]/#--cxx=*/--cxx=ccache clang++}")
     flags+=(--enable-fuzzing --enable-asan --enable-ubsan --disable-werror)
@@ -63,5 +66,5 @@ export CCACHE_BASEDIR=$top CCACHE_NOHASHDIR=1
 echo "build: ninja -C $bdir"
 ccache -z >/dev/null 2>&1 || true
 main=qemu-system-x86_64
-[ $fuzz = 1 ] && main=qemu-fuzz-x86_64
+[ $san = 1 ] && main="$main qemu-fuzz-x86_64"
 ninja -C "$bdir" -j "$JOBS" $main ${BUILD_TARGETS:-}

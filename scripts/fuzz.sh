@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Fuzz with libFuzzer (clang, ASan, UBSan), two kinds of target:
 #
-# core     tests/fuzz (built in build/fuzz): the C++ core through its host-ops
+# core     tests/fuzz (built in build/unit-san, the unit-san tier's build): the
+#          C++ core through its host-ops
 #          seam.  First the committed inputs (tests/fuzz/corpus/<target>:
 #          each once found a bug), then new ones.
 # device   the whole device, C glue included, through QEMU's own generic-fuzz
-#          target (qemu-fuzz-x86_64, scripts/build.sh --fuzz -> build/qemu-fuzz):
+#          target (qemu-fuzz-x86_64, scripts/build.sh --san -> build/qemu-san):
 #          MMIO/PIO/PCI-config writes to the BARs of two virtio-net-pci +
 #          virtio-rdma-pci pairs (function 0 + 1) on one hub, which also has
 #          -netdev user,restrict=on on it (so frames come back at once, on the
@@ -29,12 +30,12 @@
 #   FUZZ_TARGETS="virtio-rdma-iothread" scripts/fuzz.sh 300
 #                                 only some targets (names as printed)
 #   FUZZ_BUILD=0 scripts/fuzz.sh  fuzz the qemu-fuzz binary as it is: no
-#                                 scripts/build.sh --fuzz (which needs the
+#                                 scripts/build.sh --san (which needs the
 #                                 build lock) first
 #
 # A device crash's input replays with the two variables the log's first lines
 # give:  QEMU_FUZZ_ARGS=... QEMU_FUZZ_OBJECTS=... \
-#          build/qemu-fuzz/qemu-fuzz-x86_64 --fuzz-target=generic-fuzz <input>
+#          build/qemu-san/qemu-fuzz-x86_64 --fuzz-target=generic-fuzz <input>
 # With QTEST_LOG=1 FUZZ_SERIALIZE_QTEST=1 it prints the qtest commands, which
 # subprojects/qemu/scripts/oss-fuzz/reorder_fuzzer_qtest_trace.py turns into a
 # trace for qemu-system-x86_64 -qtest stdio (minimize_qtest_trace.py shrinks it).
@@ -43,8 +44,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/config.sh"
 
 seconds=${1:-60}
-build=${BUILD_FUZZ:-$top/build/fuzz}
-qbuild=${BUILD_QEMU_FUZZ:-$top/build/qemu-fuzz}
+build=$BUILD_UNIT_SAN
+qbuild=$BUILD_QEMU_SAN
 corpus=$top/build/fuzz-corpus
 logs=$top/build/fuzz-logs
 mkdir -p "$corpus" "$logs"
@@ -67,14 +68,8 @@ rc=0
 # ---- core ---------------------------------------------------------------------------
 for target in $core_targets; do
     want "$target" || continue
-    if [ ! -f "$build/build.ninja" ]; then
-        CC=clang CXX=clang++ meson setup "$build" "$top" -Dfuzz=true \
-            -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=false \
-            --buildtype=debugoptimized \
-            -Dcpp_args="-fsanitize=fuzzer-no-link -fno-sanitize-recover=undefined" \
-            >"$logs/setup.log" 2>&1 ||
-            { tail -n 30 "$logs/setup.log"; echo "fuzz: set-up failed"; exit 1; }
-    fi
+    meson_dir "$build" unit_san_setup "$build" >"$logs/setup.log" 2>&1 ||
+        { tail -n 30 "$logs/setup.log"; echo "fuzz: set-up failed"; exit 1; }
     dir=$(target_dir "$target")
     ninja -C "$build" -j "$JOBS" "$dir/$target" >"$logs/build.log" 2>&1 ||
         { tail -n 30 "$logs/build.log"; echo "fuzz: build failed"; exit 1; }
@@ -130,7 +125,7 @@ device_objects="virtio-rdma* virtio-net*"
 have_device=0
 for t in $device_targets; do want "$t" && have_device=1; done
 if [ $have_device = 1 ] && [ "${FUZZ_BUILD:-1}" != 0 ]; then
-    bash "$top/scripts/build.sh" --fuzz >"$logs/qemu-fuzz-build.log" 2>&1 ||
+    bash "$top/scripts/build.sh" --san >"$logs/qemu-fuzz-build.log" 2>&1 ||
         { tail -n 30 "$logs/qemu-fuzz-build.log"; echo "fuzz: qemu-fuzz build failed"; exit 1; }
 fi
 for target in $device_targets; do

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Run every test tier and end with one summary line "N passed, N failed".
-#   unit      GoogleTest on the C++ core, plain and under ASan/UBSan
+#   unit      GoogleTest on the C++ core, plain (gcc) and under ASan/UBSan
+#             (clang: the build the core's fuzz targets come from)
 #   fuzz      libFuzzer on the core, and on the whole device through
-#             QEMU's generic-fuzz
+#             QEMU's generic-fuzz (the qtest-san tier's QEMU build)
 #   lab       Linux rxe in TCG guests + rdma-core/perftest tools vs our device,
 #             guests on our device through our driver (module + provider),
 #             two such guests run by a real libvirtd from domain XML,
@@ -11,7 +12,8 @@
 #             QEMUs over -netdev dgram; the engine in the main loop, then in
 #             an iothread, then with ioeventfd off), issue 10's safety and
 #             guest-memory regressions and the demo against QEMU, plain and
-#             under ASan/UBSan (there without the ioeventfd-off runs)
+#             under ASan/UBSan (clang, the fuzz tier's build; there without
+#             the ioeventfd-off runs)
 # Builds what is missing first (incremental).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,13 +39,13 @@ count_tap() {
     [ "$f" = 0 ] || details+=("$(grep -E '^ *not ok [0-9]+|^# EXIT |ERROR:|Bail out|Assertion .* failed|encountered exit status' "$file" | head -n 12 | sed "s/^/  $name: /")")
 }
 
+# run_unit NAME BDIR SETUP: the unit suite of a meson build of the core
+# that the function SETUP (scripts/config.sh) sets up in BDIR.
 run_unit() {
-    local name=$1 bdir=$2; shift 2
+    local name=$1 bdir=$2 setup=$3
     echo "== $name"
-    if [ ! -f "$bdir/build.ninja" ]; then
-        meson setup "$bdir" "$top" "$@" >"$log/$name-setup.log" 2>&1 ||
-            { cat "$log/$name-setup.log"; failed=$((failed + 1)); failures+=("$name setup"); return; }
-    fi
+    meson_dir "$bdir" "$setup" "$bdir" >"$log/$name-setup.log" 2>&1 ||
+        { cat "$log/$name-setup.log"; failed=$((failed + 1)); failures+=("$name setup"); return; }
     ninja -C "$bdir" -j "$JOBS" >"$log/$name-build.log" 2>&1 ||
         { tail -n 40 "$log/$name-build.log"; failed=$((failed + 1)); failures+=("$name build"); return; }
     local rc=0 p f
@@ -200,8 +202,8 @@ for t in $tiers; do
         case $t in qtest) run_qtest_pair; continue ;; qtest-san) continue ;; esac
     fi
     case $t in
-    unit)      run_unit unit "$BUILD_UNIT" ;;
-    unit-san)  run_unit unit-san "$BUILD_UNIT_SAN" -Db_sanitize=address,undefined -Db_lundef=false ;;
+    unit)      run_unit unit "$BUILD_UNIT" unit_setup ;;
+    unit-san)  run_unit unit-san "$BUILD_UNIT_SAN" unit_san_setup ;;
     qtest)     run_qtest qtest "$BUILD_QEMU" ;;
     qtest-san) run_qtest qtest-san "$BUILD_QEMU_SAN" ;;
     fuzz)      run_fuzz ;;

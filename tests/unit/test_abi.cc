@@ -40,8 +40,9 @@ TEST(Abi, ErrNamesAreDistinct)
         EXPECT_NE(n, "?") << e;
         EXPECT_TRUE(names.insert(n).second) << n;
     }
+    /* Not a value past the enum's range: C++ leaves loading one undefined
+     * (clang's UBSan stops on it); only the core makes these values. */
     EXPECT_STREQ(vrdma_err_name(VRDMA_ERR__COUNT), "?");
-    EXPECT_STREQ(vrdma_err_name(static_cast<VrdmaErr>(1000)), "?");
 }
 
 TEST(Abi, CmdNames)

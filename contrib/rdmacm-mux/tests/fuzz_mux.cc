@@ -4,7 +4,7 @@
  * connects, writes bytes, reads, hangs up; a MAD arrives from the host; the
  * host GID table changes; time passes.  Finds what the sanitizers see in
  * framing, claims, routing and the bounds.  Built with -Dfuzz=true
- * (scripts/fuzz.sh sets up build/fuzz).
+ * (scripts/fuzz.sh builds it in build/unit-san).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

@@ -148,33 +148,32 @@ run_qtest_pair() {
 # them, NVMe over RDMA, rdma-core's own test suite, and the device with
 # backend=ibverbs on a guest's rxe, rdmacm-mux on a guest's rxe
 # (tests/lab/run.sh).
+# run_lab NAME [LAB_QUICK=1]: tier "lab" (the CI's) runs each part's quick
+# cases (LAB_QUICK_<PART> in its file), "lab-thorough" every case.
+# 6.1 (bookworm's kernel): every part, libvirt's included (once: it adds
+# libvirtd over the same driver); 6.12 (bookworm-backports): the parts
+# whose kernel code differs between the two: the driver, NVMe's host and
+# target, rdma-core's suite, backend=ibverbs on rxe.  There our driver runs
+# against itself (driver vv, NVMe hv-tv): against rxe (vr, hv-tr, hr-tv)
+# the wire is the device's, the same on both kernels, and 6.1 runs it.
 run_lab() {
-    echo "== lab"
-    local rc=0 p f
-    # 6.1 (bookworm's kernel): every part, libvirt's included (once: it adds
-    # libvirtd over the same driver); 6.12 (bookworm-backports): the parts
-    # whose kernel code differs between the two: the driver, NVMe's host and
-    # target, rdma-core's suite, backend=ibverbs on rxe.  There our driver
-    # runs against itself (driver vv, NVMe hv-tv with the target killed):
-    # against rxe (vr, hv-tr, hr-tv) the wire is the device's, the same on
-    # both kernels, and 6.1 runs it; LAB_IBV_QUICK: one data-path case of
-    # each kind, no interop half, no registration timing.  This keeps the CI
-    # well inside its 90 minutes (the README has the measured times).
+    local name=$1 rc=0 p f; shift
+    echo "== $name"
     { timeout 900 bash "$top/tests/lab/setup.sh" &&
       LAB_KERNEL=6.12 timeout 900 bash "$top/tests/lab/setup.sh" &&
       timeout 900 bash "$top/scripts/build-guest.sh" &&
       timeout 2400 bash "$top/scripts/build-suite.sh" &&
-      timeout 3600 bash "$top/tests/lab/run.sh" baseline interop driver libvirt nvme suite ibverbs mux; } >"$log/lab.log" 2>&1 || rc=1
-    { LAB_KERNEL=6.12 LAB_IBV_QUICK=1 LAB_DRV_ONLY='^vv/' LAB_NV_ONLY='^hv-tv$' timeout 2400 bash "$top/tests/lab/run.sh" driver nvme suite ibverbs mux; } >>"$log/lab.log" 2>&1 || rc=1
-    p=$(sed -nE 's/^lab: ([0-9]+) passed, ([0-9]+) failed$/\1/p' "$log/lab.log" | awk '{s+=$1} END {print s+0}')
-    f=$(sed -nE 's/^lab: ([0-9]+) passed, ([0-9]+) failed$/\2/p' "$log/lab.log" | awk '{s+=$1} END {print s+0}')
+      timeout 3600 env "$@" bash "$top/tests/lab/run.sh" baseline interop driver libvirt nvme suite ibverbs mux; } >"$log/$name.log" 2>&1 || rc=1
+    { timeout 2400 env "$@" LAB_KERNEL=6.12 LAB_DRV_ONLY='^vv/' LAB_NV_ONLY='^hv-tv$' bash "$top/tests/lab/run.sh" driver nvme suite ibverbs mux; } >>"$log/$name.log" 2>&1 || rc=1
+    p=$(sed -nE 's/^lab: ([0-9]+) passed, ([0-9]+) failed$/\1/p' "$log/$name.log" | awk '{s+=$1} END {print s+0}')
+    f=$(sed -nE 's/^lab: ([0-9]+) passed, ([0-9]+) failed$/\2/p' "$log/$name.log" | awk '{s+=$1} END {print s+0}')
     p=${p:-0} f=${f:-0}
     if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
     if [ "$p" = 0 ] && [ "$f" = 0 ]; then f=1; fi
-    grep -E '^(PASS|FAIL) ' "$log/lab.log" | sed 's/^/  /'
-    echo "lab: $p passed, $f failed"
+    grep -E '^(PASS|FAIL) |^lab: part .* took' "$log/$name.log" | sed 's/^/  /'
+    echo "$name: $p passed, $f failed"
     passed=$((passed + p)); failed=$((failed + f))
-    [ "$f" = 0 ] || { tail -n 30 "$log/lab.log"; failures+=("lab (see $log/lab.log)"); }
+    [ "$f" = 0 ] || { tail -n 30 "$log/$name.log"; failures+=("$name (see $log/$name.log)"); }
 }
 
 # libFuzzer (clang, ASan, UBSan) over the core (tests/fuzz) and over the
@@ -207,7 +206,8 @@ for t in $tiers; do
     qtest)     run_qtest qtest "$BUILD_QEMU" ;;
     qtest-san) run_qtest qtest-san "$BUILD_QEMU_SAN" ;;
     fuzz)      run_fuzz ;;
-    lab)       run_lab ;;
+    lab)       run_lab lab LAB_QUICK=1 ;;
+    lab-thorough) run_lab lab-thorough ;;
     *) echo "test.sh: unknown tier $t" >&2; exit 2 ;;
     esac
 done

@@ -24,6 +24,10 @@
 LAB_DRV_TMO=${LAB_DRV_TMO:-90}
 LAB_DRV_MAXFAIL=${LAB_DRV_MAXFAIL:-8}
 LAB_DRV_OUTS=${LAB_DRV_OUTS:-16}
+# LAB_QUICK: against itself every tool over IPv4, RC SEND and rping over
+# IPv6, the kill and the abuse; against rxe both ways RC and UD SEND, WRITE,
+# READ, atomics and rping over IPv4, RC SEND and rping over IPv6.
+LAB_QUICK_DRIVER='^vv/(v4-|v6-(rc_pingpong|rping)$|kill-|abuse$)|^vr/v4-(rc_pingpong|ud_pingpong|write_bw|read_bw|atomic_bw|rping)-v|^vr/v6-(rc_pingpong|rping)-v'
 
 lab_driver() {
     local dir=$1 t0
@@ -72,6 +76,7 @@ lab_drv_pair() {
                 name=v$fam-$tool
                 [ "$servers" = a ] || { [ "$s" = a ] && name=v$fam-$tool-vsrv || name=v$fam-$tool-vcli; }
                 [ -n "${LAB_DRV_ONLY:-}" ] && ! [[ $pair/$name =~ $LAB_DRV_ONLY ]] && continue
+                lab_quick_skip "$LAB_QUICK_DRIVER" "$pair/$name" && continue
                 port=$((port + 1))
                 args=$(lab_tool_args "$tool"); cargs=$(lab_tool_args "$tool" cli)
                 # perftest sets a QP's max_rd_atomic to the peer's outstanding
@@ -97,7 +102,8 @@ lab_drv_pair() {
         done
     done
     name=kill-send_bw
-    if [[ " $extras " == *" kill "* ]] && { [ -z "${LAB_DRV_ONLY:-}" ] || [[ $pair/$name =~ $LAB_DRV_ONLY ]]; }; then
+    if [[ " $extras " == *" kill "* ]] && { [ -z "${LAB_DRV_ONLY:-}" ] || [[ $pair/$name =~ $LAB_DRV_ONLY ]]; } &&
+       ! lab_quick_skip "$LAB_QUICK_DRIVER" "$pair/$name"; then
         port=$((port + 1))
         args=$(lab_tool_args send_bw); args=${args//@G@/@G4@}; args="/lab/kill-mid.sh 3 ${args//@P@/$port} -D 60"
         echo "srv $name $LAB_DRV_TMO $args" >> "$dir/A/cases"
@@ -105,7 +111,8 @@ lab_drv_pair() {
         names+=("$name"); srvside+=("A")
     fi
     local solo=()
-    if [[ " $extras " == *" abuse "* ]] && { [ -z "${LAB_DRV_ONLY:-}" ] || [[ $pair/abuse =~ $LAB_DRV_ONLY ]]; }; then
+    if [[ " $extras " == *" abuse "* ]] && { [ -z "${LAB_DRV_ONLY:-}" ] || [[ $pair/abuse =~ $LAB_DRV_ONLY ]]; } &&
+       ! lab_quick_skip "$LAB_QUICK_DRIVER" "$pair/abuse"; then
         if [ -n "$LAB_DRV_ABUSE" ]; then
             echo "srv abuse 300 $LAB_DRV_ABUSE @D@ @G4@" >> "$dir/A/cases"
             echo "srv abuse 300 $LAB_DRV_ABUSE @D@ @G4@" >> "$dir/B/cases"

@@ -29,8 +29,8 @@ for c in rc-send rc-write rc-write-imm rc-read rc-cas rc-faa rc-pipeline \
 done
 LAB_IBV_DP_CASES="$LAB_IBV_DP_CASES /x86_64/virtio-rdma-dp/wire-qpn/wire"
 LAB_IBV_DP_CASES="$LAB_IBV_DP_CASES /x86_64/virtio-rdma-dp/dma-sge/loopback /x86_64/virtio-rdma-dp/dma-sge/wire"
-# LAB_IBV_QUICK=1 (the CI's second kernel): one case of each kind of the
-# list above, the device half only, and no registration-time measurement.
+# LAB_QUICK=1: one case of each kind of the list above, no registration-time
+# measurement, and of the interop half (below) LAB_QUICK_IBVERBS_IO.
 # The list above takes about 8 minutes in a 2-vCPU TCG guest (AMD EPYC).
 LAB_IBV_DP_QUICK="/x86_64/virtio-rdma-dp/loopback/rc-send /x86_64/virtio-rdma-dp/cq-arm/next"
 for c in wire/rc-read wire/rc-cas wire/ud-send-ipv6 wire-qpn/wire/ud-send-ipv4 dma-sge/wire/rc-send; do
@@ -60,7 +60,7 @@ lab_ibverbs_device() {
     lab_ibverbs_mux_bin
     { echo "QEMU=$QEMU"; echo "DPTEST=$LAB/bin/virtio-rdma-dp-test"
       echo "MUX=$LAB/bin/rdmacm-mux"
-      if [ -n "${LAB_IBV_QUICK:-}" ]; then
+      if [ "${LAB_QUICK:-0}" = 1 ]; then
           echo "LAB_IBV_DP=\"${LAB_IBV_DP:-$LAB_IBV_DP_QUICK}\""; echo "NO_REG_TIME=1"
       else
           echo "LAB_IBV_DP=\"${LAB_IBV_DP:-$LAB_IBV_DP_CASES}\""
@@ -76,11 +76,11 @@ lab_ibverbs_device() {
     lab_guest_results ibverbs "$dir"
 }
 
-# LAB_IBV_IO_ONLY (below) skips the device half, LAB_IBV_DEVICE_ONLY=1 or
-# LAB_IBV_QUICK=1 the interop half.
+# LAB_IBV_IO_ONLY (below) skips the device half, LAB_IBV_DEVICE_ONLY=1 the
+# interop half.
 lab_ibverbs() {
     [ -n "${LAB_IBV_IO_ONLY:-}" ] || lab_ibverbs_device "$1"
-    [ -n "${LAB_IBV_DEVICE_ONLY:-}${LAB_IBV_QUICK:-}" ] || lab_ibverbs_interop "$1/io"
+    [ -n "${LAB_IBV_DEVICE_ONLY:-}" ] || lab_ibverbs_interop "$1/io"
 }
 
 # The interop half: the tools (ibv_*_pingpong, perftest) in guest B on its
@@ -89,6 +89,8 @@ lab_ibverbs() {
 # -netdev dgram, the tools' TCP exchanges on the same link.  Every tool with
 # our device as server (gcli: the tool is the client) and as client (gsrv).
 # LAB_IBV_IO_ONLY: a regex on the case names.
+# LAB_QUICK: RC SEND both ways and rping with our device as the passive side.
+LAB_QUICK_IBVERBS_IO='^v4-rc_pingpong-g(srv|cli)$|^v4-rping-gcli$'
 lab_ibverbs_interop() {
     local dir=$1 peer pa pb tool gr fam name args ga gb
     local a_ip=10.79.1.11 b_ip=10.79.1.12 b_mac=52:54:00:79:01:12
@@ -111,6 +113,7 @@ lab_ibverbs_interop() {
             for gr in gsrv gcli; do
                 name=v$fam-$tool-$gr
                 [ -n "${LAB_IBV_IO_ONLY:-}" ] && ! [[ $name =~ $LAB_IBV_IO_ONLY ]] && continue
+                lab_quick_skip "$LAB_QUICK_IBVERBS_IO" "$name" && continue
                 args=$(lab_tool_args "$tool"); args=${args//@G@/@G$fam@}
                 local pargs="--tool $tool --lport 1 --rport 2 --mac 52:54:00:79:01:02 --peer-mac $b_mac --ip4 $a_ip --ip6 fd79:1::11 --gid $fam"
                 port=$((port + 1))
@@ -132,6 +135,7 @@ lab_ibverbs_interop() {
     for gr in gsrv gcli; do
         name=v4-rping-$gr
         [ -n "${LAB_IBV_IO_ONLY:-}" ] && ! [[ $name =~ $LAB_IBV_IO_ONLY ]] && continue
+        lab_quick_skip "$LAB_QUICK_IBVERBS_IO" "$name" && continue
         port=$((port + 1))
         local pargs="--tool rping --lport 1 --rport 2 --mac 52:54:00:79:01:02 --peer-mac $b_mac --ip4 $a_ip --ip6 fd79:1::11 --gid 4 --port $port --iters 50 --size 4096"
         if [ $gr = gsrv ]; then

@@ -89,3 +89,11 @@ lab_guest_results() {
         lab_result "${line%% *}" "$1/$(echo "$line" | cut -d' ' -f2)" "$(echo "$line" | cut -d' ' -f3-)"
     done < "$2/results"
 }
+
+# LAB_QUICK=1: every part runs only its quick cases -- what the CI runs
+# (scripts/test.sh) -- named by a regex over its case names that each part
+# declares beside its cases (LAB_QUICK_<PART>).  Without it, every case.
+# lab_quick_skip REGEX NAME: true when LAB_QUICK leaves case NAME out.
+lab_quick_skip() {
+    [ "${LAB_QUICK:-0}" = 1 ] && ! [[ $2 =~ $1 ]]
+}

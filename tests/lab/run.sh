@@ -12,6 +12,9 @@
 #                                  interop)
 #   LAB_KERNEL=6.12 tests/lab/run.sh ...   the guests on Debian's 6.12 kernel
 #                                  (tests/lab/setup.sh with the same LAB_KERNEL)
+#   LAB_QUICK=1 tests/lab/run.sh ...       each part's quick cases only (what the
+#                                  CI runs; scripts/test.sh: tier lab, and
+#                                  lab-thorough for every case)
 # Ends with "lab: N passed, N failed"; exit status non-zero on any failure.
 # Results under build/lab/results/<time>/ (report.txt: the figures).
 set -uo pipefail

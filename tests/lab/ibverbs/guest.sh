@@ -101,7 +101,7 @@ done
 
 # Registration time of a 1 GiB MR (a measurement: the figures in the line),
 # with guest RAM untouched (the pin faults it in) and allocated at start;
-# not with NO_REG_TIME (LAB_IBV_QUICK).
+# not with NO_REG_TIME (LAB_QUICK).
 for pre in $([ -z "${NO_REG_TIME:-}" ] && echo 0 1); do
     QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_RAM_MB=1280 QVRDMA_REG_MB=1024 \
         QVRDMA_RAM_PREALLOC=$pre timeout 600 "$DPTEST" --tap \

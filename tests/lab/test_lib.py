@@ -1,0 +1,306 @@
+"""Unit tests of the lab's library (vrdma_lab) that need no guest: KTAP,
+the stage protocol (host and guest halves), results lines, case selection,
+time limits, a guest's QEMU process (a script stands in), links.  Fast; run from tests/lab:
+
+    /usr/bin/python3 -m unittest test_lib
+"""
+import io
+import subprocess
+import tempfile
+import threading
+import time
+import types
+import unittest
+from pathlib import Path
+
+from vrdma_lab import collect, ktap, net, paths, protocol
+from vrdma_lab.case import CaseTimeout, LabTest, deadline, quick, timeout
+from vrdma_lab.guest import Guest
+
+
+def fake_part(name, *classes):
+    """A module test_NAME holding CLASSES, as a part file would."""
+    module = types.ModuleType(f'test_{name}')
+    for cls in classes:
+        cls.__module__ = module.__name__
+        setattr(module, cls.__name__, cls)
+    return module
+
+
+def run_ktap(tests):
+    out, log = io.StringIO(), io.StringIO()
+    ok = ktap.run(tests, out, header=['hello'], log=log)
+    return ok, out.getvalue().splitlines(), log.getvalue().splitlines()
+
+
+class Ktap(unittest.TestCase):
+    def test_verdicts(self):
+        class Cases(LabTest):
+            def test_passes(self):
+                self.note('seen 42')
+
+            def test_fails(self):
+                self.fail('wanted 1, got 2')
+
+            def test_skips(self):
+                self.skipTest('no such device')
+
+            @timeout(0.2)
+            def test_overruns(self):
+                time.sleep(5)
+
+            def test_raises(self):
+                raise OSError('boom')
+
+        fake_part('k', Cases)
+        ok, lines, log = run_ktap(collect.cases(Cases))
+        self.assertFalse(ok)
+        self.assertEqual(lines[:8], [
+            'KTAP version 1', '# hello', '1..5',
+            '# seen 42', 'ok 1 k/passes',
+            '# wanted 1, got 2', 'not ok 2 k/fails',
+            'ok 3 k/skips # SKIP no such device'])
+        self.assertEqual(lines[8:10], ['# k/overruns overran its 0.2 s',
+                                       'not ok 4 k/overruns # TIMEOUT 0.2 s'])
+        # An error that is no assertion: its traceback, for the bug.
+        self.assertEqual(lines[10], '# Traceback (most recent call last):')
+        self.assertEqual(lines[-2:], ['# OSError: boom', 'not ok 5 k/raises # ERROR'])
+        self.assertEqual(log, ['PASS k/passes seen 42', 'FAIL k/fails wanted 1, got 2',
+                               'SKIP k/skips no such device',
+                               'FAIL k/overruns TIMEOUT 0.2 s k/overruns overran its 0.2 s',
+                               'FAIL k/raises ERROR OSError: boom'])
+
+    def test_class_setup_failure_fails_each_case(self):
+        class Broken(LabTest):
+            @classmethod
+            def setUpClass(cls):
+                raise AssertionError('no kernel')
+
+            def test_a(self):
+                pass
+
+            def test_b(self):
+                pass
+
+        class Fine(LabTest):
+            @classmethod
+            def setUpClass(cls):
+                pass
+
+            def test_c(self):
+                pass
+
+        fake_part('f', Broken, Fine)
+        ok, lines, _ = run_ktap(collect.cases(Broken) + collect.cases(Fine))
+        self.assertFalse(ok)
+        self.assertEqual([line for line in lines if not line.startswith('#')], [
+            'KTAP version 1', '1..3', 'not ok 1 f/a # ERROR no kernel',
+            'not ok 2 f/b # ERROR no kernel', 'ok 3 f/c'])
+
+    def test_class_skip_skips_each_case(self):
+        class Skipped(LabTest):
+            @classmethod
+            def setUpClass(cls):
+                raise unittest.SkipTest('no 6.12 kernel')
+
+            def test_a(self):
+                pass
+
+        fake_part('s', Skipped)
+        ok, lines, _ = run_ktap(collect.cases(Skipped))
+        self.assertTrue(ok)
+        self.assertEqual(lines[-1], 'ok 1 s/a # SKIP no 6.12 kernel')
+
+    def test_tap13_version_line(self):
+        out = io.StringIO()
+        self.assertTrue(ktap.run([], out, ktap.TAP13_VERSION))
+        self.assertEqual(out.getvalue(), 'TAP version 13\n1..0\n')
+
+
+class Selection(unittest.TestCase):
+    def setUp(self):
+        @quick
+        class Quick(LabTest):
+            def test_zeta(self):
+                pass
+
+            def test_alpha(self):
+                pass
+
+        class Mixed(LabTest):
+            @quick
+            def test_one_quick(self):
+                pass
+
+            def test_slow(self):
+                pass
+
+        self.modules = [fake_part('p', Quick, Mixed)]
+
+    def names(self, **kwargs):
+        return [t.name for t in collect.select(self.modules, **kwargs)]
+
+    def test_order_is_as_written(self):
+        self.assertEqual(self.names(), ['p/zeta', 'p/alpha', 'p/one-quick', 'p/slow'])
+
+    def test_quick(self):
+        self.assertEqual(self.names(quick=True), ['p/zeta', 'p/alpha', 'p/one-quick'])
+
+    def test_regex_over_part_and_case(self):
+        self.assertEqual(self.names(pattern='^p/(a|s)'), ['p/alpha', 'p/slow'])
+        self.assertEqual(self.names(pattern='quick', quick=True), ['p/one-quick'])
+
+
+class Deadline(unittest.TestCase):
+    def test_expires(self):
+        with self.assertRaises(CaseTimeout):
+            with deadline(0.1, 'x'):
+                time.sleep(2)
+
+    def test_cancelled_when_done(self):
+        with deadline(0.2, 'x'):
+            pass
+        time.sleep(0.3)  # no alarm left behind
+
+
+class InTempDir(unittest.TestCase):
+    """Each case in a fresh directory, self.tmp."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp = Path(tmp.name)
+
+
+class Stages(InTempDir):
+    def setUp(self):
+        super().setUp()
+        self.out = self.tmp  # the guest's /out
+
+    def guest(self, names, answered):
+        """A thread doing what guest-lib.sh's stage does, for each name."""
+        def job():
+            for name in names:
+                tmp = self.out / f'stage.{name}.tmp'
+                tmp.write_text(f'text of {name}\n')
+                tmp.rename(self.out / f'stage.{name}')
+                end = time.monotonic() + 5
+                while not (self.out / f'stage.{name}.ok').exists() and time.monotonic() < end:
+                    time.sleep(0.01)
+                answered.append((self.out / f'stage.{name}.ok').exists())
+        t = threading.Thread(target=job)
+        t.start()
+        return t
+
+    def test_each_stage_served_in_order(self):
+        seen, answered = [], []
+        t = self.guest(['before', 'connected', 'after'], answered)
+        stages = protocol.Stages(self.out, {'before': seen.append, 'after': seen.append})
+        served = stages.serve(t.is_alive, interval=0.01)
+        self.assertEqual(served, [('before', 'text of before'),
+                                  ('connected', 'text of connected'),
+                                  ('after', 'text of after')])
+        self.assertEqual(seen, ['text of before', 'text of after'])
+        self.assertEqual(answered, [True, True, True])
+
+    def test_answered_when_the_handler_fails(self):
+        answered = []
+        t = self.guest(['up'], answered)
+
+        def broken(text):
+            raise RuntimeError('QMP did not answer')
+
+        with self.assertRaises(RuntimeError):
+            protocol.Stages(self.out, {'up': broken}).serve(t.is_alive, interval=0.01)
+        t.join()
+        self.assertEqual(answered, [True])
+
+    def test_guest_lib_sh(self):
+        """The guest's half, tests/lab/guest-lib.sh, against the host's."""
+        script = ('. "$0"; result PASS a seen 1; stage up hello world; echo "rc=$?";'
+                  'LAB_STAGE_WAIT=1; stage unanswered; echo "rc=$?"')
+        job = subprocess.Popen(['bash', '-c', script, str(paths.LAB_SRC / 'guest-lib.sh')],
+                               env={'LAB_OUT': str(self.out), 'PATH': '/usr/bin:/bin'},
+                               stdout=subprocess.PIPE, text=True)
+        stages = protocol.Stages(self.out)
+        # Serves 'up' only: 'unanswered' waits its LAB_STAGE_WAIT, then fails.
+        while job.poll() is None and not stages.served:
+            stages.poll()
+            time.sleep(0.01)
+        out = job.communicate(timeout=10)[0]
+        self.assertEqual(stages.served, [('up', 'hello world')])
+        self.assertEqual(out.split(), ['rc=0', 'rc=1'])
+        self.assertEqual(protocol.Results(self.out / 'results').cases, {'a': [('PASS', 'seen 1')]})
+
+
+class Results(unittest.TestCase):
+    def test_lines(self):
+        with tempfile.NamedTemporaryFile('w') as f:
+            f.write('PASS start serving rxe0\nFAIL hello wanted 2\nSKIP v6 no GID\n'
+                    'PASS bare\nwhat is this\n\nPASS start again\n')
+            f.flush()
+            r = protocol.Results(f.name)
+        self.assertEqual(r.cases, {'start': [('PASS', 'serving rxe0'), ('PASS', 'again')],
+                                   'hello': [('FAIL', 'wanted 2')],
+                                   'v6': [('SKIP', 'no GID')], 'bare': [('PASS', '')]})
+        self.assertEqual(r.malformed, ['what is this'])
+
+    def test_missing_file_is_no_line(self):
+        self.assertEqual(protocol.Results('/nonexistent/results').cases, {})
+
+
+class FakeEnv:
+    """A LabEnv whose QEMU is a shell script (no guest boots)."""
+
+    def __init__(self, tmp, script):
+        self.dir = tmp
+        self.sockdir = tmp
+        self.qemu = tmp / 'qemu'
+        self.qemu.write_text('#!/bin/sh\n' + script)
+        self.qemu.chmod(0o755)
+
+    def prepare(self):
+        pass
+
+
+class GuestProcess(InTempDir):
+    def test_command_line(self):
+        env = FakeEnv(self.tmp, 'for a; do echo "$a"; done\n')
+        g = Guest(env, self.tmp / 'g', 'lab.run=/lab/x.sh', 'user', '52:54:00:00:00:01',
+                  vrdma=True, vrdma_opts='queue-size=1024').start(limit=10)
+        self.assertEqual(g.wait(), 0)
+        args = (g.out / 'qemu.log').read_text().splitlines()
+        self.assertIn('virtio-net-pci,netdev=n0,mac=52:54:00:00:00:01,addr=04.0,multifunction=on',
+                      args)
+        self.assertIn('virtio-rdma-pci,addr=04.1,queue-size=1024', args)
+        self.assertIn(f'unix:{g.qmp_path},server=on,wait=off', args)
+        self.assertIn(f'local,id=fsout,path={g.out},security_model=none,multidevs=remap', args)
+        self.assertTrue(args[args.index('-append') + 1].endswith(' lab.run=/lab/x.sh'))
+
+    def test_killed_at_its_limit(self):
+        g = Guest(FakeEnv(self.tmp, 'exec sleep 30\n'), self.tmp / 'g', '', 'user',
+                  '52:54:00:00:00:01').start(limit=0.3)
+        g.wait()
+        self.assertTrue(g.timed_out)
+        self.assertFalse(g.running())
+        self.assertIn('killed at its 0.3 s limit', g.results().origin)
+
+
+class Net(unittest.TestCase):
+    def test_dgram_pair(self):
+        a, b = net.dgram_pair()
+        pa, pb = (int(nd.split('local.port=')[1].split(',')[0]) for nd in (a, b))
+        self.assertEqual(a, net.dgram(pa, pb))
+        self.assertEqual(b, net.dgram(pb, pa))
+
+
+class Paths(unittest.TestCase):
+    def test_kernel_dir(self):
+        self.assertEqual(paths.kernel_dir('6.1'), paths.BUILD / 'lab')
+        self.assertEqual(paths.kernel_dir('6.12'), paths.BUILD / 'lab-6.12')
+        with self.assertRaises(ValueError):
+            paths.kernel_dir('../x')
+
+
+if __name__ == '__main__':
+    unittest.main()

@@ -1,0 +1,133 @@
+"""LabTest, the base of every part's test classes, and what is declared
+beside a case: @timeout(SECONDS) and @quick.
+
+A part is tests/lab/test_PART.py; each test method is a case, named
+PART/CASE after the method: test_CASE, with '-' for '_' (test_cm_held is
+mux/cm-held).  A case's files go to its own directory, self.case_dir =
+<results>/<run>/PART/CASE/; what a class shares (its guests) to
+self.part_dir = <results>/<run>/PART/.
+"""
+import contextlib
+import signal
+import threading
+import unittest
+
+from . import env as lab_env
+
+DEFAULT_TIMEOUT = 60
+
+
+class CaseTimeout(Exception):
+    """A case overran the time declared beside it."""
+
+
+def timeout(seconds):
+    """Declares a case's time limit: setUp, the case and its clean-ups
+    (default DEFAULT_TIMEOUT)."""
+    def mark(fn):
+        fn.lab_timeout = seconds
+        return fn
+    return mark
+
+
+def quick(obj):
+    """Marks a case, or every case of a class, as quick: what --quick and
+    the meson suite lab-quick run (the CI's)."""
+    obj.lab_quick = True
+    return obj
+
+
+@contextlib.contextmanager
+def deadline(seconds, what):
+    """Raises CaseTimeout in the main thread after SECONDS (SIGALRM: the
+    lab runs its cases in the main thread, one at a time)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise CaseTimeout(f'{what} overran its {seconds} s')
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def case_of(method_name):
+    """The case a test method is (and its guest line's name)."""
+    return method_name.removeprefix('test_').replace('_', '-')
+
+
+class LabTest(unittest.TestCase):
+    env = None       # the LabEnv, from setUpClass
+    part_dir = None  # <results>/<run>/PART/, from setUpClass
+    results = None   # a class's guest job's Results, for assertGuestPass
+
+    @classmethod
+    def part(cls):
+        return cls.__module__.rsplit('.', 1)[-1].removeprefix('test_')
+
+    @property
+    def case(self):
+        return case_of(self._testMethodName)
+
+    @property
+    def name(self):
+        return f'{self.part()}/{self.case}'
+
+    def case_timeout(self):
+        return getattr(getattr(self, self._testMethodName), 'lab_timeout', DEFAULT_TIMEOUT)
+
+    def is_quick(self):
+        return bool(getattr(getattr(self, self._testMethodName), 'lab_quick', False)
+                    or getattr(type(self), 'lab_quick', False))
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.env = lab_env.current()
+        cls.env.prepare()
+        cls.part_dir = cls.env.run_dir / cls.part()
+
+    @property
+    def case_dir(self):
+        d = self.part_dir / self.case
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def run(self, result=None):
+        self.notes = []
+        with deadline(self.case_timeout(), self.name):
+            return super().run(result)
+
+    def note(self, text):
+        """A line about this case for the report (a KTAP diagnostic)."""
+        self.notes.append(text)
+
+    def assertGuestPass(self, name=None, results=None):
+        """The guest job's line of case NAME (default: this case) is PASS;
+        its details become a note.  A SKIP line skips the case."""
+        name = name or self.case
+        results = results or self.results
+        lines = results.cases.get(name)
+        if not lines:
+            self.fail(f"no line '{name}' in {results.path} ({results.origin})")
+        for verdict, details in lines:
+            if verdict == 'FAIL':
+                self.fail(details)
+        if all(verdict == 'SKIP' for verdict, _ in lines):
+            self.skipTest(lines[0][1])
+        for _, details in lines:
+            self.note(details)
+
+    def assertNoOtherGuestLines(self, results=None):
+        """Every line of the guest job is a case of this class: a case the
+        job gained is not lost."""
+        results = results or self.results
+        known = {case_of(n) for n in unittest.defaultTestLoader.getTestCaseNames(type(self))}
+        extra = [n for n in results.names() if n not in known] + results.malformed
+        self.assertEqual(extra, [], f'lines of no case here in {results.path}')

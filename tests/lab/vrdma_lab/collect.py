@@ -1,0 +1,47 @@
+"""Which cases run: the parts (tests/lab/test_PART.py), then --quick and
+-k REGEX over PART/CASE.  Cases keep the order they are written in."""
+import importlib
+import inspect
+import re
+
+from . import paths
+from .case import LabTest
+
+
+def part_classes(module):
+    """The LabTest classes a module defines, in order."""
+    return [c for c in vars(module).values()
+            if inspect.isclass(c) and issubclass(c, LabTest) and c is not LabTest
+            and c.__module__ == module.__name__]
+
+
+def parts():
+    """PART -> module: each tests/lab/test_PART.py with LabTest classes."""
+    found = {}
+    for path in sorted(paths.LAB_SRC.glob('test_*.py')):
+        module = importlib.import_module(path.stem)
+        if part_classes(module):
+            found[path.stem.removeprefix('test_')] = module
+    return found
+
+
+def cases(cls):
+    """A class's cases in the order its methods are written."""
+    names = []
+    for klass in reversed(cls.__mro__):
+        names += [n for n, v in vars(klass).items()
+                  if n.startswith('test') and callable(v) and n not in names]
+    return [cls(n) for n in names]
+
+
+def select(modules, quick=False, pattern=None):
+    """The cases of MODULES; with QUICK only the quick ones; with PATTERN
+    (a regex) those whose PART/CASE it matches."""
+    regex = re.compile(pattern) if pattern else None
+    chosen = []
+    for module in modules:
+        for cls in part_classes(module):
+            chosen += [t for t in cases(cls)
+                       if (not quick or t.is_quick())
+                       and (not regex or regex.search(t.name))]
+    return chosen

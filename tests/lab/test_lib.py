@@ -150,6 +150,17 @@ class Selection(unittest.TestCase):
         self.assertEqual(self.names(pattern='^p/(a|s)'), ['p/alpha', 'p/slow'])
         self.assertEqual(self.names(pattern='quick', quick=True), ['p/one-quick'])
 
+    def test_each_class_knows_its_chosen_cases(self):
+        self.names(quick=True)
+        quick_cls, mixed = collect.part_classes(self.modules[0])
+        self.assertEqual(quick_cls.chosen(), ['test_zeta', 'test_alpha'])
+        self.assertEqual(mixed.chosen(), ['test_one_quick'])
+        self.names(pattern='slow')
+        self.assertEqual(quick_cls.chosen(), [])
+        # Outside lab.py (plain unittest): every case.
+        mixed.lab_chosen = None
+        self.assertEqual(sorted(mixed.chosen()), ['test_one_quick', 'test_slow'])
+
 
 class Deadline(unittest.TestCase):
     def test_expires(self):

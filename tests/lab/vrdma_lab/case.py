@@ -66,10 +66,20 @@ class LabTest(unittest.TestCase):
     env = None       # the LabEnv, from setUpClass
     part_dir = None  # <results>/<run>/PART/, from setUpClass
     results = None   # a class's guest job's Results, for assertGuestPass
+    lab_chosen = None  # the test methods of this class the run chose (collect.select)
 
     @classmethod
     def part(cls):
         return cls.__module__.rsplit('.', 1)[-1].removeprefix('test_')
+
+    @classmethod
+    def chosen(cls):
+        """The names of this class's test methods this run runs (what
+        --quick and -k left; all of them under plain unittest): a class
+        whose guests run one job for all its cases gives them only these."""
+        if cls.lab_chosen is not None:
+            return list(cls.lab_chosen)
+        return list(unittest.defaultTestLoader.getTestCaseNames(cls))
 
     @property
     def case(self):

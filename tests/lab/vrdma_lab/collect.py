@@ -1,5 +1,7 @@
 """Which cases run: the parts (tests/lab/test_PART.py), then --quick and
--k REGEX over PART/CASE.  Cases keep the order they are written in."""
+-k REGEX over PART/CASE.  Cases keep the order they are written in; each
+class learns which of its cases run (LabTest.chosen), for a job its guests
+run once for all of them."""
 import importlib
 import inspect
 import re
@@ -41,7 +43,9 @@ def select(modules, quick=False, pattern=None):
     chosen = []
     for module in modules:
         for cls in part_classes(module):
-            chosen += [t for t in cases(cls)
-                       if (not quick or t.is_quick())
-                       and (not regex or regex.search(t.name))]
+            mine = [t for t in cases(cls)
+                    if (not quick or t.is_quick())
+                    and (not regex or regex.search(t.name))]
+            cls.lab_chosen = [t._testMethodName for t in mine]
+            chosen += mine
     return chosen

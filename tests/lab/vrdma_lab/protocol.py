@@ -33,9 +33,31 @@ also when there is no handler or the handler failed, so that a guest never
 waits for a host that has given up.  Both sides' waits are bounded: the
 guest's per stage, the host's by the guest's life limit (Guest.start).
 
+Tool cases (tests/lab/guest-cases.sh, the job lab.run=/lab/guest-cases.sh of
+the parts that run RDMA tools between guests).  The host writes /out/cases
+before the boot (ToolCases), one case a line:
+
+    ROLE NAME TIMEOUT COMMAND...
+
+ROLE srv runs COMMAND once; ROLE cli runs it until it gets past connecting
+to its server (which may not listen yet), for at most TIMEOUT seconds in
+all, or until the host creates /out/NAME.abort (its server failed: nothing
+will listen).  In COMMAND, @D@ is the RDMA device (LAB_DEV from /init,
+default rxe0), @G4@ / @G6@ the index of its IPv4-mapped / global IPv6 GID.  The job
+runs the cases in order, then powers the guest off; per case it leaves
+NAME.out (the tool's output), NAME.rc (its exit status), NAME.cnt (the
+device's hw_counters that changed: "name before after") and NAME.net (the
+same for eth0's statistics and its qdisc's drops), and at the end
+dmesg.txt and counters-final.txt.  No results lines: the host judges a case
+from both sides' artefacts (ToolCases.run(NAME) -> CaseRun); while the
+guests run it may abort a client whose server failed (abort_orphans).  The bash
+parts (interop, driver, libvirt) read the same files.
+
 The 9p share of /out is mounted without caching, so each side sees the
 other's files at once.
 """
+import os
+import re
 import time
 from pathlib import Path
 
@@ -104,3 +126,82 @@ class Stages:
             if not alive:
                 return self.served
             time.sleep(interval)
+
+
+class CaseRun:
+    """What one case of guest-cases.sh left in OUT: rc (None when it left
+    none: it never ran or did not finish), out (the tool's output), counters
+    and net (NAME -> after - before, of those that changed)."""
+
+    def __init__(self, out, name):
+        self.dir = Path(out)
+        self.name = name
+        try:
+            self.rc = int(self._text('rc').strip())
+        except ValueError:
+            self.rc = None
+        self.out = self._text('out')
+        self.counters = self._deltas('cnt')
+        self.net = self._deltas('net')
+
+    def _text(self, ext):
+        try:
+            return (self.dir / f'{self.name}.{ext}').read_text(errors='replace')
+        except FileNotFoundError:
+            return ''
+
+    def _deltas(self, ext):
+        deltas = {}
+        for line in self._text(ext).splitlines():
+            f = line.split()
+            if len(f) == 3 and all(re.fullmatch(r'-?[0-9]+', v) for v in f[1:]):
+                deltas[f[0]] = int(f[2]) - int(f[1])
+        return deltas
+
+    def counters_text(self):
+        """The counters as the report shows them: "name+N,other+M"."""
+        return ','.join(f'{k}{v:+d}' for k, v in self.counters.items())
+
+
+class ToolCases:
+    """The tool cases of one guest running guest-cases.sh, writing into
+    OUT: add() the cases, write() /out/cases before the boot, run(NAME)
+    each case's artefacts afterwards."""
+
+    ROLES = ('srv', 'cli')
+
+    def __init__(self, out):
+        self.out = Path(out)
+        self.lines = []
+
+    def add(self, role, name, timeout, command):
+        if role not in self.ROLES or not re.fullmatch(r'[\w.+-]+', name):
+            raise ValueError(f'tool case {role!r} {name!r}')
+        # LAB_STRACE (e.g. "strace -f"): each tool under it, into NAME.strace.
+        strace = os.environ.get('LAB_STRACE')
+        if strace:
+            command = f'{strace} -o /out/{name}.strace {command}'
+        self.lines.append(f'{role} {name} {int(timeout)} {command}')
+        return self
+
+    def write(self):
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / 'cases').write_text(''.join(l + '\n' for l in self.lines))
+
+    def run(self, name):
+        return CaseRun(self.out, name)
+
+    def abort(self, name):
+        """Tells the guest to stop retrying client case NAME."""
+        (self.out / f'{name}.abort').touch()
+
+
+def abort_orphans(server, client, names):
+    """Aborts each client case of NAMES whose server side has ended with a
+    failure while the client has not ended (it would retry to its limit).
+    For the host's loop while a pair of guests runs."""
+    for name in names:
+        rc = server.run(name).rc
+        if rc not in (None, 0) and not (client.out / f'{name}.rc').exists() \
+                and not (client.out / f'{name}.abort').exists():
+            client.abort(name)

@@ -1,0 +1,179 @@
+"""Unit tests of the tool runs' library that need no guest: the tools'
+argument table and figure parser (vrdma_lab.tools, also behind tools.sh),
+the tool-case protocol (protocol.ToolCases, CaseRun) against
+guest-cases.sh run on the host.  Fast; run from tests/lab:
+
+    /usr/bin/python3 -m unittest test_tools
+"""
+import os
+import subprocess
+import unittest
+from unittest import mock
+
+import test_baseline
+from test_lib import InTempDir
+from vrdma_lab import paths, protocol, tools
+
+# Outputs of the tools as the lab's guests print them: ibv_rc_pingpong and
+# ib_write_bw from a baseline run (B/NAME.out); ib_write_lat in perftest's
+# report format (no run had kept one).
+RC_PINGPONG = '''\
+  local address:  LID 0x0000, QPN 0x000011, PSN 0x790310, GID ::ffff:10.77.0.12
+  remote address: LID 0x0000, QPN 0x000011, PSN 0xee4452, GID ::ffff:10.77.0.11
+1638400 bytes in 0.74 seconds = 17.64 Mbit/sec
+200 iters in 0.74 seconds = 3715.41 usec/iter
+'''
+WRITE_BW = '''\
+---------------------------------------------------------------------------------------
+                    RDMA_Write BW Test
+ Dual-port       : OFF\t\tDevice         : rxe0
+ Number of qps   : 1\t\tTransport type : IB
+ Connection type : RC\t\tUsing SRQ      : OFF
+ Mtu             : 1024[B]
+ Link type       : Ethernet
+ GID index       : 1
+---------------------------------------------------------------------------------------
+ local address: LID 0000 QPN 0x0014 PSN 0xedf8b4 RKey 0x00056d VAddr 0x0055f7a478b000
+ GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:77:00:12
+ remote address: LID 0000 QPN 0x0013 PSN 0xf92af4 RKey 0x0004b7 VAddr 0x00555f24664000
+ GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:77:00:11
+---------------------------------------------------------------------------------------
+ #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]
+ 65536      200              17.34              15.31  \t\t   0.000245
+---------------------------------------------------------------------------------------
+'''
+WRITE_LAT = '''\
+---------------------------------------------------------------------------------------
+                    RDMA_Write Latency Test
+ Connection type : RC\t\tUsing SRQ      : OFF
+---------------------------------------------------------------------------------------
+ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 64      200          912.35         4120.77      1003.18            1101.62          301.44  3977.10  4120.77
+---------------------------------------------------------------------------------------
+'''
+
+
+class Figures(unittest.TestCase):
+    def test_pingpong(self):
+        self.assertEqual(tools.figures(RC_PINGPONG), 'bw=2.21MB/s lat=3715.41us')
+
+    def test_bw(self):
+        self.assertEqual(tools.figures(WRITE_BW), 'bw=15.31MB/s rate=0.000245Mpps')
+
+    def test_lat_is_t_typical(self):
+        self.assertEqual(tools.figures(WRITE_LAT), 'lat=1003.18us')
+
+    def test_none(self):
+        self.assertEqual(tools.figures("Couldn't connect to 10.77.0.11:18515\n"), '')
+        self.assertEqual(tools.figures(''), '')
+
+
+class Args(unittest.TestCase):
+    def test_table(self):
+        self.assertEqual(tools.args('write_bw'),
+                         'ib_write_bw -d @D@ -x @G@ -p @P@ -F -s 65536 -n 200')
+        self.assertEqual(tools.args('write_bw', 'cli'), tools.args('write_bw'))
+        self.assertEqual(tools.args('rc_pingpong'),
+                         'ibv_rc_pingpong -d @D@ -g @G@ -p @P@ -s 4096 -n 200 -c')
+
+    def test_rping_sides(self):
+        self.assertEqual(tools.args('rping'), 'rping -s -V -C 50 -S 4096 -p @P@ -a')
+        self.assertEqual(tools.args('rping', 'cli'), 'rping -c -V -C 50 -S 4096 -p @P@ -a')
+
+    def test_cases(self):
+        self.assertEqual(tools.DRV_CASES[:len(tools.TOOL_CASES)], tools.TOOL_CASES)
+        self.assertEqual(set(tools.DRV_CASES), set(tools.ARGS))
+        for case in tools.DRV_CASES:
+            self.assertRegex(tools.args(case), r'-p @P@')
+        with self.assertRaises(KeyError):
+            tools.args('bogus')
+
+    def test_baseline_has_each_tool_case(self):
+        """test_baseline.py has a case for each of TOOL_CASES."""
+        names = unittest.defaultTestLoader.getTestCaseNames(test_baseline.Baseline)
+        self.assertEqual(sorted(n.removeprefix('test_') for n in names),
+                         sorted(tools.TOOL_CASES))
+
+
+class ToolsSh(InTempDir):
+    """tools.sh, the bash parts' face of vrdma_lab/tools.py."""
+
+    def bash(self, script, **env):
+        env = {'PATH': '/usr/bin:/bin', 'top': str(paths.TOP), **env}
+        return subprocess.run(['bash', '-c', '. tests/lab/tools.sh; ' + script],
+                              cwd=paths.TOP, env=env, text=True, check=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
+
+    def test_functions(self):
+        (self.tmp / 'rc.out').write_text(RC_PINGPONG)
+        out = self.bash(f'lab_tool_args write_bw cli; lab_tool_args rping cli; '
+                        f'lab_figures {self.tmp}/rc.out; lab_tool_args bogus || echo rc=$?')
+        self.assertEqual(out.splitlines(), [tools.args('write_bw'), tools.args('rping', 'cli'),
+                                            'bw=2.21MB/s lat=3715.41us', 'rc=1'])
+
+    def test_case_lists(self):
+        out = self.bash('echo "$LAB_TOOL_CASES"; echo "$LAB_DRV_CASES"')
+        self.assertEqual(out.splitlines(), [' '.join(tools.TOOL_CASES), ' '.join(tools.DRV_CASES)])
+        # A caller's own driver list stands (setup.sh's demo, bench.sh).
+        out = self.bash('echo "$LAB_DRV_CASES"', LAB_DRV_CASES='rc_pingpong write_bw')
+        self.assertEqual(out, 'rc_pingpong write_bw\n')
+
+
+class ToolCases(InTempDir):
+    def test_cases_file(self):
+        with mock.patch.dict(os.environ, {'LAB_STRACE': ''}):
+            tc = protocol.ToolCases(self.tmp / 'A').add('srv', 'write_bw', 120, 'ib_write_bw -d @D@')
+        with mock.patch.dict(os.environ, {'LAB_STRACE': 'strace -f'}):
+            tc.add('cli', 'x', 30, 'true')
+        tc.write()
+        self.assertEqual((self.tmp / 'A' / 'cases').read_text(),
+                         'srv write_bw 120 ib_write_bw -d @D@\n'
+                         'cli x 30 strace -f -o /out/x.strace true\n')
+        for bad in (('srv', 'a b', 1, 'true'), ('both', 'a', 1, 'true')):
+            with self.assertRaises(ValueError):
+                tc.add(*bad)
+
+    def test_case_run(self):
+        (self.tmp / 'c.rc').write_text('0\n')
+        (self.tmp / 'c.out').write_text(RC_PINGPONG)
+        (self.tmp / 'c.cnt').write_text('rcvd_pkts 1035 1235\nsent_pkts 0 7\n')
+        (self.tmp / 'c.net').write_text('rx_packets 10 12\n')
+        run = protocol.ToolCases(self.tmp).run('c')
+        self.assertEqual((run.rc, run.out), (0, RC_PINGPONG))
+        self.assertEqual(run.counters, {'rcvd_pkts': 200, 'sent_pkts': 7})
+        self.assertEqual(run.counters_text(), 'rcvd_pkts+200,sent_pkts+7')
+        self.assertEqual(run.net, {'rx_packets': 2})
+        missing = protocol.ToolCases(self.tmp).run('never')
+        self.assertEqual((missing.rc, missing.out, missing.counters), (None, '', {}))
+
+    def test_abort_orphans(self):
+        srv, cli = protocol.ToolCases(self.tmp / 'A'), protocol.ToolCases(self.tmp / 'B')
+        for d in (srv.out, cli.out):
+            d.mkdir()
+        (srv.out / 'failed.rc').write_text('1\n')
+        (srv.out / 'ok.rc').write_text('0\n')
+        (srv.out / 'done.rc').write_text('1\n')
+        (cli.out / 'done.rc').write_text('1\n')
+        protocol.abort_orphans(srv, cli, ['failed', 'ok', 'done', 'running'])
+        self.assertEqual(sorted(p.name for p in cli.out.glob('*.abort')), ['failed.abort'])
+
+    def test_guest_cases_sh(self):
+        """The guest's half, guest-cases.sh (on the host: no device, so no
+        counters), against ToolCases: a client retried past connecting."""
+        tc = protocol.ToolCases(self.tmp)
+        tc.add('srv', 'one', 10, 'echo "dev @D@"; exit 3')
+        tc.add('cli', 'two', 10, '[ -e flag ] || { touch flag; echo "Couldn\'t connect"; exit 1; }; '
+               'echo "200 iters in 1.00 seconds = 5000.00 usec/iter"')
+        tc.write()
+        out = subprocess.run(['bash', str(paths.LAB_SRC / 'guest-cases.sh')], cwd=self.tmp,
+                             env={'PATH': '/usr/bin:/bin', 'LAB_DEV': 'nodev0'}, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=30).stdout
+        self.assertRegex(out, r'LAB-CASE one rc=3 tries=0 ')
+        self.assertRegex(out, r'LAB-CASE two rc=0 tries=2 ')
+        one, two = tc.run('one'), tc.run('two')
+        self.assertEqual((one.rc, one.out, one.counters), (3, 'dev nodev0\n', {}))
+        self.assertEqual((two.rc, tools.figures(two.out)), (0, 'lat=5000.00us'))
+
+
+if __name__ == '__main__':
+    unittest.main()

@@ -1,0 +1,114 @@
+"""The tool runs of the lab tier, in one place: shared by the baseline
+(guest rxe <-> guest rxe), the interop runs (guest rxe <-> our device driven
+by a libqos peer) and the driver runs (guests on our device through
+virtio_rdma.ko), so that the figures compare like with like.
+
+  ARGS        CASE -> the tool and its options (the server's side; args()
+              gives either side, the client's without the server's address,
+              which the caller appends).  Placeholders: @D@ the RDMA device,
+              @G@ the GID index, @P@ the TCP port.
+  TOOL_CASES  the cases of baseline and interop;
+  DRV_CASES   the driver part's: the same plus the latency tools, rping
+              (rdma_cm: the connection goes through the guest's CM MADs on
+              QP1) and rc_pingpong on the ibv_wr_* post API (-N: the
+              provider's extended QP under Debian's libibverbs).
+  figures()   a tool's output -> "bw=<MB/s> rate=<Mpps> lat=<usec>", what
+              the tool gives (lat: for ibv_*_pingpong usec/iter, for the
+              ib_*_lat tools t_typical).
+
+Also the bash parts' tools.sh, which calls this file (standard library
+only, no package imports):
+
+  tools.py args CASE [cli]    lab_tool_args
+  tools.py figures FILE       lab_figures
+  tools.py cases | drv-cases  LAB_TOOL_CASES, LAB_DRV_CASES' default
+"""
+import re
+import sys
+
+ARGS = {
+    'rc_pingpong': 'ibv_rc_pingpong -d @D@ -g @G@ -p @P@ -s 4096 -n 200 -c',
+    'rc_pingpong_wr': 'ibv_rc_pingpong -d @D@ -g @G@ -p @P@ -s 4096 -n 200 -c -N',
+    'ud_pingpong': 'ibv_ud_pingpong -d @D@ -g @G@ -p @P@ -s 512 -n 200 -r 64',
+    'write_bw': 'ib_write_bw -d @D@ -x @G@ -p @P@ -F -s 65536 -n 200',
+    'read_bw': 'ib_read_bw -d @D@ -x @G@ -p @P@ -F -s 65536 -n 200',
+    'send_bw': 'ib_send_bw -d @D@ -x @G@ -p @P@ -F -s 65536 -n 200',
+    'atomic_bw': 'ib_atomic_bw -d @D@ -x @G@ -p @P@ -F -n 200',
+    'write_lat': 'ib_write_lat -d @D@ -x @G@ -p @P@ -F -s 64 -n 200',
+    'read_lat': 'ib_read_lat -d @D@ -x @G@ -p @P@ -F -s 64 -n 200',
+    'send_lat': 'ib_send_lat -d @D@ -x @G@ -p @P@ -F -s 64 -n 200',
+    'atomic_lat': 'ib_atomic_lat -d @D@ -x @G@ -p @P@ -F -n 200',
+    # The address family of the server's address picks the GID: both sides
+    # add it (the server binds it).  The client verifies every ping (-V);
+    # @R@ is the side: s or c.
+    'rping': 'rping -@R@ -V -C 50 -S 4096 -p @P@ -a',
+}
+
+TOOL_CASES = ('rc_pingpong', 'ud_pingpong', 'write_bw', 'read_bw', 'send_bw',
+              'atomic_bw')
+DRV_CASES = TOOL_CASES + ('write_lat', 'read_lat', 'send_lat', 'atomic_lat',
+                          'rping', 'rc_pingpong_wr')
+
+
+def args(case, side='srv'):
+    """The tool and its options for CASE on SIDE ('srv' or 'cli');
+    KeyError for an unknown case."""
+    return ARGS[case].replace('@R@', 'c' if side == 'cli' else 's')
+
+
+_NUMBER = re.compile(r'[0-9]+')
+_BW_HEADER = re.compile(r'#bytes +#iterations +BW peak')
+_LAT_HEADER = re.compile(r'#bytes +#iterations +t_min')
+
+
+def figures(text):
+    """The figures in a tool's output TEXT, '' when it has none: the last
+    of each kind wins (what tools.sh's awk gave, without its trailing
+    space)."""
+    bw = rate = lat = None
+    bw_header = lat_header = False
+    for line in text.splitlines():
+        f = line.split()
+        if re.search(r' bytes in .* seconds = .* Mbit/sec', line):
+            bw = '%.2f' % (float(f[-2]) / 8)
+        if re.search(r' iters in .* seconds = .* usec/iter', line):
+            lat = f[-2]
+        if bw_header and len(f) >= 4 and _NUMBER.fullmatch(f[0]):
+            bw, rate, bw_header = f[3], (f[4] if len(f) > 4 else None), False
+        if _BW_HEADER.search(line):
+            bw_header = True
+        if lat_header and len(f) >= 5 and _NUMBER.fullmatch(f[0]):
+            lat, lat_header = f[4], False
+        if _LAT_HEADER.search(line):
+            lat_header = True
+    return ' '.join(s for s in (bw and f'bw={bw}MB/s', rate and f'rate={rate}Mpps',
+                                lat and f'lat={lat}us') if s)
+
+
+def main(argv):
+    usage = 'usage: tools.py args CASE [cli] | figures FILE | cases | drv-cases'
+    if argv[:1] == ['args'] and len(argv) in (2, 3):
+        if argv[1] not in ARGS:
+            print(f'lab_tool_args: unknown case {argv[1]}', file=sys.stderr)
+            return 1
+        print(args(argv[1], argv[2] if len(argv) == 3 else 'srv'))
+    elif argv[:1] == ['figures'] and len(argv) == 2:
+        try:
+            with open(argv[1], errors='replace') as f:
+                print(figures(f.read()))
+        except OSError as e:
+            print(f'lab_figures: {e}', file=sys.stderr)
+            print()
+            return 1
+    elif argv == ['cases']:
+        print(' '.join(TOOL_CASES))
+    elif argv == ['drv-cases']:
+        print(' '.join(DRV_CASES))
+    else:
+        print(usage, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

@@ -18,7 +18,8 @@
 #   LAB_NV_TMO    seconds a pair may take (default 600)
 # shellcheck shell=bash
 LAB_NV_TMO=${LAB_NV_TMO:-600}
-# LAB_QUICK: every pairing (scripts/test.sh narrows 6.12's to hv-tv).
+# LAB_QUICK: every pairing (scripts/test.sh's kernel matrix takes one a
+# kernel).
 LAB_QUICK_NVME='^(hv-tv|hv-tr|hr-tv)$'
 
 lab_nvme() {

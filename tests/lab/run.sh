@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# The lab tier: unmodified rdma-core / perftest tools on Debian's kernel rxe
-# (TCG guests) against each other and against our virtio-rdma device, and
+# The lab tier's parts still in bash (the others -- baseline, mux -- are on
+# the Python frame: tests/lab/README.rst): unmodified rdma-core / perftest
+# tools on Debian's kernel rxe (TCG guests) against our virtio-rdma device, and
 # guests on our device through our driver (virtio_rdma.ko + provider), and
 # the same guests defined and started by a real libvirtd (libvirt), NVMe over
 # RDMA between guests on our device and on rxe (nvme), rdma-core's own test
 # suite on our device and on rxe (suite), the device with backend=ibverbs on
-# a guest's rxe, nested (ibverbs), contrib/rdmacm-mux on a guest's rxe (mux),
-# and, on demand, what rxe does with memory windows (rxe-mw).
-#   tests/lab/run.sh [PART...]     PART: baseline interop driver libvirt nvme
-#                                  suite ibverbs mux rxe-mw (default: baseline
-#                                  interop)
+# a guest's rxe, nested (ibverbs), and, on demand, what rxe does with memory
+# windows (rxe-mw).
+#   tests/lab/run.sh [PART...]     PART: interop driver libvirt nvme suite
+#                                  ibverbs rxe-mw (default: interop)
 #   LAB_KERNEL=6.12 tests/lab/run.sh ...   the guests on Debian's 6.12 kernel
 #                                  (tests/lab/setup.sh with the same LAB_KERNEL)
 #   LAB_QUICK=1 tests/lab/run.sh ...       each part's quick cases only (what the
@@ -21,14 +21,12 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/lab/lib.sh"
 . "$top/tests/lab/tools.sh"
-. "$top/tests/lab/baseline.sh"
 . "$top/tests/lab/interop.sh"
 . "$top/tests/lab/driver.sh"
 . "$top/tests/lab/libvirt.sh"
 . "$top/tests/lab/nvme.sh"
 . "$top/tests/lab/suite.sh"
 . "$top/tests/lab/ibverbs.sh"
-. "$top/tests/lab/mux.sh"
 . "$top/tests/lab/rxe-mw.sh"
 
 passed=0 failed=0
@@ -47,18 +45,16 @@ LAB_SOCKDIR=$(mktemp -d /tmp/lab-qmp.XXXXXX)
 trap 'lv_cleanup; rm -rf "$LAB_SOCKDIR"' EXIT
 trap 'exit 143' TERM INT
 echo "lab: guest kernel $LAB_KVER ($LAB)"
-parts=${*:-baseline interop}
+parts=${*:-interop}
 for p in $parts; do
     t0=$(date +%s)
     case $p in
-    baseline) lab_baseline "$RES/baseline" ;;
     interop)  lab_interop "$RES/interop" ;;
     driver)   lab_driver "$RES/driver" ;;
     libvirt)  lab_libvirt "$RES/libvirt" ;;
     nvme)     lab_nvme "$RES/nvme" ;;
     suite)    lab_suite "$RES/suite" ;;
     ibverbs)  lab_ibverbs "$RES/ibverbs" ;;
-    mux)      lab_mux "$RES/mux" ;;
     rxe-mw)   lab_rxe_mw "$RES/rxe-mw" ;;
     *) lab_die "unknown part $p" ;;
     esac

@@ -49,7 +49,7 @@ class Baseline(LabTest):
 
     def assertToolCase(self):
         """Both sides of this case exited 0; notes the client's figures
-        and the server's counters (what baseline.sh printed)."""
+        and the server's counters (what the bash part printed)."""
         srv, cli = self.server.run(self.case), self.client.run(self.case)
         said = f'{tools.figures(cli.out)} srv-rxe[{srv.counters_text()}]'.strip()
         if srv.rc != 0 or cli.rc != 0:

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Lab guest job of the mux part (tests/lab/mux.sh): contrib/rdmacm-mux on
+# Lab guest job of the mux part (tests/lab/test_mux.py): contrib/rdmacm-mux on
 # this guest's rxe0, driven by protocol clients.  Each case writes
 # "PASS|FAIL NAME details" to /out/results; the mux's log is /out/mux.log.
 . /out/env

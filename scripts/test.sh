@@ -213,9 +213,15 @@ run_fuzz() {
 tiers=${TIERS:-unit unit-san qtest qtest-san fuzz lab}
 both_qtest=0
 [[ " $(echo $tiers) " == *" qtest "* && " $(echo $tiers) " == *" qtest-san "* ]] && both_qtest=1
+# Each tier's wall time, in the summary: the CI's budget is watched there.
+times=()
 for t in $tiers; do
+    t0=$SECONDS
     if [ $both_qtest = 1 ]; then
-        case $t in qtest) run_qtest_pair; continue ;; qtest-san) continue ;; esac
+        case $t in
+        qtest) run_qtest_pair; times+=("qtest+qtest-san $((SECONDS - t0)) s"); continue ;;
+        qtest-san) continue ;;
+        esac
     fi
     case $t in
     unit)      run_unit unit "$BUILD_UNIT" unit_setup ;;
@@ -226,7 +232,10 @@ for t in $tiers; do
     lab | lab-thorough) run_lab "$t" ;;
     *) echo "test.sh: unknown tier $t" >&2; exit 2 ;;
     esac
+    times+=("$t $((SECONDS - t0)) s")
 done
+
+echo "time: $(IFS=,; echo "${times[*]}" | sed 's/,/, /g')"
 
 [ ${#failures[@]} = 0 ] || printf 'FAILED: %s\n' "${failures[@]}"
 [ ${#details[@]} = 0 ] || printf '%s\n' "${details[@]}"

@@ -58,6 +58,11 @@ lab_drv_abuse_build() {
     fi
 }
 
+# lab_drv_want PAIR/CASE: the case passes LAB_DRV_ONLY and LAB_QUICK.
+lab_drv_want() {
+    { [ -z "${LAB_DRV_ONLY:-}" ] || [[ $1 =~ $LAB_DRV_ONLY ]]; } && ! lab_quick_skip "$LAB_QUICK_DRIVER" "$1"
+}
+
 # lab_drv_pair DIR KIND-A KIND-B SERVERS [EXTRAS]: boots guests A and B (KIND
 # vrdma or rxe), runs every case with A as server ("a") and/or B as server
 # ("b").  EXTRAS: "kill" = ib_send_bw killed (SIGKILL) on both sides in the
@@ -75,8 +80,7 @@ lab_drv_pair() {
             for s in $servers; do
                 name=v$fam-$tool
                 [ "$servers" = a ] || { [ "$s" = a ] && name=v$fam-$tool-vsrv || name=v$fam-$tool-vcli; }
-                [ -n "${LAB_DRV_ONLY:-}" ] && ! [[ $pair/$name =~ $LAB_DRV_ONLY ]] && continue
-                lab_quick_skip "$LAB_QUICK_DRIVER" "$pair/$name" && continue
+                lab_drv_want "$pair/$name" || continue
                 port=$((port + 1))
                 args=$(lab_tool_args "$tool"); cargs=$(lab_tool_args "$tool" cli)
                 # perftest sets a QP's max_rd_atomic to the peer's outstanding
@@ -102,8 +106,7 @@ lab_drv_pair() {
         done
     done
     name=kill-send_bw
-    if [[ " $extras " == *" kill "* ]] && { [ -z "${LAB_DRV_ONLY:-}" ] || [[ $pair/$name =~ $LAB_DRV_ONLY ]]; } &&
-       ! lab_quick_skip "$LAB_QUICK_DRIVER" "$pair/$name"; then
+    if [[ " $extras " == *" kill "* ]] && lab_drv_want "$pair/$name"; then
         port=$((port + 1))
         args=$(lab_tool_args send_bw); args=${args//@G@/@G4@}; args="/lab/kill-mid.sh 3 ${args//@P@/$port} -D 60"
         echo "srv $name $LAB_DRV_TMO $args" >> "$dir/A/cases"
@@ -111,8 +114,7 @@ lab_drv_pair() {
         names+=("$name"); srvside+=("A")
     fi
     local solo=()
-    if [[ " $extras " == *" abuse "* ]] && { [ -z "${LAB_DRV_ONLY:-}" ] || [[ $pair/abuse =~ $LAB_DRV_ONLY ]]; } &&
-       ! lab_quick_skip "$LAB_QUICK_DRIVER" "$pair/abuse"; then
+    if [[ " $extras " == *" abuse "* ]] && lab_drv_want "$pair/abuse"; then
         if [ -n "$LAB_DRV_ABUSE" ]; then
             echo "srv abuse 300 $LAB_DRV_ABUSE @D@ @G4@" >> "$dir/A/cases"
             echo "srv abuse 300 $LAB_DRV_ABUSE @D@ @G4@" >> "$dir/B/cases"

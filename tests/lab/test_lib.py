@@ -14,7 +14,7 @@ import unittest
 from pathlib import Path
 
 from vrdma_lab import collect, ktap, net, paths, protocol
-from vrdma_lab.case import CaseTimeout, LabTest, deadline, quick, timeout
+from vrdma_lab.case import CaseTimeout, LabTest, add_case, deadline, quick, timeout
 from vrdma_lab.guest import Guest
 
 
@@ -160,6 +160,41 @@ class Selection(unittest.TestCase):
         # Outside lab.py (plain unittest): every case.
         mixed.lab_chosen = None
         self.assertEqual(sorted(mixed.chosen()), ['test_one_quick', 'test_slow'])
+
+
+class Generated(unittest.TestCase):
+    def setUp(self):
+        class Table(LabTest):
+            def test_first(self):
+                pass
+
+        for name in ('v4-rc_pingpong-gsrv', 'v6-write_bw-gcli'):
+            add_case(Table, name, lambda self: self.note(self.case),
+                     quick=name.startswith('v4'), timeout=90)
+        self.cls = Table
+        self.modules = [fake_part('g', Table)]
+
+    def test_names_keep_their_underscores(self):
+        tests = collect.select(self.modules)
+        self.assertEqual([t.name for t in tests],
+                         ['g/first', 'g/v4-rc_pingpong-gsrv', 'g/v6-write_bw-gcli'])
+        self.assertEqual([t.case_timeout() for t in tests], [60, 90, 90])
+
+    def test_quick_and_chosen_cases(self):
+        tests = collect.select(self.modules, quick=True)
+        self.assertEqual([t.name for t in tests], ['g/v4-rc_pingpong-gsrv'])
+        self.assertEqual(self.cls.chosen_cases(), ['v4-rc_pingpong-gsrv'])
+
+    def test_runs_its_check(self):
+        t = self.cls('test_v6_write_bw_gcli')
+        result = unittest.TestResult()
+        t.run(result)
+        self.assertTrue(result.wasSuccessful())
+        self.assertEqual(t.notes, ['v6-write_bw-gcli'])
+
+    def test_a_name_twice_is_refused(self):
+        with self.assertRaises(ValueError):
+            add_case(self.cls, 'v4-rc_pingpong-gsrv', lambda self: None)
 
 
 class Deadline(unittest.TestCase):

@@ -8,6 +8,7 @@ mux/cm-held).  A case's files go to its own directory, self.case_dir =
 self.part_dir = <results>/<run>/PART/.
 """
 import contextlib
+import re
 import signal
 import threading
 import unittest
@@ -57,9 +58,31 @@ def deadline(seconds, what):
         signal.signal(signal.SIGALRM, previous)
 
 
-def case_of(method_name):
-    """The case a test method is (and its guest line's name)."""
-    return method_name.removeprefix('test_').replace('_', '-')
+def case_of(method_name, method=None):
+    """The case a test method is (and its guest line's name): the name
+    add_case gave it, else the method's name."""
+    named = getattr(method, 'lab_case', None)
+    return named or method_name.removeprefix('test_').replace('_', '-')
+
+
+def add_case(cls, name, check, quick=False, timeout=DEFAULT_TIMEOUT):
+    """Gives CLS a case named NAME that runs check(self): for the cases a
+    part generates from a table (a tool per address family and role), whose
+    names keep what a method's cannot ('_', '+', '.').  After the class
+    statement; cases keep the order they are added in."""
+    method = 'test_' + re.sub(r'\W', '_', name)
+    if method in vars(cls):
+        raise ValueError(f'{cls.__name__}: case {name!r} twice ({method})')
+
+    def case(self):
+        return check(self)
+    case.__name__ = case.__qualname__ = method
+    case.lab_case = name
+    case.lab_timeout = timeout
+    if quick:
+        case.lab_quick = True
+    setattr(cls, method, case)
+    return case
 
 
 class LabTest(unittest.TestCase):
@@ -81,9 +104,14 @@ class LabTest(unittest.TestCase):
             return list(cls.lab_chosen)
         return list(unittest.defaultTestLoader.getTestCaseNames(cls))
 
+    @classmethod
+    def chosen_cases(cls):
+        """The case names of chosen(): what a guest job is told to run."""
+        return [case_of(n, getattr(cls, n)) for n in cls.chosen()]
+
     @property
     def case(self):
-        return case_of(self._testMethodName)
+        return case_of(self._testMethodName, getattr(self, self._testMethodName))
 
     @property
     def name(self):
@@ -138,6 +166,7 @@ class LabTest(unittest.TestCase):
         """Every line of the guest job is a case of this class: a case the
         job gained is not lost."""
         results = results or self.results
-        known = {case_of(n) for n in unittest.defaultTestLoader.getTestCaseNames(type(self))}
+        known = {case_of(n, getattr(self, n))
+                 for n in unittest.defaultTestLoader.getTestCaseNames(type(self))}
         extra = [n for n in results.names() if n not in known] + results.malformed
         self.assertEqual(extra, [], f'lines of no case here in {results.path}')

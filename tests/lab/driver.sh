@@ -74,7 +74,7 @@ lab_drv_pair() {
     local -a names=() srvside=()
     local ip4a=10.77.0.31 ip4b=10.77.0.32 ip6a=fd77::31 ip6b=fd77::32
     mkdir -p "$dir/A" "$dir/B"
-    : > "$dir/A/cases"; : > "$dir/B/cases"; rm -f "$dir"/*/sync.* "$dir"/*/*.abort
+    : > "$dir/A/cases"; : > "$dir/B/cases"; rm -f "$dir"/*/stage.* "$dir"/*/*.abort
     for fam in 4 6; do
         for tool in $LAB_DRV_CASES; do
             for s in $servers; do
@@ -156,7 +156,7 @@ lab_drv_guest() {
     [ "$kind" = vrdma ] && vr=1
     [ "$kind" = vrdma ] && [ "${LAB_DRV_AS:-}" = rxe ] && rdma=rxe
     LAB_VRDMA=$vr lab_guest_start "$out" "$tmo" \
-        "$append lab.rdma=$rdma lab.ko=$LAB_DRV_KO lab.prov=$LAB_DRV_PROV lab.sync=$vr lab.run=/lab/guest-cases.sh" "$nd" "$mac"
+        "$append lab.rdma=$rdma lab.ko=$LAB_DRV_KO lab.prov=$LAB_DRV_PROV lab.stages=$vr lab.run=/lab/guest-cases.sh" "$nd" "$mac"
 }
 
 # lab_drv_watch DIR PID-A PID-B QMP-A QMP-B "NAMES" "SERVER-SIDES": until both
@@ -174,7 +174,7 @@ lab_drv_watch() {
             g=$([ $i = 0 ] && echo A || echo B); q=${qmps[$i]}
             [ -n "$q" ] || continue
             for p in up done held unloaded reloaded; do
-                f=$dir/$g/sync.$p
+                f=$dir/$g/stage.$p
                 [ -f "$f" ] && [ ! -e "$f.ok" ] || continue
                 timeout 30 python3 "$top/tests/lab/qmp.py" query "$q" "$dir/$g/info-$p" 2> "$dir/$g/info-$p.err"
                 : > "$f.ok"
@@ -263,12 +263,12 @@ lab_drv_device_check() {
     re=$(python3 "$top/tests/lab/qmp.py" objects "$d/info-reloaded.json")
     tr=$(python3 "$top/tests/lab/qmp.py" traffic "$d/info-done.json")
     [ "$up" = "$done" ] || { res=FAIL; why="$why objects idle [$up] after the tools [$done];"; }
-    [ "$(lab_drv_qps "$held")" -gt "$(lab_drv_qps "$up")" ] && [ "$(cat "$d/sync.held")" = 1 ] ||
+    [ "$(lab_drv_qps "$held")" -gt "$(lab_drv_qps "$up")" ] && [ "$(cat "$d/stage.held")" = 1 ] ||
         { res=FAIL; why="$why the holder held no more than idle [$held];"; }
-    [ "$un" = "pd=0 cq=0 qp=0 mr=0 gid=0 pages=0" ] && [ "$(cat "$d/sync.unloaded")" = rmmod=0 ] ||
-        { res=FAIL; why="$why after rmmod ($(cat "$d/sync.unloaded")) [$un];"; }
-    [ "$re" = "$up" ] && [ "$(cat "$d/sync.reloaded")" = reload=0 ] ||
-        { res=FAIL; why="$why reloaded ($(cat "$d/sync.reloaded")) [$re];"; }
+    [ "$un" = "pd=0 cq=0 qp=0 mr=0 gid=0 pages=0" ] && [ "$(cat "$d/stage.unloaded")" = rmmod=0 ] ||
+        { res=FAIL; why="$why after rmmod ($(cat "$d/stage.unloaded")) [$un];"; }
+    [ "$re" = "$up" ] && [ "$(cat "$d/stage.reloaded")" = reload=0 ] ||
+        { res=FAIL; why="$why reloaded ($(cat "$d/stage.reloaded")) [$re];"; }
     [[ $tr =~ tx=[1-9].*rx=[1-9] ]] || { res=FAIL; why="$why no traffic through the device;"; }
     [ -s "$d/qemu.log" ] && { res=FAIL; why="$why QEMU: $(head -n 1 "$d/qemu.log");"; }
     lab_result "$res" "$name" "idle [$up] after tools [$done] app holding [$held] after rmmod under it [$un] reloaded [$re] $tr${why:+ |$why}"

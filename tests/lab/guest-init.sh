@@ -17,19 +17,19 @@
 #   lab.prov=DIR      host-root directory of the rdma-core provider
 #                     (libvirtio_rdma-rdmav*.so): made a provider of the
 #                     guest's libibverbs in the tmpfs overlay
-#   lab.sync=1        stop at /out/sync.{up,done,held,unloaded,reloaded}
-#                     until the host answers with sync.NAME.ok (it reads the
-#                     device's counters there); after the job, rmmod
-#                     virtio_rdma under a live application, then reload it
+#   lab.stages=1      stop at the stages up, done, held, unloaded, reloaded
+#                     (guest-lib.sh's `stage`: the host reads the device's
+#                     counters there); after the job, rmmod virtio_rdma
+#                     under a live application, then reload it
 # The job gets LAB_DEV, the RDMA device's name.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
-IP= IP6= USER=0 NEIGH= EGRESS= RUN= RDMA=rxe KO= PROV= SYNC=0
+IP= IP6= USER=0 NEIGH= EGRESS= RUN= RDMA=rxe KO= PROV= STAGES=0
 for a in $(cat /proc/cmdline); do case $a in
     lab.ip=*) IP=${a#*=};; lab.ip6=*) IP6=${a#*=};; lab.user=*) USER=${a#*=};;
     lab.neigh=*) NEIGH=${a#*=};; lab.egress=*) EGRESS=${a#*=};; lab.run=*) RUN=${a#*=};;
     lab.rdma=*) RDMA=${a#*=};; lab.ko=*) KO=${a#*=};; lab.prov=*) PROV=${a#*=};;
-    lab.sync=*) SYNC=${a#*=};;
+    lab.stages=*) STAGES=${a#*=};;
 esac; done
 say() { echo "LAB: $*"; }
 KVER=$(uname -r)
@@ -77,13 +77,12 @@ done
 if [ "$USER" = 1 ]; then
     $I link set eth1 up && $I addr add 10.0.2.15/24 dev eth1 || say "FATAL: eth1"
 fi
-# sync NAME TEXT: TEXT to /out/sync.NAME, then wait (bounded) for the host.
-sync_point() {
-    [ "$SYNC" = 1 ] || return 0
-    echo "$2" > $R/out/sync.$1.tmp && mv $R/out/sync.$1.tmp $R/out/sync.$1
-    i=0
-    while [ ! -e $R/out/sync.$1.ok ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-    [ -e $R/out/sync.$1.ok ] || say "sync $1: no answer from the host"
+# at NAME TEXT: with lab.stages=1, the stage NAME of the guest protocol
+# (tests/lab/vrdma_lab/protocol.py).
+LAB_OUT=$R/out . $R/lab/guest-lib.sh || say "FATAL: no /lab/guest-lib.sh"
+at() {
+    [ "$STAGES" = 1 ] || return 0
+    stage "$1" "$2" || say "stage $1: no answer from the host"
 }
 # has_gids DEV: an IPv4-mapped GID (when lab.ip) and a global IPv6 one (when
 # lab.ip6) are in DEV's table.
@@ -122,13 +121,13 @@ vrdma)
 *) say "FATAL: lab.rdma=$RDMA" ;;
 esac
 say "ready at $(cut -d' ' -f1 /proc/uptime)s${DEV:+ with $DEV}"
-sync_point up "${DEV:-nodev}"
+at up "${DEV:-nodev}"
 if [ -n "$RUN" ]; then
     chroot $R /usr/bin/env LAB_DEV=${DEV:-none} /bin/sh -c "cd /out && exec /bin/bash $RUN"
     say "job rc=$? at $(cut -d' ' -f1 /proc/uptime)s"
 fi
-if [ "$SYNC" = 1 ]; then
-    sync_point done "$DEV"
+if [ "$STAGES" = 1 ]; then
+    at done "$DEV"
     r=none
     if [ "$RDMA" = vrdma ] && [ "$DEV" = vrdma0 ]; then
         # Unload under a live application: an ibv_rc_pingpong server holds
@@ -139,17 +138,17 @@ if [ "$SYNC" = 1 ]; then
         h=$!
         i=0
         while ! grep -qs 'local address' $R/out/holder.out && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
-        sync_point held "$(grep -c 'local address' $R/out/holder.out)"
+        at held "$(grep -c 'local address' $R/out/holder.out)"
         /bin/rmmod virtio_rdma && r=0 || r=$?
         dmesg > $R/out/dmesg-final.txt
-        sync_point unloaded "rmmod=$r"
+        at unloaded "rmmod=$r"
         kill -9 $h 2>/dev/null; wait $h
         load_vrdma && l=0 || l=1
-        sync_point reloaded "reload=$l"
+        at reloaded "reload=$l"
         /bin/rmmod virtio_rdma
         dmesg > $R/out/dmesg-final.txt
     else
-        sync_point unloaded "rmmod=$r"
+        at unloaded "rmmod=$r"
     fi
 fi
 sync; umount $R/out 2>/dev/null; poweroff -f

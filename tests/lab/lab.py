@@ -4,18 +4,21 @@ RDMA tools in them (tests/lab/README.rst).
 
   lab.py [--kernel 6.1|6.12] [--quick] [-k REGEX] [PART...]
   lab.py --list [...]
+  lab.py --report [--kernel ...]
 
 Runs the cases of each PART (tests/lab/test_PART.py; default: every part)
 and prints KTAP on stdout; exit status 1 when a case failed.  --quick: the
 quick cases only (the CI's); -k: the cases whose PART/CASE the regex
 matches.  Results under build/lab/results/<time>/ (build/lab-KERNEL/... for
-another kernel): results.txt, and a directory per part and per case.
+another kernel): results.txt, report.txt (the figures side by side, each
+part's from its newest run: --report prints it), and a directory per part
+and per case.
 """
 import argparse
 import signal
 import sys
 
-from vrdma_lab import collect, env, guest, ktap, paths
+from vrdma_lab import collect, env, guest, ktap, paths, report
 
 
 def arguments():
@@ -28,6 +31,8 @@ def arguments():
     p.add_argument('-k', metavar='REGEX', help='cases whose PART/CASE match')
     p.add_argument('--list', action='store_true',
                    help='list the chosen cases (quick, time limit), run none')
+    p.add_argument('--report', action='store_true',
+                   help="print the figures of the kernel's newest runs, run none")
     p.add_argument('--results', metavar='DIR', help='result directory of this run')
     p.add_argument('--tap13', action='store_true',
                    help='"TAP version 13" as the version line, which KTAP '
@@ -47,6 +52,10 @@ def main():
         lab = env.configure(kernel=args.kernel, results=args.results)
     except ValueError as e:
         sys.exit(f'lab: {e}')
+    if args.report:
+        lines, sources = report.latest(lab.run_dir.parent)
+        print(report.render(lines) + ''.join(f'({s})\n' for s in sources), end='')
+        return 0
     known = collect.parts()
     unknown = [p for p in args.parts if p not in known]
     if unknown:
@@ -81,6 +90,9 @@ def main():
     finally:
         guest.kill_all()
         lab.close()
+    lines, sources = report.latest(lab.run_dir.parent)
+    (lab.run_dir / 'report.txt').write_text(
+        report.render(lines) + ''.join(f'({s})\n' for s in sources))
     return 0 if ok else 1
 
 

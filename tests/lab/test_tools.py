@@ -12,7 +12,7 @@ from unittest import mock
 
 import test_baseline
 from test_lib import InTempDir
-from vrdma_lab import paths, protocol, tools
+from vrdma_lab import paths, protocol, report, tools
 
 # Outputs of the tools as the lab's guests print them: ibv_rc_pingpong and
 # ib_write_bw from a baseline run (B/NAME.out); ib_write_lat in perftest's
@@ -173,6 +173,34 @@ class ToolCases(InTempDir):
         one, two = tc.run('one'), tc.run('two')
         self.assertEqual((one.rc, one.out, one.counters), (3, 'dev nodev0\n', {}))
         self.assertEqual((two.rc, tools.figures(two.out)), (0, 'lat=5000.00us'))
+
+
+
+class Report(InTempDir):
+    def run_with(self, name, lines, mtime):
+        d = self.tmp / name
+        d.mkdir()
+        (d / 'results.txt').write_text(''.join(l + '\n' for l in lines))
+        os.utime(d / 'results.txt', (mtime, mtime))
+
+    def test_each_part_from_its_newest_run(self):
+        self.run_with('old', ['PASS baseline/write_bw bw=1.00MB/s',
+                              'PASS interop/v4-write_bw-gsrv bw=2.00MB/s'], 1000)
+        self.run_with('new', ['PASS interop/v4-write_bw-gsrv bw=3.00MB/s',
+                              'FAIL interop/v6-write_bw-gcli bw=4.00MB/s',
+                              'PASS driver/vr/v4-rping-vsrv'], 2000)
+        lines, sources = report.latest(self.tmp)
+        self.assertEqual(len(sources), 3)
+        text = report.render(lines)
+        row = next(l for l in text.splitlines() if l.startswith('write_bw'))
+        # rxe<->rxe from the old run (the new one has no baseline), dev->rxe
+        # v4 from the new, a failure marked.
+        self.assertEqual(row.split()[:7], ['write_bw', '1.00', 'MB/s', '3.00', 'MB/s', '-', '-'])
+        self.assertIn('4.00 MB/s FAIL', row)
+        self.assertRegex(text, r'rping +- +- +- +ok')
+
+    def test_no_tool_lines_no_report(self):
+        self.assertEqual(report.render(['PASS mux/start ok']), '')
 
 
 if __name__ == '__main__':

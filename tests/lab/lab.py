@@ -18,7 +18,7 @@ import argparse
 import signal
 import sys
 
-from vrdma_lab import collect, env, guest, ktap, paths, report
+from vrdma_lab import case, collect, env, guest, ktap, paths, report
 
 
 def arguments():
@@ -88,6 +88,11 @@ def main():
         out.write(f'Bail out! {signal.Signals(signum).name}\n')
         return 128 + signum
     finally:
+        # Nothing interrupts the clean-ups: the classes' pending ones (an
+        # interrupted class never reached them), then any guest left.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        case.class_cleanups(tests)
         guest.kill_all()
         lab.close()
     lines, sources = report.latest(lab.run_dir.parent)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from vrdma_lab import collect, ktap, net, paths, protocol
 from vrdma_lab.case import CaseTimeout, LabTest, add_case, deadline, quick, timeout
-from vrdma_lab.guest import Guest
+from vrdma_lab.guest import Guest, kernel_trouble
 
 
 def fake_part(name, *classes):
@@ -346,6 +346,173 @@ class Paths(unittest.TestCase):
         self.assertEqual(paths.kernel_dir('6.12'), paths.BUILD / 'lab-6.12')
         with self.assertRaises(ValueError):
             paths.kernel_dir('../x')
+
+
+
+class Kernels(unittest.TestCase):
+    """A class that runs on some kernels only (LabTest.kernels)."""
+
+    def setUp(self):
+        class Everywhere(LabTest):
+            def test_a(self):
+                pass
+
+        class Only61(LabTest):
+            kernels = ('6.1',)
+
+            def test_b(self):
+                pass
+
+        self.only = Only61
+        self.modules = [fake_part('kn', Everywhere, Only61)]
+
+    def test_left_out_elsewhere(self):
+        names = lambda kernel: [t.name for t in collect.select(self.modules, kernel=kernel)]
+        self.assertEqual(names('6.1'), ['kn/a', 'kn/b'])
+        self.assertEqual(names('6.12'), ['kn/a'])
+        self.assertEqual(self.only.chosen(), [])
+
+    def test_unittest_skips_it(self):
+        from vrdma_lab import env
+        saved = env._current
+        try:
+            env._current = env.LabEnv(kernel='6.12')
+            with self.assertRaises(unittest.SkipTest):
+                self.only.setUpClass()
+        finally:
+            env._current = saved
+
+
+class UdpRcvbufErrors(InTempDir):
+    def test_reads_snmp(self):
+        snmp = self.tmp / 'snmp'
+        snmp.write_text('Ip: Forwarding DefaultTTL\nIp: 1 64\n'
+                        'Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\n'
+                        'Udp: 10 2 3 9 7\n')
+        self.assertEqual(net.udp_rcvbuf_errors(snmp), 7)
+        self.assertGreaterEqual(net.udp_rcvbuf_errors(), 0)
+
+
+class PartName(unittest.TestCase):
+    """A part whose name is no module name (rxe-mw): LabTest.lab_part."""
+
+    def test_lab_part_names_the_part_and_its_cases(self):
+        class Named(LabTest):
+            lab_part = 'x-y'
+
+            def test_one(self):
+                pass
+
+        module = fake_part('x_y', Named)
+        self.assertEqual(Named.part(), 'x-y')
+        self.assertEqual([t.name for t in collect.select([module], pattern='^x-y/')],
+                         ['x-y/one'])
+
+    def test_parts_keys_by_part_name(self):
+        self.assertIn('mux', collect.parts())
+
+
+class ToolCaseWait(InTempDir):
+    """ToolCases.wait: until the guest ended a case, stopped, or a limit."""
+
+    def test_until_rc(self):
+        tc = protocol.ToolCases(self.tmp)
+        threading.Timer(0.3, lambda: (self.tmp / 'c.rc').write_text('0\n')).start()
+        t0 = time.monotonic()
+        self.assertEqual(tc.wait('c', lambda: True, 10, interval=0.05).rc, 0)
+        self.assertLess(time.monotonic() - t0, 5)
+
+    def test_until_guest_stops_or_limit(self):
+        tc = protocol.ToolCases(self.tmp)
+        self.assertIsNone(tc.wait('c', lambda: False, 10).rc)
+        t0 = time.monotonic()
+        self.assertIsNone(tc.wait('c', lambda: True, 0.2, interval=0.05).rc)
+        self.assertLess(time.monotonic() - t0, 5)
+
+
+
+class KernelTrouble(InTempDir):
+    def test_dmesg_final_first(self):
+        (self.tmp / 'dmesg.txt').write_text('[1] WARNING: CPU: 0 PID: 1 at x\n')
+        (self.tmp / 'dmesg-final.txt').write_text('[1] virtio_rdma: probe\n')
+        self.assertEqual(kernel_trouble(self.tmp), (self.tmp / 'dmesg-final.txt', []))
+
+    def test_lines_of_trouble(self):
+        (self.tmp / 'dmesg.txt').write_text(
+            '[1] ok\n[2] BUG: kernel NULL pointer dereference\n[3] Call Trace:\n[4] fine\n')
+        log, lines = kernel_trouble(self.tmp)
+        self.assertEqual(log, self.tmp / 'dmesg.txt')
+        self.assertEqual(lines, ['[2] BUG: kernel NULL pointer dereference', '[3] Call Trace:'])
+
+    def test_no_log(self):
+        (self.tmp / 'dmesg.txt').write_text('')
+        self.assertEqual(kernel_trouble(self.tmp), (None, []))
+
+    def test_assert_kernel_clean(self):
+        class Case(LabTest):
+            def test_it(self):
+                pass
+        t = Case('test_it')
+        t.notes = []
+        g = types.SimpleNamespace(out=self.tmp, console=self.tmp / 'console.log',
+                                  status=lambda: 'guest x: QEMU exit 0')
+        g.console.write_text('LAB: ready at 5.0s with rxe0\n')
+        with self.assertRaisesRegex(AssertionError, 'no kernel log'):
+            t.assertKernelClean(g)
+        (self.tmp / 'dmesg.txt').write_text('[1] fine\n')
+        t.assertKernelClean(g)
+        self.assertEqual(t.notes, ['no oops/BUG/WARNING in dmesg.txt; LAB: ready at 5.0s with rxe0'])
+        (self.tmp / 'dmesg.txt').write_text('[1] Call Trace:\n[2] WARNING: at x\n')
+        with self.assertRaisesRegex(AssertionError, '2 lines of oops/BUG/WARNING in .*: .2. WARNING'):
+            t.assertKernelClean(g)
+
+
+class ServeAll(InTempDir):
+    """protocol.serve_all: the stages of two guests' jobs from one loop."""
+
+    def test_both_served(self):
+        outs = [self.tmp / 'A', self.tmp / 'B']
+        for out in outs:
+            out.mkdir()
+        seen = []
+        stages = [protocol.Stages(out, {'up': lambda text, n=out.name: seen.append((n, text))})
+                  for out in outs]
+        # The stages wait already; the guests have ended: served once more.
+        for out in outs:
+            (out / 'stage.up').write_text(f'{out.name} is up\n')
+        protocol.serve_all(stages, lambda: False, interval=0.01)
+        self.assertEqual(sorted(seen), [('A', 'A is up'), ('B', 'B is up')])
+        self.assertTrue(all((out / 'stage.up.ok').exists() for out in outs))
+
+
+class ClassCleanups(unittest.TestCase):
+    """case.class_cleanups: what an interrupted run left pending runs once."""
+
+    def test_pending_run_once(self):
+        from vrdma_lab.case import class_cleanups
+        done = []
+
+        class Owner(LabTest):
+            def test_a(self):
+                pass
+
+            def test_b(self):
+                pass
+
+        Owner.addClassCleanup(done.append, 'daemons')
+        tests = [Owner('test_a'), Owner('test_b')]
+        class_cleanups(tests)
+        class_cleanups(tests)
+        self.assertEqual(done, ['daemons'])
+
+
+class KernelArgs(InTempDir):
+    def test_guest_command_line_starts_with_them(self):
+        from vrdma_lab.guest import KERNEL_ARGS
+        env = FakeEnv(self.tmp, 'for a; do echo "$a"; done\n')
+        g = Guest(env, self.tmp / 'g', 'lab.run=/lab/x.sh', 'user', '52:54:00:00:00:01')
+        self.assertEqual(g.args[g.args.index('-append') + 1],
+                         KERNEL_ARGS + ' lab.run=/lab/x.sh')
 
 
 if __name__ == '__main__':

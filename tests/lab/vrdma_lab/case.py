@@ -14,6 +14,7 @@ import threading
 import unittest
 
 from . import env as lab_env
+from . import guest as lab_guest
 
 DEFAULT_TIMEOUT = 60
 
@@ -85,15 +86,36 @@ def add_case(cls, name, check, quick=False, timeout=DEFAULT_TIMEOUT):
     return case
 
 
+def class_cleanups(tests):
+    """Runs the class clean-ups (addClassCleanup) still pending for the
+    classes of TESTS: an interrupted run (SIGTERM, SIGINT) leaves unittest
+    before it reaches them, and what a class set up outside its guests
+    (libvirt's daemons and namespace) must still go.  Those already run
+    are not run again."""
+    for cls in dict.fromkeys(type(t) for t in tests):
+        cls.doClassCleanups()
+
+
 class LabTest(unittest.TestCase):
     env = None       # the LabEnv, from setUpClass
     part_dir = None  # <results>/<run>/PART/, from setUpClass
     results = None   # a class's guest job's Results, for assertGuestPass
     lab_chosen = None  # the test methods of this class the run chose (collect.select)
+    kernels = None   # the guest kernel series the class runs on (None: every one)
+    lab_part = None  # the part's name, where it is no module name ('rxe-mw')
+
+    @classmethod
+    def runs_on(cls, kernel):
+        """Whether the class has cases on guest kernel series KERNEL: a
+        class that the CI runs on some kernels only says so in kernels
+        (collect.select leaves it out elsewhere; unittest skips it)."""
+        return cls.kernels is None or kernel in cls.kernels
 
     @classmethod
     def part(cls):
-        return cls.__module__.rsplit('.', 1)[-1].removeprefix('test_')
+        """The part's name: lab_part where test_PART.py cannot spell it
+        (rxe-mw), else the file's."""
+        return cls.lab_part or cls.__module__.rsplit('.', 1)[-1].removeprefix('test_')
 
     @classmethod
     def chosen(cls):
@@ -128,6 +150,9 @@ class LabTest(unittest.TestCase):
     def setUpClass(cls):
         super().setUpClass()
         cls.env = lab_env.current()
+        if not cls.runs_on(cls.env.kernel):
+            raise unittest.SkipTest(f'not on kernel {cls.env.kernel} '
+                                    f'(only {", ".join(cls.kernels)})')
         cls.env.prepare()
         cls.part_dir = cls.env.run_dir / cls.part()
 
@@ -170,3 +195,15 @@ class LabTest(unittest.TestCase):
                  for n in unittest.defaultTestLoader.getTestCaseNames(type(self))}
         extra = [n for n in results.names() if n not in known] + results.malformed
         self.assertEqual(extra, [], f'lines of no case here in {results.path}')
+
+    def assertKernelClean(self, g):
+        """No oops, BUG or WARNING in the kernel log guest G's job left
+        (guest.kernel_trouble); notes when its kernel was ready."""
+        log, trouble = lab_guest.kernel_trouble(g.out)
+        if log is None:
+            self.fail(f'no kernel log ({g.status()})')
+        if trouble:
+            first = next((l for l in trouble if 'Call Trace' not in l), trouble[0])
+            self.fail(f'{len(trouble)} lines of oops/BUG/WARNING in {log}: {first}')
+        ready = re.search(r'LAB: ready at [0-9.]*s.*', g.console.read_text(errors='replace'))
+        self.note(f'no oops/BUG/WARNING in {log.name}; {ready.group(0) if ready else ""}'.rstrip())

@@ -7,6 +7,7 @@ import inspect
 import re
 
 from . import paths
+from . import env as lab_env
 from .case import LabTest
 
 
@@ -18,12 +19,14 @@ def part_classes(module):
 
 
 def parts():
-    """PART -> module: each tests/lab/test_PART.py with LabTest classes."""
+    """PART -> module: each tests/lab/test_PART.py with LabTest classes
+    (PART: their part(), the file's unless they set lab_part)."""
     found = {}
     for path in sorted(paths.LAB_SRC.glob('test_*.py')):
         module = importlib.import_module(path.stem)
-        if part_classes(module):
-            found[path.stem.removeprefix('test_')] = module
+        classes = part_classes(module)
+        if classes:
+            found[classes[0].part()] = module
     return found
 
 
@@ -36,15 +39,17 @@ def cases(cls):
     return [cls(n) for n in names]
 
 
-def select(modules, quick=False, pattern=None):
+def select(modules, quick=False, pattern=None, kernel=None):
     """The cases of MODULES; with QUICK only the quick ones; with PATTERN
-    (a regex) those whose PART/CASE it matches."""
+    (a regex) those whose PART/CASE it matches; none of a class that does
+    not run on KERNEL (default: the configured environment's; LabTest.kernels)."""
     regex = re.compile(pattern) if pattern else None
     chosen = []
     for module in modules:
         for cls in part_classes(module):
+            on = cls.kernels is None or cls.runs_on(kernel or lab_env.current().kernel)
             mine = [t for t in cases(cls)
-                    if (not quick or t.is_quick())
+                    if on and (not quick or t.is_quick())
                     and (not regex or regex.search(t.name))]
             cls.lab_chosen = [t._testMethodName for t in mine]
             chosen += mine

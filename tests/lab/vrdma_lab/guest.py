@@ -2,6 +2,7 @@
 shares (protocol.py), its console in OUT/console.log and QEMU's own output
 in OUT/qemu.log.  The QEMU command line is lab_guest_start's (lib.sh)."""
 import hashlib
+import re
 import subprocess
 import time
 import weakref
@@ -16,6 +17,29 @@ def kill_all():
     """Kills every guest still running (on an interrupted run)."""
     for g in list(_running):
         g.kill()
+
+
+# What a kernel log must not hold: an oops, a BUG, a WARNING and the like.
+KERNEL_TROUBLE = re.compile(r'BUG:|Oops|WARNING:|Call Trace|general protection|refcount_t')
+
+
+def kernel_trouble(out):
+    """The kernel log a guest's job left in OUT (dmesg-final.txt, which
+    guest-init.sh writes after its rmmod, else dmesg.txt) and its lines of
+    trouble (KERNEL_TROUBLE): (path, lines); path None when there is no
+    log."""
+    for name in ('dmesg-final.txt', 'dmesg.txt'):
+        path = Path(out) / name
+        if path.is_file() and path.stat().st_size:
+            text = path.read_text(errors='replace')
+            return path, [l for l in text.splitlines() if KERNEL_TROUBLE.search(l)]
+    return None, []
+
+
+# The start of every lab guest's kernel command line (the lab.* arguments
+# follow): also the libvirt part's domain XML's <cmdline>.
+KERNEL_ARGS = ('console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init '
+               'mitigations=off nokaslr tsc=reliable no_timer_check')
 
 
 class Guest:
@@ -45,8 +69,7 @@ class Guest:
     def _command(self, append, netdev, mac, netdev1, vrdma, vrdma_opts, smp, mem):
         env = self.env
         env.prepare()
-        kernel_args = ('console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init '
-                       'mitigations=off nokaslr tsc=reliable no_timer_check ' + append)
+        kernel_args = KERNEL_ARGS + ' ' + append
         shares = [('fsroot', '/', 'hostroot', ',readonly=on'),
                   ('fslab', paths.LAB_SRC, 'labsrc', ',readonly=on'),
                   ('fsout', self.out, 'labout', '')]

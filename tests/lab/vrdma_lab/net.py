@@ -21,3 +21,11 @@ def dgram_pair():
     """The two ends of one link between two guests."""
     a, b = free_port('udp'), free_port('udp')
     return dgram(a, b), dgram(b, a)
+
+
+def udp_rcvbuf_errors(snmp='/proc/net/snmp'):
+    """The host's UDP receive-buffer errors so far (Udp: RcvbufErrors):
+    datagrams of the guests' dgram links that the host dropped."""
+    with open(snmp) as f:
+        rows = [line.split() for line in f if line.startswith('Udp:')]
+    return int(rows[1][rows[0].index('RcvbufErrors')])

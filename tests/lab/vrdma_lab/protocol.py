@@ -120,12 +120,21 @@ class Stages:
     def serve(self, running, interval=0.2):
         """Answers stages while running() is true (e.g. Guest.running: the
         guest's life limit bounds this), then once more; returns served."""
-        while True:
-            alive = running()
-            self.poll()
-            if not alive:
-                return self.served
-            time.sleep(interval)
+        serve_all([self], running, interval)
+        return self.served
+
+
+def serve_all(stages, running, interval=0.2):
+    """Answers the stages of several guests' jobs (Stages each) while
+    running() is true, then once more: Stages.serve for guests that run
+    together."""
+    while True:
+        alive = running()
+        for s in stages:
+            s.poll()
+        if not alive:
+            return
+        time.sleep(interval)
 
 
 class CaseRun:
@@ -194,6 +203,17 @@ class ToolCases:
     def abort(self, name):
         """Tells the guest to stop retrying client case NAME."""
         (self.out / f'{name}.abort').touch()
+
+    def wait(self, name, running, limit, interval=0.5):
+        """Waits until the guest has ended case NAME (NAME.rc), running()
+        is false (e.g. Guest.running) or LIMIT seconds have passed; returns
+        run(NAME).  For a host that drives the other side of each case
+        itself and must stay in step with the guest's job."""
+        done = self.out / f'{name}.rc'
+        end = time.monotonic() + limit
+        while not done.exists() and running() and time.monotonic() < end:
+            time.sleep(interval)
+        return self.run(name)
 
 
 def abort_orphans(server, client, names):

@@ -84,9 +84,9 @@ run_guests() {
         for kind in rxe vrdma; do
             res=$log/guests-$kind-$r
             rm -rf "$res"
-            LAB_DRV_AS=$([ $kind = rxe ] && echo rxe) LAB_RESULTS=$res \
-                LAB_DRV_CASES="write_bw send_lat rc_pingpong" LAB_DRV_ONLY='^vv/v4-' \
-                timeout 1200 bash "$top/tests/lab/run.sh" driver >"$res.log" 2>&1
+            LAB_DRV_AS=$([ $kind = rxe ] && echo rxe) timeout 1200 \
+                /usr/bin/python3 "$top/tests/lab/lab.py" driver --results "$res" \
+                -k '^driver/vv/v4-(write_bw|send_lat|rc_pingpong)$' >"$res.log" 2>&1
             grep -E '^(PASS|FAIL) driver/vv/v4-' "$res/results.txt" 2>/dev/null |
                 sed "s/^/$kind $r /" >> "$log/guests.txt"
         done

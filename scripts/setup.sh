@@ -33,6 +33,6 @@ echo
 echo "== demo: two TCG guests (Debian $(cat "$top/build/lab/kver")) on our QEMU, each with"
 echo "   virtio-net-pci + virtio-rdma-pci in one slot, virtio_rdma.ko and the provider loaded;"
 echo "   unmodified ibv_rc_pingpong and ib_write_bw between them over the RoCEv2 IPv4 GIDs"
-LAB_DRV_CASES="rc_pingpong write_bw" LAB_DRV_ONLY='^vv/v4-' \
-    LAB_RESULTS="$top/build/lab/results/demo-$(date +%Y%m%d-%H%M%S)" \
-    bash "$top/tests/lab/run.sh" driver
+/usr/bin/python3 "$top/tests/lab/lab.py" driver \
+    -k '^driver/vv/(v4-(rc_pingpong|write_bw)|[AB]-(device|kernel))$' \
+    --results "$top/build/lab/results/demo-$(date +%Y%m%d-%H%M%S)"

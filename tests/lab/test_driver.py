@@ -1,0 +1,430 @@
+"""driver: guests on our QEMU whose RDMA device is virtio-rdma-pci (function 1
+of their eth0's slot) through our kernel module (build/guest/<KVER>/
+virtio_rdma.ko) and rdma-core provider (build/guest/rdma-core), against each
+other (vv) and against a guest on kernel rxe (vr), joined by -netdev dgram
+over 127.0.0.1 as in the baseline.
+
+Each pair's guests run guest-cases.sh (protocol.py: tool cases): the tools
+of tools.DRV_CASES over the IPv4-mapped (v4-) and the global IPv6 (v6-)
+GID.  In vv guest A serves every tool; in vr each tool runs with the
+virtio-rdma guest A as server (-vsrv: rxe is the client) and as client
+(-vcli).  vv also kills ib_send_bw on both sides in the middle of a transfer
+(kill-send_bw) and runs vrdma-abuse (guest/tests, what a hostile local user
+tries) in each guest (A-abuse, B-abuse).  A tool case passes when both sides
+exit 0 and no rxe side counted a sequence error on a clean wire (a wire the
+host dropped datagrams of during the pair makes them rxe's correct
+recovery); its note is the client's figures and the counters that changed.
+
+The virtio-rdma guests run with lab.stages=1: their /init stops at the
+stages up, done (after the job), held (an application holds objects),
+unloaded (rmmod under it) and reloaded; the host answers each with QMP
+"info rdma" / query-virtio-rdma into the guest's info-STAGE.{txt,json}.
+G-device: traffic went through the device, the object counts after the
+tools equal those of the idle driver, the holder held more than idle, after
+rmmod they are zero, the reloaded driver is idle again, QEMU said nothing.
+G-kernel: no oops, BUG or WARNING in the guest's kernel log.
+
+The CI runs vr on 6.1 only (on 6.12 vv, the driver against itself: against
+rxe the wire is the device's, the same on both kernels): Vr.kernels.
+
+Developer knobs (environment): LAB_DRV_KO (virtio_rdma.ko), LAB_DRV_PROV
+(the provider's directory), LAB_DRV_AS=rxe (the virtio-rdma guests carry
+the device but run rxe: the runner without the driver; the device checks
+then fail).
+"""
+import collections
+import os
+import re
+import subprocess
+import time
+import unittest
+from pathlib import Path
+
+from vrdma_lab import net, paths, protocol, qmp, tools
+from vrdma_lab.case import LabTest, add_case
+from vrdma_lab.env import LabSetupError
+from vrdma_lab.guest import Guest
+
+TOOL_TIMEOUT = 90    # a tool case's limit, on each side
+ABUSE_TIMEOUT = 300
+BOOT = 300           # a guest's limit beyond its cases'
+MAXFAIL = 8          # failed cases in a row that end a pair
+# perftest sets a QP's max_rd_atomic to the peer's outstanding reads (its
+# device maximum by default: rxe 128); ours offers fewer and refuses more,
+# as hardware does.  Both sides of read_* and atomic_* ask for this many.
+OUTSTANDING = 16
+PORT = 18600
+STAGES = ('up', 'done', 'held', 'unloaded', 'reloaded')
+NO_OBJECTS = 'pd=0 cq=0 qp=0 mr=0 gid=0 pages=0'
+SEQ_ERRORS = ('rcvd_seq_err', 'out_of_seq_request')
+
+# The quick cases (the CI's): against itself every tool over IPv4, RC SEND
+# and rping over IPv6, the kill and the abuse; against rxe, both ways, RC
+# and UD SEND, WRITE, READ, atomics and rping over IPv4, RC SEND and rping
+# over IPv6; every pair's device and kernel checks.
+QUICK = {
+    ('vv', 4): set(tools.DRV_CASES),
+    ('vv', 6): {'rc_pingpong', 'rping'},
+    ('vr', 4): {'rc_pingpong', 'ud_pingpong', 'write_bw', 'read_bw', 'atomic_bw', 'rping'},
+    ('vr', 6): {'rc_pingpong', 'rping'},
+}
+
+
+def module_path(env):
+    return os.environ.get('LAB_DRV_KO') or \
+        str(paths.BUILD / 'guest' / env.kver / 'virtio_rdma.ko')
+
+
+def provider_dir():
+    return os.environ.get('LAB_DRV_PROV') or str(paths.BUILD / 'guest' / 'rdma-core')
+
+
+def as_rxe():
+    return os.environ.get('LAB_DRV_AS') == 'rxe'
+
+
+def build_abuse(env):
+    """guest/tests/vrdma-abuse.c, built (at most 300 s) against the host's
+    libibverbs -- the guests' root is the host's -- into the kernel's lab
+    directory when missing or older than its source; its path.  Raises
+    LabSetupError when it cannot be built."""
+    src = paths.TOP / 'guest' / 'tests' / 'vrdma-abuse.c'
+    exe, log = env.dir / 'vrdma-abuse', env.dir / 'vrdma-abuse.log'
+    if not src.is_file():
+        raise LabSetupError(f'vrdma-abuse did not build: no {src}')
+    if os.access(exe, os.X_OK) and exe.stat().st_mtime >= src.stat().st_mtime:
+        return exe
+    tmp = exe.with_name(f'vrdma-abuse.{os.getpid()}')
+    try:
+        with open(log, 'wb') as f:
+            subprocess.run(['gcc', '-O2', '-g', '-Wall', '-o', str(tmp), str(src),
+                            '-libverbs', '-lpthread'], stdin=subprocess.DEVNULL,
+                           stdout=f, stderr=subprocess.STDOUT, timeout=300, check=True)
+        os.replace(tmp, exe)  # a concurrent run keeps the binary it has
+    except (OSError, subprocess.SubprocessError) as e:
+        tmp.unlink(missing_ok=True)
+        raise LabSetupError(f'vrdma-abuse did not build ({log}): {e}') from e
+    return exe
+
+
+class Side:
+    """One guest of a pair: A or B, its kind (vrdma or rxe), its address,
+    its tool cases, its stages."""
+
+    def __init__(self, name, kind, host, out):
+        self.name, self.kind = name, kind
+        self.ip4, self.ip6 = f'10.77.0.{host}', f'fd77::{host}'
+        self.mac = f'52:54:00:77:00:{host}'
+        self.tc = protocol.ToolCases(out)
+        self.out = self.tc.out
+        self.guest = None
+        self.stages = None
+        self.nodev = False
+
+    @property
+    def vrdma(self):
+        return self.kind == 'vrdma'
+
+    @property
+    def runs_rxe(self):
+        return self.kind == 'rxe' or as_rxe()
+
+    def stage_handlers(self):
+        """QMP "info rdma" at each stage into info-STAGE.{txt,json} (an
+        error into info-STAGE.err: the device check says so)."""
+        def handler(stage):
+            def query(text):
+                if stage == 'up' and text == 'nodev':
+                    self.nodev = True
+                try:
+                    qmp.query(self.guest.qmp_path, self.out / f'info-{stage}')
+                except Exception as e:  # the guest must get its answer
+                    (self.out / f'info-{stage}.err').write_text(f'{e}\n')
+            return query
+        return {stage: handler(stage) for stage in STAGES}
+
+
+def tool_table(pair, servers):
+    """(NAME, TOOL, FAMILY, SERVER) of a pair's tool cases, in the order
+    the guests run them; SERVER is 'A' or 'B'."""
+    for fam in (4, 6):
+        for tool in tools.DRV_CASES:
+            for s in servers:
+                suffix = '' if len(servers) == 1 else ('-vsrv' if s == 'A' else '-vcli')
+                yield f'v{fam}-{tool}{suffix}', tool, fam, s
+
+
+class _Pair(LabTest):
+    """Two guests A and B (kinds), their tool cases and their checks; a
+    subclass is one pair and generates its cases with add_cases()."""
+    pair = None
+    kinds = ()      # the kinds of A and B
+    servers = ()    # who serves the tools: 'A', 'B'
+    kill = False    # kill-send_bw
+    abuse = False   # A-abuse, B-abuse
+
+    @classmethod
+    def add_cases(cls):
+        for name, tool, fam, server in tool_table(cls.pair, cls.servers):
+            add_case(cls, f'{cls.pair}/{name}',
+                     lambda self, n=name, s=server: self.assertToolCase(n, s),
+                     quick=tool in QUICK[cls.pair, fam], timeout=TOOL_TIMEOUT)
+        if cls.kill:
+            add_case(cls, f'{cls.pair}/kill-send_bw',
+                     lambda self: self.assertToolCase('kill-send_bw', 'A'),
+                     quick=True, timeout=TOOL_TIMEOUT)
+        if cls.abuse:
+            for g in 'AB':
+                add_case(cls, f'{cls.pair}/{g}-abuse',
+                         lambda self, g=g: self.assertAbuse(g), quick=True,
+                         timeout=ABUSE_TIMEOUT)
+        for g, kind in zip('AB', cls.kinds):
+            if kind == 'vrdma':
+                add_case(cls, f'{cls.pair}/{g}-device',
+                         lambda self, g=g: self.assertDevice(g), quick=True)
+            add_case(cls, f'{cls.pair}/{g}-kernel',
+                     lambda self, g=g: self.assertKernel(g), quick=True)
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        env = cls.env
+        ko, prov = module_path(env), provider_dir()
+        if not as_rxe():
+            if not os.path.isfile(ko):
+                raise LabSetupError(f'no {ko} (scripts/build-guest.sh)')
+            if not any(p.is_file() for p in Path(prov).glob('lib*-rdmav*.so')):
+                raise LabSetupError(f'no provider lib*-rdmav*.so in {prov} '
+                                    '(scripts/build-guest.sh)')
+        pair_dir = cls.part_dir / cls.pair
+        cls.sides = {g: Side(g, kind, host, pair_dir / g)
+                     for g, kind, host in zip('AB', cls.kinds, ('31', '32'))}
+        a, b = cls.sides['A'], cls.sides['B']
+        chosen = set(cls.chosen_cases())
+        want = lambda name: f'{cls.pair}/{name}' in chosen
+        cls.order = []  # (NAME, SERVER) of the tool cases, in order
+        port = PORT
+        for name, tool, fam, server in tool_table(cls.pair, cls.servers):
+            if not want(name):
+                continue
+            port += 1
+            args, cargs = tools.args(tool), tools.args(tool, 'cli')
+            if tool.startswith(('read_', 'atomic_')):
+                args, cargs = f'{args} -o {OUTSTANDING}', f'{cargs} -o {OUTSTANDING}'
+            args, cargs = (s.replace('@G@', f'@G{fam}@').replace('@P@', str(port))
+                           for s in (args, cargs))
+            srv, cli = cls.sides[server], cls.sides['B' if server == 'A' else 'A']
+            # rping's address picks its GID (the server binds it: its
+            # wildcard would be IPv4's); the others talk TCP over IPv4.
+            addr = srv.ip6 if tool == 'rping' and fam == 6 else srv.ip4
+            if tool == 'rping':
+                args += f' {addr}'
+            srv.tc.add('srv', name, TOOL_TIMEOUT, args)
+            cli.tc.add('cli', name, TOOL_TIMEOUT, f'{cargs} {addr}')
+            cls.order.append((name, server))
+        if cls.kill and want('kill-send_bw'):
+            port += 1
+            args = tools.args('send_bw').replace('@G@', '@G4@').replace('@P@', str(port))
+            args = f'/lab/kill-mid.sh 3 {args} -D 60'
+            a.tc.add('srv', 'kill-send_bw', TOOL_TIMEOUT, args)
+            b.tc.add('cli', 'kill-send_bw', TOOL_TIMEOUT, f'{args} {a.ip4}')
+            cls.order.append(('kill-send_bw', 'A'))
+        cls.abuse_error = None
+        abusers = [s for s in (a, b) if cls.abuse and want(f'{s.name}-abuse')]
+        if abusers:
+            try:
+                exe = build_abuse(env)
+                for s in abusers:
+                    s.tc.add('srv', 'abuse', ABUSE_TIMEOUT, f'{exe} @D@ @G4@')
+            except LabSetupError as e:
+                cls.abuse_error = str(e)
+        cls.stopped = None
+        cls.booted = bool(a.tc.lines or b.tc.lines)
+        if not cls.booted:
+            return
+        cls.drops = cls.run_pair(ko, prov)
+
+    @classmethod
+    def run_pair(cls, ko, prov):
+        """Boots both guests and watches them until both have ended;
+        returns the datagrams the host dropped meanwhile."""
+        a, b = cls.sides['A'], cls.sides['B']
+        limit = BOOT + max(sum(int(l.split()[2]) for l in s.tc.lines) for s in (a, b))
+        links = dict(zip('AB', net.dgram_pair()))
+        u0 = net.udp_rcvbuf_errors()
+        for s in (a, b):
+            s.tc.write()
+            rdma = 'rxe' if s.runs_rxe else s.kind
+            s.guest = Guest(cls.env, s.out,
+                            f'lab.ip={s.ip4}/24 lab.ip6={s.ip6}/64 lab.rdma={rdma} '
+                            f'lab.ko={ko} lab.prov={prov} lab.stages={int(s.vrdma)} '
+                            'lab.run=/lab/guest-cases.sh',
+                            links[s.name], s.mac, vrdma=s.vrdma)
+            if s.vrdma:
+                s.stages = protocol.Stages(s.out, s.stage_handlers())
+            cls.addClassCleanup(s.guest.kill)
+            s.guest.start(limit=limit)
+        served = {g: [n for n, srv in cls.order if srv == g] for g in 'AB'}
+        done = failed_in_a_row = 0
+        while any([s.guest.running() for s in (a, b)]):
+            for s in (a, b):
+                if s.stages:
+                    s.stages.poll()
+                if s.nodev:
+                    cls.stopped = f'guest {s.name} has no RDMA device'
+            protocol.abort_orphans(a.tc, b.tc, served['A'])
+            protocol.abort_orphans(b.tc, a.tc, served['B'])
+            # Cases in order, once both sides' rc are known.
+            while done < len(cls.order):
+                name = cls.order[done][0]
+                rcs = [s.tc.run(name).rc for s in (a, b)]
+                if None in rcs:
+                    break
+                failed_in_a_row = 0 if rcs == [0, 0] else failed_in_a_row + 1
+                done += 1
+                if failed_in_a_row >= MAXFAIL:
+                    cls.stopped = f'{failed_in_a_row} cases in a row failed'
+            if cls.stopped:
+                (a.out.parent / 'stopped').write_text(cls.stopped + '\n')
+                print(f'lab: driver/{cls.pair}: stopping the guests: {cls.stopped}')
+                for s in (a, b):
+                    s.guest.kill()
+                break
+            time.sleep(0.5)
+        return net.udp_rcvbuf_errors() - u0
+
+    def status(self):
+        return '; '.join(s.guest.status() for s in self.sides.values() if s.guest)
+
+    def booted_or_skip(self):
+        if not self.booted:
+            self.skipTest('no tool case chosen: the pair did not boot')
+
+    def assertToolCase(self, name, server):
+        """Both sides exited 0; no rxe side counted sequence errors on a
+        clean wire.  Notes the client's figures (or what kill-mid killed)
+        and each side's counters that changed."""
+        srv_side = self.sides[server]
+        cli_side = self.sides['B' if server == 'A' else 'A']
+        runs = {g: s.tc.run(name) for g, s in self.sides.items()}
+        srv, cli = runs[srv_side.name], runs[cli_side.name]
+        failed, why = False, []
+        if srv.rc != 0 or cli.rc != 0:
+            failed = True
+            why.append(f'rc(srv)={srv.rc} rc(cli)={cli.rc}')
+            if srv.rc is None and cli.rc is None and self.stopped:
+                why = [f'not run: {self.stopped}']
+        for g, s in self.sides.items():
+            if not s.runs_rxe:
+                continue
+            seq = ' '.join(f'{k}{v:+d}' for k, v in runs[g].counters.items()
+                           if k in SEQ_ERRORS and v)
+            if not seq:
+                continue
+            if self.drops > 0:
+                why.append(f'lossy wire (host dropped {self.drops} datagrams in '
+                           f'the pair): {g} seq-errors: {seq}')
+            else:
+                failed = True
+                why.append(f'{g} seq-errors on a clean wire: {seq}')
+        fig = tools.figures(cli.out) or self.kills(runs.values())
+        cnt = ''.join(f' {g}[{r.counters_text()}]' for g, r in runs.items() if r.counters)
+        said = f'{fig}{cnt}'.strip() + (f' | {"; ".join(why)}' if why else '')
+        if failed:
+            self.fail(f'{said} ({self.status()})')
+        if said:
+            self.note(said)
+
+    @staticmethod
+    def kills(runs):
+        """What kill-mid.sh said it killed, on both sides: "killed ib_send_bw
+        3s into its transfer x2"."""
+        said = collections.Counter(
+            re.sub(r' \(pid [0-9]+\)', '', m.group(1))
+            for r in runs for m in re.finditer(r'kill-mid: (killed.*)', r.out))
+        return '; '.join(f'{k} x{n}' for k, n in sorted(said.items()))
+
+    def assertAbuse(self, g):
+        """vrdma-abuse's TAP: exit 0, some "ok", no "not ok"."""
+        if self.abuse_error:
+            self.fail(self.abuse_error)
+        self.booted_or_skip()
+        r = self.sides[g].tc.run('abuse')
+        lines = r.out.splitlines()
+        ok = sum(l.startswith('ok ') for l in lines)
+        nok = [l for l in lines if l.startswith('not ok ')]
+        if r.rc != 0 or nok or not ok:
+            self.fail(f'rc={r.rc}, {ok} ok, {len(nok)} not ok: {";".join(nok[:3])} '
+                      f'({self.status()})')
+        self.note(f'{ok} ok')
+
+    def assertDevice(self, g):
+        """The device's object counts at the stages, its traffic, QEMU's
+        silence."""
+        self.booted_or_skip()
+        s = self.sides[g]
+        dev = {}
+        for stage in STAGES:
+            try:
+                dev[stage] = qmp.first_device(s.out / f'info-{stage}.json')
+            except (OSError, ValueError, LookupError) as e:
+                try:
+                    err = (s.out / f'info-{stage}.err').read_text()[:200].strip()
+                except FileNotFoundError:
+                    err = str(e)
+                self.fail(f"no info rdma at '{stage}' ({err}) ({self.status()})")
+        text = dict(s.stages.served)
+        up, done, held, un, re_ = (qmp.objects(dev[p]) for p in STAGES)
+        why = []
+        if up != done:
+            why.append(f'objects idle [{up}] after the tools [{done}]')
+        if not (dev['held']['qps'] > dev['up']['qps'] and text.get('held') == '1'):
+            why.append(f'the holder held no more than idle [{held}]')
+        if not (un == NO_OBJECTS and text.get('unloaded') == 'rmmod=0'):
+            why.append(f'after rmmod ({text.get("unloaded")}) [{un}]')
+        if not (re_ == up and text.get('reloaded') == 'reload=0'):
+            why.append(f'reloaded ({text.get("reloaded")}) [{re_}]')
+        data = dev['done']['data-path']
+        if not (data['tx-packets'] > 0 and data['rx-packets'] > 0):
+            why.append('no traffic through the device')
+        log = (s.out / 'qemu.log').read_text(errors='replace').splitlines()
+        if log:
+            why.append(f'QEMU: {log[0]}')
+        said = (f'idle [{up}] after tools [{done}] app holding [{held}] '
+                f'after rmmod under it [{un}] reloaded [{re_}] {qmp.traffic(dev["done"])}')
+        if why:
+            self.fail(f'{said} | {"; ".join(why)}')
+        self.note(said)
+
+    def assertKernel(self, g):
+        """No oops, BUG or WARNING in the guest's kernel log (the one after
+        rmmod when it ran)."""
+        self.booted_or_skip()
+        self.assertKernelClean(self.sides[g].guest)
+
+
+class Vv(_Pair):
+    """Our driver against itself: every tool with A serving, the kill and
+    the abuse."""
+    pair = 'vv'
+    kinds = ('vrdma', 'vrdma')
+    servers = ('A',)
+    kill = abuse = True
+
+
+class Vr(_Pair):
+    """Our driver (A) against kernel rxe (B), each serving in turn.  On
+    6.1 only: on 6.12 the CI runs the driver against itself (the wire
+    against rxe is the device's, the same on both kernels)."""
+    pair = 'vr'
+    kinds = ('vrdma', 'rxe')
+    servers = ('A', 'B')
+    kernels = ('6.1',)
+
+
+Vv.add_cases()
+Vr.add_cases()
+
+
+if __name__ == '__main__':
+    unittest.main()

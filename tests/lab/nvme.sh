@@ -118,15 +118,15 @@ lab_nv_pair() {
     st="discover connect write-read fio-verify disconnect reconnect"
     [ "$kill" = 1 ] && st="$st kill-recover kill-recover-data kill-giveup"
     for s in $st; do
-        f=$(grep -m1 -E "^(PASS|FAIL) $s " "$dir/B/steps.txt" 2>/dev/null)
+        f=$(grep -m1 -E "^(PASS|FAIL) $s " "$dir/B/results" 2>/dev/null)
         if [ -n "$f" ]; then
             lab_result "${f%% *}" "nvme/$pair/$s" "$(cut -d' ' -f3- <<< "$f")"
         else
-            lab_result FAIL "nvme/$pair/$s" "not reached (guest rc=$rc; $(tail -n 1 "$dir/B/steps.txt" 2>/dev/null))"
+            lab_result FAIL "nvme/$pair/$s" "not reached (guest rc=$rc; $(tail -n 1 "$dir/B/results" 2>/dev/null))"
         fi
     done
     # No hung guest: B's job ran to its end, inside the pair's time limit.
-    if [ "$rc" = 0 ] && grep -qx finished "$dir/B/steps.txt"; then
+    if [ "$rc" = 0 ] && grep -q "^PASS finished " "$dir/B/results"; then
         lab_result PASS "nvme/$pair/no-hang" "host guest powered off after its last step ($kills target QEMU(s) killed; the host dropped $((u1 - u0)) datagrams of full receive buffers in the pair)"
     else
         lab_result FAIL "nvme/$pair/no-hang" "host guest rc=$rc ($([ "$rc" = 124 ] && echo "timed out after $LAB_NV_TMO s" || echo "job did not finish"))"

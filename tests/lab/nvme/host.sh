@@ -1,14 +1,16 @@
 #!/bin/bash
 # nvme-rdma host of the lab's nvme part (runs in a guest, on LAB_DEV),
 # against the target of tests/lab/nvme/target.sh at NV_ADDR:4420.  Each step
-# appends "PASS|FAIL STEP DETAILS" to /out/steps.txt; a step that leaves
-# nothing to build on ends the job.  /out/stage.NAME + wait for
-# /out/stage.NAME.ok: the lab host reads the device's counters there (before,
-# connected, after, final; /out/res-*.txt: what the kernel's resource tracker
-# counts then) or kills the target's QEMU (kill-recover: and boots a new
-# one at the same address; kill-giveup: for good).  Every wait is bounded.
+# is a results line, "PASS|FAIL STEP DETAILS" (guest-lib.sh's `result`); a
+# step that leaves nothing to build on ends the job, the line "PASS finished"
+# says it ran to its end.  Its stages (guest-lib.sh's `stage NAME UPTIME`):
+# the lab host reads the device's counters there (before, connected, after,
+# final; /out/res-*.txt: what the kernel's resource tracker counts then) or
+# kills the target's QEMU (kill-recover: and boots a new one at the same
+# address; kill-giveup: for good).  Every wait is bounded.
 # Environment from /out/job.env: NV_ADDR, NV_KILL (1: the two kill steps).
 exec > /out/job.log 2>&1
+. /lab/guest-lib.sh
 . /out/job.env
 NQN=testnqn
 # Three I/O queues on one vCPU (the default would be one per CPU): one for
@@ -18,16 +20,9 @@ QUEUES="--nr-io-queues=1 --nr-write-queues=1 --nr-poll-queues=1"
 # The namespace (64 MiB): fio's regions are 0-16 and 24-40 MiB, write_read's
 # data lives at 48-64 MiB (in MiB blocks) so the reconnect can read it back.
 DATA_AT=48
-: > /out/steps.txt
-step() { echo "$*" >> /out/steps.txt; echo "== $*"; }
+step() { result "$@"; echo "== $*"; }
 stop() { dmesg > /out/dmesg.txt; exit 0; }
 now() { cut -d' ' -f1 /proc/uptime; }
-stage() {
-    echo "$(now)" > /out/stage.$1.tmp && mv /out/stage.$1.tmp /out/stage.$1
-    local i=0
-    while [ ! -e /out/stage.$1.ok ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-    [ -e /out/stage.$1.ok ]
-}
 # The namespace's block device: one NVMe disk in this guest (bounded wait).
 blockdev() {
     local i=0
@@ -86,7 +81,7 @@ under_writes() {
     f=$!
     sleep 4
     t0=$(now)
-    stage "$1"
+    stage "$1" "$t0"
     wait $f; rc=$?
     took=$(secs "$(now)" "$t0")
 }
@@ -104,7 +99,7 @@ else
 fi
 
 rdma resource show "$LAB_DEV" > /out/res-before.txt
-stage before
+stage before "$(now)"
 connect connect || stop
 q=$(dmesg | grep -o 'mapped [0-9/]* default/read/poll queues' | tail -n 1)
 if [ "$q" = "mapped 1/1/1 default/read/poll queues" ]; then
@@ -112,7 +107,7 @@ if [ "$q" = "mapped 1/1/1 default/read/poll queues" ]; then
 else
     step FAIL connect "$DEV, wanted 1/1/1 default/read/poll queues: $q"
 fi
-stage connected
+stage connected "$(now)"
 write_read write-read 16
 # fio: two jobs on separate 16 MiB regions (a shared region would make each
 # job's verify see the other's data), 4 KiB random writes then crc32c
@@ -135,7 +130,7 @@ if connect reconnect; then
     disconnect || { step FAIL reconnect "second disconnect"; stop; }
 fi
 rdma resource show "$LAB_DEV" > /out/res-after.txt
-stage after
+stage after "$(now)"
 
 if [ "${NV_KILL:-0}" = 1 ]; then
     # kill-recover: the target's QEMU is killed under 20 s of sequential
@@ -167,8 +162,8 @@ if [ "${NV_KILL:-0}" = 1 ]; then
             step FAIL kill-giveup "fio rc=$rc ($e) after $took s; $(ls /dev/nvme* 2>&1 | tr '\n' ' ')"
         fi
         rdma resource show "$LAB_DEV" > /out/res-final.txt
-        stage final
+        stage final "$(now)"
     fi
 fi
-echo finished >> /out/steps.txt
+step PASS finished "every step run"
 stop

@@ -23,7 +23,6 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/lab/tools.sh"
 . "$top/tests/lab/interop.sh"
 . "$top/tests/lab/driver.sh"
-. "$top/tests/lab/libvirt.sh"
 . "$top/tests/lab/nvme.sh"
 . "$top/tests/lab/suite.sh"
 . "$top/tests/lab/ibverbs.sh"
@@ -42,7 +41,7 @@ lab_check_prereqs
 LAB_SOCKDIR=$(mktemp -d /tmp/lab-qmp.XXXXXX)
 # The libvirt part's daemons, domains and namespace go on any exit; a
 # signal (timeout(1)) becomes an exit so that this runs.
-trap 'lv_cleanup; rm -rf "$LAB_SOCKDIR"' EXIT
+trap 'rm -rf "$LAB_SOCKDIR"' EXIT
 trap 'exit 143' TERM INT
 echo "lab: guest kernel $LAB_KVER ($LAB)"
 parts=${*:-interop}
@@ -51,7 +50,6 @@ for p in $parts; do
     case $p in
     interop)  lab_interop "$RES/interop" ;;
     driver)   lab_driver "$RES/driver" ;;
-    libvirt)  lab_libvirt "$RES/libvirt" ;;
     nvme)     lab_nvme "$RES/nvme" ;;
     suite)    lab_suite "$RES/suite" ;;
     ibverbs)  lab_ibverbs "$RES/ibverbs" ;;

@@ -1,22 +1,23 @@
 #!/bin/bash
-# The job (lab.run) of the libvirt part's guests, in /out (cwd).  The host
-# wrote /out/role (A or B), /out/cases (the tools, for guest-cases.sh) and,
-# for B, /out/gid (ADDR4/N ADDR6/N: the addresses of the GID-event step).
-#   both: sync "up" (the device is there), the tools, sync "tools" (the host
-#         reads both devices' counters)
+# The job (lab.run) of the libvirt part's guests (tests/lab/test_libvirt.py),
+# in /out (cwd).  The host wrote /out/role (A or B), /out/cases (the tools,
+# for guest-cases.sh), /out/destroy/cases (the transfer during which the
+# host destroys A) and, for B, /out/gid (ADDR4/N ADDR6/N: the addresses of
+# the GID-event step).  Its stages (guest-lib.sh's `stage`; the host serves
+# them with protocol.Stages):
+#   both: up (TEXT: the RDMA device), the tools, tools (the host reads the
+#         device through libvirt)
 #   A:    serves ib_write_bw -D (destroy/cases) until the host destroys A
-#   B:    adds the addresses to eth0, sync "gid-added" (the host looks for
-#         them on this guest's tap), deletes them, sync "gid-deleted"; then
-#         the ib_write_bw client of destroy/cases, which must end with an
-#         error completion once A is gone; sync "destroyed" (the host reads
+#   B:    adds the addresses to eth0, gid-added (the host looks for them on
+#         this guest's tap), deletes them, gid-deleted; then the ib_write_bw
+#         client of destroy/cases: writing once it has its server's address
+#         (the host destroys A), destroyed when it has ended -- with an error
+#         completion, A being gone -- (TEXT: its exit status; the host reads
 #         the device); dmesg-final.txt
-# A sync point writes /out/sync.NAME and waits (bounded) for sync.NAME.ok.
+. /lab/guest-lib.sh
+# The host may still be defining and starting the other guest.
+LAB_STAGE_WAIT=180
 role=$(cat role)
-sync_point() {
-    echo "$2" > "sync.$1.tmp" && mv "sync.$1.tmp" "sync.$1"
-    for _ in $(seq 1800); do [ -e "sync.$1.ok" ] && return 0; sleep 0.1; done
-    echo "job: sync $1: no answer from the host"; return 1
-}
 # gid_has ADDR: eth0's address ADDR is in the device's GID table.
 gid_has() {
     local hex
@@ -34,21 +35,33 @@ wait_gid() { # present|absent ADDR
     return 1
 }
 
-sync_point up "$LAB_DEV" || exit 1
+stage up "$LAB_DEV" || exit 1
 bash /lab/guest-cases.sh
-sync_point tools "$(cat ./*.rc | tr '\n' ' ')" || exit 1
-mkdir -p destroy && cp cases.destroy destroy/cases
+stage tools "$(cat ./*.rc | tr '\n' ' ')" || exit 1
 if [ "$role" = B ]; then
     read -r a4 a6 < gid
     ip addr add "$a4" dev eth0 && ip -6 addr add "$a6" dev eth0 nodad
     wait_gid present "${a4%/*}" && wait_gid present "${a6%/*}" && s=ok || s="not in the GID table"
-    sync_point gid-added "$s" || exit 1
+    stage gid-added "$s" || exit 1
     ip addr del "$a4" dev eth0; ip -6 addr del "$a6" dev eth0
     wait_gid absent "${a4%/*}" && wait_gid absent "${a6%/*}" && s=ok || s="still in the GID table"
-    sync_point gid-deleted "$s" || exit 1
+    stage gid-deleted "$s" || exit 1
 fi
-(cd destroy && bash /lab/guest-cases.sh)
+(cd destroy && exec bash /lab/guest-cases.sh) &
+tool=$!
 if [ "$role" = B ]; then
-    sync_point destroyed "$(cat destroy/*.rc)"
+    # Until the client has its server's address (the transfer runs) or has
+    # ended (guest-cases.sh bounds it).
+    out=destroy/write_bw-D.out
+    while kill -0 $tool 2>/dev/null && ! grep -qs 'remote address' $out; do sleep 0.2; done
+    if grep -qs 'remote address' $out; then
+        stage writing writing
+    else
+        stage writing "did not start: $(tail -n 3 $out 2>/dev/null | tr '\n' ' ')"
+    fi
+fi
+wait $tool
+if [ "$role" = B ]; then
+    stage destroyed "$(cat destroy/write_bw-D.rc)"
     dmesg > dmesg-final.txt
 fi

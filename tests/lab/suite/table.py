@@ -2,6 +2,7 @@
 """Side by side: rdma-core's test suite on kernel rxe and on virtio-rdma.
 
   table.py RXE.jsonl VRDMA.jsonl EXPECTED OUTDIR
+  (tests/lab/test_suite.py calls judge() with the same four)
 
 Reads the per-test results of tests/lab/suite/runner.py from both guests and
 the expected-difference list, writes OUTDIR/table.txt (every test, both
@@ -52,7 +53,7 @@ def load_expected(path):
                 kind, line = 'limit', line[len('limit '):]
             parts = [p.strip() for p in line.split(' | ', 2)]
             if len(parts) != 3 or not all(parts):
-                sys.exit(f'{path}:{n}: want "[limit ]GLOB | REGEX | reason"')
+                raise ValueError(f'{path}:{n}: want "[limit ]GLOB | REGEX | reason"')
             ent.append({'glob': parts[0], 're': re.compile(parts[1]), 'why': parts[2],
                         'kind': kind, 'line': n, 'used': 0, 'wrong': []})
     return ent
@@ -135,24 +136,28 @@ def write_rst(f, ids, rxe, vr, explained):
         f.write(f'   * - {n}\n     - {k.replace("`", "")}\n')
 
 
-def main():
-    rxe_p, vr_p, exp_p, outdir = sys.argv[1:5]
+def judge(rxe_p, vr_p, exp_p, outdir):
+    """The verdicts, [(ok, NAME, DETAILS)] (NAME without 'suite/'), of
+    the two sides' results against the expected list; writes OUTDIR's
+    tables.  ValueError for a malformed expected list."""
     rxe, vr = load(rxe_p), load(vr_p)
     exp = load_expected(exp_p)
     ids = list(rxe) + [i for i in vr if i not in rxe]
     verdicts = []
 
     def verdict(ok, name, detail):
-        verdicts.append(f"{'PASS' if ok else 'FAIL'} {name} {detail}")
+        verdicts.append((bool(ok), name.removeprefix('suite/'), detail))
 
     for side, res in (('rxe', rxe), ('vrdma', vr)):
         c = counts(res)
         verdict(len(res) > 0 and c['pass'] > 0, f'suite/ran-{side}',
                 f"{len(res)} tests: {c['pass']} passed, {c['FAIL']} failed, {c['skip']} skipped")
-    if len(rxe) and len(vr) and set(rxe) != set(vr):
-        verdict(False, 'suite/same-tests',
-                f'the two sides ran different tests: only rxe {len(set(rxe) - set(vr))}, '
-                f'only vrdma {len(set(vr) - set(rxe))}')
+    # Judged when both sides ran (ran-rxe and ran-vrdma judge the rest).
+    differ = len(rxe) and len(vr) and set(rxe) != set(vr)
+    verdict(not differ, 'suite/same-tests',
+            f'the two sides ran different tests: only rxe {len(set(rxe) - set(vr))}, '
+            f'only vrdma {len(set(vr) - set(rxe))}' if differ else
+            f'{len(set(rxe) & set(vr))} tests ran on both sides')
 
     # Every test that passes on rxe passes on virtio-rdma, or is skipped
     # there for a reason the expected list names.
@@ -237,7 +242,16 @@ def main():
                         f"{'; listed: ' + why if why else ''}\n")
     with open(os.path.join(outdir, 'table.rst'), 'w') as f:
         write_rst(f, ids, rxe, vr, explained)
-    print('\n'.join(verdicts))
+    return verdicts
+
+
+def main():
+    try:
+        verdicts = judge(*sys.argv[1:5])
+    except ValueError as e:
+        sys.exit(str(e))
+    for ok, name, detail in verdicts:
+        print(f"{'PASS' if ok else 'FAIL'} suite/{name} {detail}")
 
 
 if __name__ == '__main__':

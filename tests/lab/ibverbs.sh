@@ -105,7 +105,7 @@ lab_ibverbs_interop() {
     rm -f "$LAB/bin/virtio-rdma-lab-peer"
     ln "$peer" "$LAB/bin/" 2>/dev/null || cp "$peer" "$LAB/bin/"
     { echo "QEMU=$QEMU"; echo "PEER=$LAB/bin/virtio-rdma-lab-peer"; } > "$dir/A/env"
-    : > "$dir/A/peer-cases"; : > "$dir/B/cases"
+    : > "$dir/A/cases"; : > "$dir/B/cases"
     for fam in 4 6; do
         for tool in $LAB_TOOL_CASES; do
             # IPv6: the two that cover RC SEND and WRITE; IPv4: every tool.
@@ -119,10 +119,10 @@ lab_ibverbs_interop() {
                 port=$((port + 1))
                 if [ $gr = gsrv ]; then
                     echo "srv $name 150 ${args//@P@/$port}" >> "$dir/B/cases"
-                    echo "client $name 170 $pargs --port $port --tcp $b_ip" >> "$dir/A/peer-cases"
+                    echo "cli $name 170 $LAB/bin/virtio-rdma-lab-peer --role client $pargs --port $port --tcp $b_ip" >> "$dir/A/cases"
                 else
                     echo "cli $name 150 ${args//@P@/$port} $a_ip" >> "$dir/B/cases"
-                    echo "server $name 170 $pargs --port $port --tcp $b_ip" >> "$dir/A/peer-cases"
+                    echo "srv $name 170 $LAB/bin/virtio-rdma-lab-peer --role server $pargs --port $port --tcp $b_ip" >> "$dir/A/cases"
                 fi
                 names+=("$name")
             done
@@ -141,11 +141,11 @@ lab_ibverbs_interop() {
         if [ $gr = gsrv ]; then
             args=$(lab_tool_args rping)
             echo "srv $name 150 ${args//@P@/$port} $b_ip" >> "$dir/B/cases"
-            echo "client $name 170 $pargs --tcp $b_ip" >> "$dir/A/peer-cases"
+            echo "cli $name 170 $LAB/bin/virtio-rdma-lab-peer --role client $pargs --tcp $b_ip" >> "$dir/A/cases"
         else
             args=$(lab_tool_args rping cli)
             echo "cli $name 150 ${args//@P@/$port} $a_ip" >> "$dir/B/cases"
-            echo "server $name 170 $pargs" >> "$dir/A/peer-cases"
+            echo "srv $name 170 $LAB/bin/virtio-rdma-lab-peer --role server $pargs" >> "$dir/A/cases"
         fi
         names+=("$name")
     done
@@ -161,14 +161,14 @@ lab_ibverbs_interop() {
     for name in "${names[@]}"; do
         local rg rp res=PASS fig why=""
         rg=$(cat "$dir/B/$name.rc" 2>/dev/null || echo none)
-        rp=$(cat "$dir/A/$name.peer.rc" 2>/dev/null || echo none)
+        rp=$(cat "$dir/A/$name.rc" 2>/dev/null || echo none)
         [ "$rg" = 0 ] || { res=FAIL; why="$why tools-rc=$rg"; }
         [ "$rp" = 0 ] || { res=FAIL; why="$why device-rc=$rp"; }
-        grep -q "PEER: FAIL" "$dir/A/$name.peer" 2>/dev/null &&
-            why="$why $(grep -m1 'PEER: FAIL' "$dir/A/$name.peer" | sed 's/.*PEER: //')"
+        grep -q "PEER: FAIL" "$dir/A/$name.out" 2>/dev/null &&
+            why="$why $(grep -m1 'PEER: FAIL' "$dir/A/$name.out" | sed 's/.*PEER: //')"
         case $name in
-        *rping*) fig=$(grep -o 'rping: [0-9]* pings \(verified\|served\)' "$dir/A/$name.peer" 2>/dev/null) ;;
-        *-gsrv) fig=$(lab_figures "$dir/A/$name.peer") ;;
+        *rping*) fig=$(grep -o 'rping: [0-9]* pings \(verified\|served\)' "$dir/A/$name.out" 2>/dev/null) ;;
+        *-gsrv) fig=$(lab_figures "$dir/A/$name.out") ;;
         *) fig=$(lab_figures "$dir/B/$name.out") ;;
         esac
         lab_result "$res" "ibverbs/io-$name" "$fig${why:+ |$why}"

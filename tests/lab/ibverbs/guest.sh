@@ -2,9 +2,34 @@
 # Lab guest job of the ibverbs part (tests/lab/ibverbs.sh): our QEMU, nested
 # under -accel qtest, with virtio-rdma-pci backend=ibverbs on this guest's
 # rxe0.  Each case writes "PASS|FAIL NAME details" to /out/results.
+# /out/env (from the host): QEMU, DPTEST (virtio-rdma-dp-test), MUX
+# (rdmacm-mux) and CASES, the cases to run (tests/lab/test_ibverbs.py: the
+# ones the run chose; dp/PATH and dp-iothread/PATH are the data-path
+# qtests' /x86_64/virtio-rdma-dp/PATH).  Without CASES (tests/lab/ibverbs.sh),
+# every case, with the data-path tests LAB_IBV_DP and no registration time
+# under NO_REG_TIME.
 . /out/env
 out=/out/results
 : > $out
+# want NAME: case NAME is to run.
+want() {
+    [ -z "${CASES+x}" ] && return 0
+    case " $CASES " in *" $1 "*) return 0 ;; esac
+    return 1
+}
+# dp_paths PREFIX: the data-path tests of the cases PREFIX/PATH in CASES.
+dp_paths() {
+    for c in $CASES; do
+        case $c in "$1"/exit) ;; "$1"/*) echo "/x86_64/virtio-rdma-dp/${c#"$1"/}" ;; esac
+    done
+}
+if [ -n "${CASES+x}" ]; then
+    LAB_IBV_DP=$(dp_paths dp)
+    IOTHREAD_DP=$(dp_paths dp-iothread)
+    NO_REG_TIME=
+else
+    IOTHREAD_DP="/x86_64/virtio-rdma-dp/wire/rc-send /x86_64/virtio-rdma-dp/wire/rc-read /x86_64/virtio-rdma-dp/wire/ud-send-ipv4"
+fi
 
 # realize ARGS: what a QEMU with the device (ARGS appended to it) prints:
 # stderr, and QMP's answers to query-virtio-rdma and quit; guest RAM shareable unless ARGS says otherwise.
@@ -32,20 +57,24 @@ rdma link show > /out/rdma-link.txt 2>&1
 ibv_devinfo -v > /out/ibv_devinfo.txt 2>&1
 
 # The host device is found and its port is RoCE: the device is realized.
-e=$(realize backend=ibverbs,ibdev=rxe0)
-check probe '"backend": "ibverbs"' "$e"
-check netdev '"netdev": "eth0"' "$e"  # where the guest's GIDs must go
-check probe-port "host device rxe0 port 1 state 4 active mtu 1024" "$e"
+if want probe || want netdev || want probe-port; then
+    e=$(realize backend=ibverbs,ibdev=rxe0)
+    check probe '"backend": "ibverbs"' "$e"
+    check netdev '"netdev": "eth0"' "$e"  # where the guest's GIDs must go
+    check probe-port "host device rxe0 port 1 state 4 active mtu 1024" "$e"
+fi
 # rxe's limits are above every property's maximum: nothing is lowered.
-e=$(realize backend=ibverbs,ibdev=rxe0,max-qp=400,max-cq=63,max-sge=32,queue-size=1024)
-case $e in *lowered*) echo "FAIL no-clamp $(printf '%s' "$e" | grep lowered | head -1)" >> $out ;;
-*) check no-clamp '"max-qp": 400' "$e" ;; esac
+if want no-clamp; then
+    e=$(realize backend=ibverbs,ibdev=rxe0,max-qp=400,max-cq=63,max-sge=32,queue-size=1024)
+    case $e in *lowered*) echo "FAIL no-clamp $(printf '%s' "$e" | grep lowered | head -1)" >> $out ;;
+    *) check no-clamp '"max-qp": 400' "$e" ;; esac
+fi
 # Refusals name what the host has.
-check no-device "no host RDMA device 'rxe9' (the host has: rxe0)" \
+want no-device && check no-device "no host RDMA device 'rxe9' (the host has: rxe0)" \
     "$(realize backend=ibverbs,ibdev=rxe9)"
-check no-port "host RDMA device 'rxe0' has no port 2 (ports 1..1)" \
+want no-port && check no-port "host RDMA device 'rxe0' has no port 2 (ports 1..1)" \
     "$(realize backend=ibverbs,ibdev=rxe0,ibport=2)"
-check private-ram "needs guest RAM that is shared" \
+want private-ram && check private-ram "needs guest RAM that is shared" \
     "$(RAM=' ' realize backend=ibverbs,ibdev=rxe0)"
 
 # The data-path qtests on rxe0: one result per test case.
@@ -53,33 +82,40 @@ ip4=$(ip -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1)
 ip6=$(ip -6 -o addr show dev eth0 scope global | awk '{print $4}' | cut -d/ -f1)
 paths=
 for p in $LAB_IBV_DP; do paths="$paths -p $p"; done
-t0=$(date +%s)
-QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_GID_IPV4=$ip4 QVRDMA_GID_IPV6=$ip6 \
-    sh /lab/watchdog.sh 900 /out/dp.hang "$DPTEST" --tap -k $paths > /out/dp.tap 2> /out/dp.err
-rc=$?
-echo "dp-test exit $rc after $(( $(date +%s) - t0 )) s" >> /out/dp.err
-sed -n 's|^ok [0-9]* /x86_64/virtio-rdma-dp/\(.*\)|PASS dp/\1 byte-exact on rxe0|p; s|^not ok [0-9]* /x86_64/virtio-rdma-dp/\([^ ]*\).*|FAIL dp/\1 see dp.tap / dp.err|p' \
-    /out/dp.tap >> $out
-grep -q '^ok\|^not ok' /out/dp.tap || echo "FAIL dp/none no test ran (dp.err)" >> $out
+rc=0
+if [ -n "$paths" ]; then
+    t0=$(date +%s)
+    QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_GID_IPV4=$ip4 QVRDMA_GID_IPV6=$ip6 \
+        sh /lab/watchdog.sh 900 /out/dp.hang "$DPTEST" --tap -k $paths > /out/dp.tap 2> /out/dp.err
+    rc=$?
+    echo "dp-test exit $rc after $(( $(date +%s) - t0 )) s" >> /out/dp.err
+    sed -n 's|^ok [0-9]* /x86_64/virtio-rdma-dp/\(.*\)|PASS dp/\1 byte-exact on rxe0|p; s|^not ok [0-9]* /x86_64/virtio-rdma-dp/\([^ ]*\).*|FAIL dp/\1 see dp.tap / dp.err|p' \
+        /out/dp.tap >> $out
+    grep -q '^ok\|^not ok' /out/dp.tap || echo "FAIL dp/none no test ran (dp.err)" >> $out
+fi
 # The same device with its engine in an iothread (iothread=): the host's
 # completion channel is then watched in the iothread's AioContext.
-QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_GID_IPV4=$ip4 QVRDMA_GID_IPV6=$ip6 QVRDMA_IOTHREAD=1 \
-    timeout 300 "$DPTEST" --tap -k -p /x86_64/virtio-rdma-dp/wire/rc-send \
-    -p /x86_64/virtio-rdma-dp/wire/rc-read -p /x86_64/virtio-rdma-dp/wire/ud-send-ipv4 \
-    > /out/dp-io.tap 2> /out/dp-io.err
-sed -n 's|^ok [0-9]* /x86_64/virtio-rdma-dp/\(.*\)|PASS dp-iothread/\1 byte-exact on rxe0, engine in an iothread|p; s|^not ok [0-9]* /x86_64/virtio-rdma-dp/\([^ ]*\).*|FAIL dp-iothread/\1 see dp-io.tap / dp-io.err|p' \
-    /out/dp-io.tap >> $out
-grep -q '^ok\|^not ok' /out/dp-io.tap || echo "FAIL dp-iothread/none no test ran (dp-io.err)" >> $out
+paths=
+for p in $IOTHREAD_DP; do paths="$paths -p $p"; done
+if [ -n "$paths" ]; then
+    QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_GID_IPV4=$ip4 QVRDMA_GID_IPV6=$ip6 QVRDMA_IOTHREAD=1 \
+        timeout 300 "$DPTEST" --tap -k $paths > /out/dp-io.tap 2> /out/dp-io.err
+    sed -n 's|^ok [0-9]* /x86_64/virtio-rdma-dp/\(.*\)|PASS dp-iothread/\1 byte-exact on rxe0, engine in an iothread|p; s|^not ok [0-9]* /x86_64/virtio-rdma-dp/\([^ ]*\).*|FAIL dp-iothread/\1 see dp-io.tap / dp-io.err|p' \
+        /out/dp-io.tap >> $out
+    grep -q '^ok\|^not ok' /out/dp-io.tap || echo "FAIL dp-iothread/none no test ran (dp-io.err)" >> $out
+fi
 
 # A blocking host verb (modify_qp to RTR towards an address nobody
 # answers) runs off QEMU's main loop: QMP is answered meanwhile.
-QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_GID_IPV4=$ip4 QVRDMA_UNREACHABLE_IPV4=10.79.0.99 \
-    timeout 300 "$DPTEST" --tap -p /x86_64/virtio-rdma-dp/ibverbs/rtr-unresolved \
-    > /out/rtr.tap 2> /out/rtr.err
-if grep -q '^ok' /out/rtr.tap; then
-    echo "PASS rtr-unresolved $(grep -a -o 'IBV-RTR-UNRESOLVED.*' /out/rtr.tap | head -1 | cut -d' ' -f2-)" >> $out
-else
-    echo "FAIL rtr-unresolved $(grep -a -o 'IBV-RTR-UNRESOLVED.*' /out/rtr.tap | head -1 | cut -d' ' -f2-) $(grep -a ERROR /out/rtr.err | tail -1 | cut -c1-200)" >> $out
+if want rtr-unresolved; then
+    QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_GID_IPV4=$ip4 QVRDMA_UNREACHABLE_IPV4=10.79.0.99 \
+        timeout 300 "$DPTEST" --tap -p /x86_64/virtio-rdma-dp/ibverbs/rtr-unresolved \
+        > /out/rtr.tap 2> /out/rtr.err
+    if grep -q '^ok' /out/rtr.tap; then
+        echo "PASS rtr-unresolved $(grep -a -o 'IBV-RTR-UNRESOLVED.*' /out/rtr.tap | head -1 | cut -d' ' -f2-)" >> $out
+    else
+        echo "FAIL rtr-unresolved $(grep -a -o 'IBV-RTR-UNRESOLVED.*' /out/rtr.tap | head -1 | cut -d' ' -f2-) $(grep -a ERROR /out/rtr.err | tail -1 | cut -c1-200)" >> $out
+    fi
 fi
 
 # The same for a UD send's address handle, with the engine in the main
@@ -87,6 +123,7 @@ fi
 # on its QP wait in order.
 for io in 0 1; do
     name=ud-unresolved$([ $io = 1 ] && echo -iothread)
+    want $name || continue
     QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_GID_IPV4=$ip4 QVRDMA_UNREACHABLE_IPV4=10.79.0.99 \
         QVRDMA_IOTHREAD=$([ $io = 1 ] && echo 1) \
         timeout 300 "$DPTEST" --tap -p /x86_64/virtio-rdma-dp/ibverbs/ud-unresolved \
@@ -101,12 +138,13 @@ done
 
 # Registration time of a 1 GiB MR (a measurement: the figures in the line),
 # with guest RAM untouched (the pin faults it in) and allocated at start;
-# not with NO_REG_TIME (LAB_QUICK).
+# not with NO_REG_TIME (ibverbs.sh's LAB_QUICK).
 for pre in $([ -z "${NO_REG_TIME:-}" ] && echo 0 1); do
+    name=reg-time-1g$([ $pre = 1 ] && echo -prealloc)
+    want $name || continue
     QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_RAM_MB=1280 QVRDMA_REG_MB=1024 \
         QVRDMA_RAM_PREALLOC=$pre timeout 600 "$DPTEST" --tap \
         -p /x86_64/virtio-rdma-dp/ibverbs/reg-time > /out/reg$pre.tap 2> /out/reg$pre.err
-    name=reg-time-1g$([ $pre = 1 ] && echo -prealloc)
     if grep -q '^ok' /out/reg$pre.tap; then
         echo "PASS $name $(grep -a IBV-REG-TIME /out/reg$pre.tap | cut -d' ' -f2-) (TCG guest, nested)" >> $out
     else
@@ -126,9 +164,13 @@ start_mux() {
     [ -S $sock ]
 }
 ip4b=10.79.0.21
-ip addr add $ip4b/24 dev eth0
-rmmod nvme_rdma nvmet_rdma rdma_ucm rdma_cm iw_cm ib_cm 2>> /out/rmmod.txt
-if [ ! -x "$MUX" ]; then
+if want gsi-mux; then
+    ip addr add $ip4b/24 dev eth0
+    rmmod nvme_rdma nvmet_rdma rdma_ucm rdma_cm iw_cm ib_cm 2>> /out/rmmod.txt
+fi
+if ! want gsi-mux; then
+    :
+elif [ ! -x "$MUX" ]; then
     echo "FAIL gsi-mux no rdmacm-mux binary (ninja -C build/unit)" >> $out
 elif ! start_mux; then
     echo "FAIL gsi-mux the mux did not start: $(tr '\n' ' ' < /out/mux.log | cut -c1-300)" >> $out
@@ -152,14 +194,20 @@ else
     fi
     kill "$(cat /run/mux.pid)" 2>/dev/null
 fi
-ip addr del $ip4b/24 dev eth0
+want gsi-mux && ip addr del $ip4b/24 dev eth0
 
 # Last and alone: the host port's events (eth0 down and up again).
-QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_IBDEV_NETDEV=eth0 \
-    timeout 120 "$DPTEST" --tap -p /x86_64/virtio-rdma-dp/ibverbs/port-events \
-    > /out/port.tap 2> /out/port.err
-prc=$?
-grep -q '^ok' /out/port.tap && echo "PASS port-events QUERY_PORT DOWN after eth0 down, ACTIVE after up" >> $out ||
-    echo "FAIL port-events exit $prc: $(grep -a ERROR /out/port.err | tail -1 | cut -c1-200)" >> $out
+if want port-events; then
+    QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_IBDEV_NETDEV=eth0 \
+        timeout 120 "$DPTEST" --tap -p /x86_64/virtio-rdma-dp/ibverbs/port-events \
+        > /out/port.tap 2> /out/port.err
+    prc=$?
+    grep -q '^ok' /out/port.tap && echo "PASS port-events QUERY_PORT DOWN after eth0 down, ACTIVE after up" >> $out ||
+        echo "FAIL port-events exit $prc: $(grep -a ERROR /out/port.err | tail -1 | cut -c1-200)" >> $out
+fi
 # An assertion ends the binary: the case after the last reported one failed.
-[ $rc = 0 ] || echo "FAIL dp/exit virtio-rdma-dp-test exit $rc after $(grep -c '^ok\|^not ok' /out/dp.tap) cases: $(grep -a 'ERROR' /out/dp.err | tail -1 | cut -c1-200)$([ $rc = 124 ] && echo " (hung: stacks in dp.hang)")" >> $out
+if [ -n "$LAB_IBV_DP" ] && [ $rc = 0 ]; then
+    want dp/exit && echo "PASS dp/exit virtio-rdma-dp-test exit 0 after $(grep -c '^ok\|^not ok' /out/dp.tap) cases" >> $out
+elif [ $rc != 0 ]; then
+    echo "FAIL dp/exit virtio-rdma-dp-test exit $rc after $(grep -c '^ok\|^not ok' /out/dp.tap) cases: $(grep -a 'ERROR' /out/dp.err | tail -1 | cut -c1-200)$([ $rc = 124 ] && echo " (hung: stacks in dp.hang)")" >> $out
+fi

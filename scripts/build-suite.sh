@@ -2,7 +2,7 @@
 # Build rdma-core's own test suite (tests/, on pyverbs) from the same source
 # the guest provider is built against (subprojects/rdma-core, with our
 # providers/virtio_rdma linked in by scripts/build-guest.sh), for the lab's
-# suite part (tests/lab/suite.sh).
+# suite part (tests/lab/test_suite.py).
 #
 #   scripts/build-suite.sh
 #

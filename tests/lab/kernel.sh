@@ -1,4 +1,4 @@
-# The lab's guest kernel, from LAB_KERNEL (sourced by setup.sh and lib.sh):
+# The lab's guest kernel, from LAB_KERNEL (sourced by setup.sh; vrdma_lab/paths.py knows the same directories):
 #   unset, "" or 6.1  linux-image-amd64 of the default release (bookworm), in build/lab
 #   6.12              linux-image-amd64 of bookworm-backports, in build/lab-6.12
 # LAB_KERNEL_RELEASE overrides the apt target release of a non-default series;

@@ -59,7 +59,7 @@ class Baseline(LabTest):
 
     @property
     def case(self):
-        # The tool's name, as the bash part and report.py name it.
+        # The tool's name, as vrdma_lab/report reads it.
         return self._testMethodName.removeprefix('test_')
 
     # The reference figures of RC SEND, UD SEND and RC WRITE are quick.

@@ -75,8 +75,7 @@ TABLE[STALL] = (6, 'send_bw', 'gsrv')
 
 def is_quick(name):
     """The CI's: every tool both ways over IPv4 (engine in the main loop),
-    RC SEND and WRITE both ways over IPv6 (in an iothread), and the stall
-    (bash: LAB_QUICK_INTEROP)."""
+    RC SEND and WRITE both ways over IPv6 (in an iothread), and the stall."""
     return bool(re.search(r'^v4-|^v6-(rc_pingpong|write_bw)-g(srv|cli)$|-stall$', name))
 
 

@@ -486,7 +486,7 @@ class Libvirt(LabTest):
 
     @property
     def case(self):
-        # The tools keep their names, as in the other parts and report.py.
+        # The tools keep their names, as in the other parts and vrdma_lab/report.
         name = self._testMethodName.removeprefix('test_')
         return name if name in TOOLS else super().case
 

@@ -37,7 +37,7 @@ SIDES = {'rxe': ('10.78.0.1', '52:54:00:78:00:01'),
 
 
 def table():
-    """suite/table.py, which is also a script (suite.sh's)."""
+    """suite/table.py, which is also a script (a table of a run's results by hand)."""
     spec = importlib.util.spec_from_file_location(
         'suite_table', paths.LAB_SRC / 'suite' / 'table.py')
     module = importlib.util.module_from_spec(spec)

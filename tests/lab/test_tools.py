@@ -1,5 +1,5 @@
 """Unit tests of the tool runs' library that need no guest: the tools'
-argument table and figure parser (vrdma_lab.tools, also behind tools.sh),
+argument table and figure parser (vrdma_lab.tools),
 the tool-case protocol (protocol.ToolCases, CaseRun) against
 guest-cases.sh run on the host.  Fast; run from tests/lab:
 
@@ -93,30 +93,6 @@ class Args(unittest.TestCase):
         names = unittest.defaultTestLoader.getTestCaseNames(test_baseline.Baseline)
         self.assertEqual(sorted(n.removeprefix('test_') for n in names),
                          sorted(tools.TOOL_CASES))
-
-
-class ToolsSh(InTempDir):
-    """tools.sh, the bash parts' face of vrdma_lab/tools.py."""
-
-    def bash(self, script, **env):
-        env = {'PATH': '/usr/bin:/bin', 'top': str(paths.TOP), **env}
-        return subprocess.run(['bash', '-c', '. tests/lab/tools.sh; ' + script],
-                              cwd=paths.TOP, env=env, text=True, check=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
-
-    def test_functions(self):
-        (self.tmp / 'rc.out').write_text(RC_PINGPONG)
-        out = self.bash(f'lab_tool_args write_bw cli; lab_tool_args rping cli; '
-                        f'lab_figures {self.tmp}/rc.out; lab_tool_args bogus || echo rc=$?')
-        self.assertEqual(out.splitlines(), [tools.args('write_bw'), tools.args('rping', 'cli'),
-                                            'bw=2.21MB/s lat=3715.41us', 'rc=1'])
-
-    def test_case_lists(self):
-        out = self.bash('echo "$LAB_TOOL_CASES"; echo "$LAB_DRV_CASES"')
-        self.assertEqual(out.splitlines(), [' '.join(tools.TOOL_CASES), ' '.join(tools.DRV_CASES)])
-        # A caller's own driver list stands (setup.sh's demo, bench.sh).
-        out = self.bash('echo "$LAB_DRV_CASES"', LAB_DRV_CASES='rc_pingpong write_bw')
-        self.assertEqual(out, 'rc_pingpong write_bw\n')
 
 
 class ToolCases(InTempDir):

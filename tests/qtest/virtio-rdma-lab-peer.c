@@ -272,7 +272,7 @@ static void peer_boot(Peer *p, uint8_t qp_type)
     } else {
         p->d = qvrdma_dev_boot(nd, opt.mac, "max-cq=8,max-qp=8");
     }
-    /* QVRDMA_IOTHREAD=1: the engine runs in an iothread (interop.sh, v6). */
+    /* QVRDMA_IOTHREAD=1: the engine runs in an iothread (the lab's interop part, v6). */
     if (qvrdma_dp_engine_in_iothread(p->d) != qvrdma_dp_want_iothread()) {
         fail("the engine is not where QVRDMA_IOTHREAD asked");
     }
@@ -1456,7 +1456,7 @@ int main(int argc, char **argv)
     t0 = g_get_monotonic_time();
     if (argc == 1) {
         /* Run bare (meson's qtest suite): nothing to do without a guest. */
-        printf("# SKIP virtio-rdma-lab-peer is driven by tests/lab/run.sh\n");
+        printf("# SKIP virtio-rdma-lab-peer is driven by tests/lab/test_interop.py\n");
         return 77;
     }
     g_option_context_add_main_entries(ctx, entries, NULL);

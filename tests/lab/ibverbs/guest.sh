@@ -1,19 +1,16 @@
 #!/bin/sh
-# Lab guest job of the ibverbs part (tests/lab/ibverbs.sh): our QEMU, nested
+# Lab guest job of the ibverbs part (tests/lab/test_ibverbs.py): our QEMU, nested
 # under -accel qtest, with virtio-rdma-pci backend=ibverbs on this guest's
 # rxe0.  Each case writes "PASS|FAIL NAME details" to /out/results.
 # /out/env (from the host): QEMU, DPTEST (virtio-rdma-dp-test), MUX
 # (rdmacm-mux) and CASES, the cases to run (tests/lab/test_ibverbs.py: the
 # ones the run chose; dp/PATH and dp-iothread/PATH are the data-path
-# qtests' /x86_64/virtio-rdma-dp/PATH).  Without CASES (tests/lab/ibverbs.sh),
-# every case, with the data-path tests LAB_IBV_DP and no registration time
-# under NO_REG_TIME.
+# qtests' /x86_64/virtio-rdma-dp/PATH).
 . /out/env
 out=/out/results
 : > $out
 # want NAME: case NAME is to run.
 want() {
-    [ -z "${CASES+x}" ] && return 0
     case " $CASES " in *" $1 "*) return 0 ;; esac
     return 1
 }
@@ -23,13 +20,8 @@ dp_paths() {
         case $c in "$1"/exit) ;; "$1"/*) echo "/x86_64/virtio-rdma-dp/${c#"$1"/}" ;; esac
     done
 }
-if [ -n "${CASES+x}" ]; then
-    LAB_IBV_DP=$(dp_paths dp)
-    IOTHREAD_DP=$(dp_paths dp-iothread)
-    NO_REG_TIME=
-else
-    IOTHREAD_DP="/x86_64/virtio-rdma-dp/wire/rc-send /x86_64/virtio-rdma-dp/wire/rc-read /x86_64/virtio-rdma-dp/wire/ud-send-ipv4"
-fi
+LAB_IBV_DP=$(dp_paths dp)
+IOTHREAD_DP=$(dp_paths dp-iothread)
 
 # realize ARGS: what a QEMU with the device (ARGS appended to it) prints:
 # stderr, and QMP's answers to query-virtio-rdma and quit; guest RAM shareable unless ARGS says otherwise.
@@ -137,9 +129,8 @@ for io in 0 1; do
 done
 
 # Registration time of a 1 GiB MR (a measurement: the figures in the line),
-# with guest RAM untouched (the pin faults it in) and allocated at start;
-# not with NO_REG_TIME (ibverbs.sh's LAB_QUICK).
-for pre in $([ -z "${NO_REG_TIME:-}" ] && echo 0 1); do
+# with guest RAM untouched (the pin faults it in) and allocated at start.
+for pre in 0 1; do
     name=reg-time-1g$([ $pre = 1 ] && echo -prealloc)
     want $name || continue
     QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_RAM_MB=1280 QVRDMA_REG_MB=1024 \

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Lab guest job of the rxe-mw part (tests/lab/rxe-mw.sh): the probe on this
+# Lab guest job of the rxe-mw part (tests/lab/test_rxe_mw.py): the probe on this
 # guest's rxe0 in the mode /out/mode names.  "facts" writes its verdicts to
 # /out/results; the double-invalidation modes write their steps to
 # /out/probe.log, and the host reads the console for the oops.

@@ -2,7 +2,7 @@
  * What the lab guest's kernel rxe does with memory windows, the host
  * objects fast registration on backend=ibverbs would need (a guest MR's
  * rkey = a type-2 MW's index | the guest's key byte; REG_MR = a bind,
- * LOCAL_INV and remote invalidation = the MW's).  tests/lab/rxe-mw.sh
+ * LOCAL_INV and remote invalidation = the MW's).  tests/lab/test_rxe_mw.py
  * runs it; each finding is one line "PASS|FAIL NAME details", PASS
  * when rxe still behaves as docs/system/devices/virtio-rdma.rst says.
  *

@@ -3,7 +3,7 @@
 # test suite on this guest's one RDMA device (LAB_DEV: rxe0 or vrdma0),
 # through the suite build's own libibverbs, providers and pyverbs (IN_PLACE:
 # its etc/libibverbs.d and lib/), all from one rdma-core source.
-# /out/suite.env (written by tests/lab/suite.sh) sets SUITE_BUILD (the build
+# /out/suite.env (written by tests/lab/test_suite.py) sets SUITE_BUILD (the build
 # directory), SUITE_SRC (rdma-core's source), SUITE_ONLY (regex on test ids,
 # may be empty) and SUITE_TEST_TMO (seconds per test).
 # Out: /out/results.jsonl (tests/lab/suite/runner.py), runner.log, env.txt,

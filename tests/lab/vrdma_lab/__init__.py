@@ -4,7 +4,7 @@
   env       LabEnv: the kernel, the QEMU snapshot, the run's results
   guest     Guest: boot (9p shares, console, QMP), wait, kill, results
   protocol  the guest protocol: results lines, stages, tool cases (read it first)
-  tools     the RDMA tools' arguments, case lists and figures (also tools.sh's)
+  tools     the RDMA tools' arguments, case lists and figures
   qmp       a QMP client and what the parts read from our device
   net       free ports, dgram links
   case      LabTest, @timeout, @quick

@@ -1,6 +1,6 @@
 """A lab guest: Debian's kernel under TCG on our QEMU, with the lab's 9p
 shares (protocol.py), its console in OUT/console.log and QEMU's own output
-in OUT/qemu.log.  The QEMU command line is lab_guest_start's (lib.sh)."""
+in OUT/qemu.log."""
 import hashlib
 import re
 import subprocess

@@ -15,16 +15,8 @@ virtio_rdma.ko), so that the figures compare like with like.
   figures()   a tool's output -> "bw=<MB/s> rate=<Mpps> lat=<usec>", what
               the tool gives (lat: for ibv_*_pingpong usec/iter, for the
               ib_*_lat tools t_typical).
-
-Also the bash parts' tools.sh, which calls this file (standard library
-only, no package imports):
-
-  tools.py args CASE [cli]    lab_tool_args
-  tools.py figures FILE       lab_figures
-  tools.py cases | drv-cases  LAB_TOOL_CASES, LAB_DRV_CASES' default
 """
 import re
-import sys
 
 ARGS = {
     'rc_pingpong': 'ibv_rc_pingpong -d @D@ -g @G@ -p @P@ -s 4096 -n 200 -c',
@@ -63,8 +55,7 @@ _LAT_HEADER = re.compile(r'#bytes +#iterations +t_min')
 
 def figures(text):
     """The figures in a tool's output TEXT, '' when it has none: the last
-    of each kind wins (what tools.sh's awk gave, without its trailing
-    space)."""
+    of each kind wins."""
     bw = rate = lat = None
     bw_header = lat_header = False
     for line in text.splitlines():
@@ -84,31 +75,3 @@ def figures(text):
     return ' '.join(s for s in (bw and f'bw={bw}MB/s', rate and f'rate={rate}Mpps',
                                 lat and f'lat={lat}us') if s)
 
-
-def main(argv):
-    usage = 'usage: tools.py args CASE [cli] | figures FILE | cases | drv-cases'
-    if argv[:1] == ['args'] and len(argv) in (2, 3):
-        if argv[1] not in ARGS:
-            print(f'lab_tool_args: unknown case {argv[1]}', file=sys.stderr)
-            return 1
-        print(args(argv[1], argv[2] if len(argv) == 3 else 'srv'))
-    elif argv[:1] == ['figures'] and len(argv) == 2:
-        try:
-            with open(argv[1], errors='replace') as f:
-                print(figures(f.read()))
-        except OSError as e:
-            print(f'lab_figures: {e}', file=sys.stderr)
-            print()
-            return 1
-    elif argv == ['cases']:
-        print(' '.join(TOOL_CASES))
-    elif argv == ['drv-cases']:
-        print(' '.join(DRV_CASES))
-    else:
-        print(usage, file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == '__main__':
-    sys.exit(main(sys.argv[1:]))

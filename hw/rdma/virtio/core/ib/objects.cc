@@ -327,7 +327,7 @@ Status Backend::mr_registered(VrdmaCore &c, uint32_t index, Mr &mr)
      * Fast-registration MRs would be host type-2 memory windows, the only
      * host keys whose low byte the guest picks; rxe oopses when one is
      * invalidated twice, and a peer's SEND_WITH_INV can do that (the
-     * device docs; tests/lab/rxe-mw.sh).
+     * device docs; tests/lab/test_rxe_mw.py).
      */
     if (mr.kind != MrKind::kUser) {
         return fail(VRDMA_ERR_UNSUPPORTED, "mr kind",

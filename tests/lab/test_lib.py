@@ -14,6 +14,7 @@ import unittest
 from pathlib import Path
 
 from vrdma_lab import collect, ktap, net, paths, protocol
+from vrdma_lab import env as lab_env
 from vrdma_lab.case import CaseTimeout, LabTest, add_case, deadline, quick, timeout
 from vrdma_lab.guest import Guest, kernel_trouble
 
@@ -293,6 +294,14 @@ class Results(unittest.TestCase):
 
     def test_missing_file_is_no_line(self):
         self.assertEqual(protocol.Results('/nonexistent/results').cases, {})
+
+
+class HiddenFromGuests(unittest.TestCase):
+    def test_guest_mounts(self):
+        self.assertEqual(lab_env.hidden_from_guests('/tmp/clone/build'), '/tmp')
+        self.assertEqual(lab_env.hidden_from_guests('/run'), '/run')
+        self.assertIsNone(lab_env.hidden_from_guests('/work/clone/build'))
+        self.assertIsNone(lab_env.hidden_from_guests('/tmpfoo/build'))
 
 
 class FakeEnv:

@@ -19,6 +19,17 @@ class LabSetupError(Exception):
     """A prerequisite of the lab is missing: says what and how to make it."""
 
 
+# Where a guest mounts file systems of its own over the host's root
+# (guest-init.sh): the build under one of them is out of the guests' sight.
+GUEST_MOUNTS = ('/tmp', '/run', '/dev', '/proc', '/sys')
+
+
+def hidden_from_guests(path):
+    """The guest mount that hides PATH from the guests, or None."""
+    p = Path(path).resolve()
+    return next((m for m in GUEST_MOUNTS if p == Path(m) or Path(m) in p.parents), None)
+
+
 class LabEnv:
     def __init__(self, kernel=paths.DEFAULT_KERNEL, results=None):
         self.kernel = kernel
@@ -43,6 +54,12 @@ class LabEnv:
             raise self._checked
 
     def _check(self):
+        hidden = hidden_from_guests(paths.BUILD)
+        if hidden:
+            raise LabSetupError(f'{paths.BUILD} is under {hidden}, where the guests mount '
+                                'their own file system: the guests would not see the '
+                                'driver, the provider or the tools built there (use a '
+                                f'checkout outside {", ".join(GUEST_MOUNTS)})')
         if not os.access(paths.QEMU, os.X_OK):
             raise LabSetupError(f'{paths.QEMU} missing (bash scripts/build.sh)')
         initrd = self.dir / 'initrd.img'

@@ -19,6 +19,8 @@
  *   work/...             class 4: a full control ring of maximal
  *                        REG_USER_MRs in one kick (main-loop stall and RSS
  *                        measured and bounded), and max-mapped-pages;
+ *                        (issue 25) DESTROY_QP while another vCPU refills
+ *                        the QP's ring;
  *   netdev/...           class 7 (dangling pointers): netdev_del of the
  *                        paired netdev and object-del of the device's net
  *                        filter while attached;
@@ -46,10 +48,12 @@
 
 #include "qemu/osdep.h"
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include "libqtest.h"
+#include "qemu/atomic.h"
 #include "qemu/bswap.h"
 #include "qobject/qdict.h"
 #include "qobject/qlist.h"
@@ -1376,6 +1380,164 @@ static void test_work_cap(const void *opaque)
     qvrdma_dev_quit(d);
 }
 
+/* ---- DESTROY_QP while another vCPU refills the QP's ring (issue 25) ---------------- */
+
+/* The guest's other vCPU: keeps an RQ's avail ring one short of full. */
+typedef struct Refill {
+    uint8_t *ram;               /* guest RAM, mapped from its file */
+    uint64_t avail, used;       /* the ring's guest-physical addresses */
+    uint16_t size;
+    uint16_t avail_idx;
+    gint64 until;
+    int stop;
+    uint64_t added;
+} Refill;
+
+static gpointer refill_thread(gpointer opaque)
+{
+    Refill *f = opaque;
+    uint16_t *avail_idx = (uint16_t *)(f->ram + f->avail + 2);
+    uint16_t *ring = (uint16_t *)(f->ram + f->avail + 4);
+    uint16_t *used_idx = (uint16_t *)(f->ram + f->used + 2);
+
+    while (!qatomic_read(&f->stop) && g_get_monotonic_time() < f->until) {
+        uint16_t want = le16_to_cpu(qatomic_read(used_idx)) + f->size - 1;
+
+        for (; f->avail_idx != want; f->avail_idx++) {
+            ring[f->avail_idx % f->size] = cpu_to_le16(0); /* refill_chain */
+            qatomic_inc(&f->added);
+        }
+        smp_wmb();
+        qatomic_set(avail_idx, cpu_to_le16(want));
+    }
+    return NULL;
+}
+
+/*
+ * Descriptor 0 of @vq becomes an indirect table of REFILL_CHAIN one-byte
+ * buffers: each pop walks all of them, so one refill of the ring keeps the
+ * device busy for a while even when the test thread is scheduled out (the
+ * CI runs two qtest tiers on two cores).
+ */
+#define REFILL_CHAIN    1000
+
+static void refill_chain(QVrdmaDev *d, QVirtQueue *vq)
+{
+    uint64_t table = guest_alloc(&d->qs->alloc, 16 * REFILL_CHAIN);
+    uint64_t buf = guest_alloc(&d->qs->alloc, 64);
+    unsigned i;
+
+    for (i = 0; i < REFILL_CHAIN; i++) {
+        uint64_t e = table + 16ull * i;
+
+        qtest_writeq(d->qts, e, buf);
+        qtest_writel(d->qts, e + 8, 1);
+        qtest_writew(d->qts, e + 12,
+                     i + 1 < REFILL_CHAIN ? VRING_DESC_F_NEXT : 0);
+        qtest_writew(d->qts, e + 14, i + 1);
+    }
+    qtest_writeq(d->qts, vq->desc, table);
+    qtest_writel(d->qts, vq->desc + 8, 16 * REFILL_CHAIN);
+    qtest_writew(d->qts, vq->desc + 12, VRING_DESC_F_INDIRECT);
+}
+
+typedef struct QmpTimer {
+    QTestState *qts;
+    gint64 us;
+} QmpTimer;
+
+/* After DESTROY_QP's kick: how long QMP takes to answer. */
+static void time_qmp(void *opaque)
+{
+    QmpTimer *t = opaque;
+    gint64 t0 = g_get_monotonic_time();
+
+    qobject_unref(qtest_qmp(t->qts, "{'execute': 'query-status'}"));
+    t->us = g_get_monotonic_time() - t0;
+}
+
+/*
+ * DESTROY_QP gives back what the QP's rings hold, unexecuted.  A guest
+ * whose other vCPU keeps refilling the receive ring while that runs (here
+ * a test thread writing guest RAM through its shared file) gets at most a
+ * ring's worth discarded, then the device refuses to go on (NEEDS_RESET);
+ * QMP answers within a second, and after a reset the device works.
+ * Before the fix (d7943e8): the discard loop ran for as long as the thread
+ * refilled (6 s), QMP with it.
+ */
+static void test_discard_refill(const void *opaque)
+{
+    g_autofree char *dir = g_dir_make_tmp("vrdma-ram-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "ram", NULL);
+    QVrdmaDev *d;
+    QVrdmaCq *cq;
+    QVrdmaQp *qp;
+    Refill f = { 0 };
+    QmpTimer t = { 0 };
+    uint8_t req[4], st = 0xff;
+    QVrdmaFrame fr = {
+        .out = NULL, .in_len = 1,
+        .after_kick = time_qmp, .after_kick_opaque = &t,
+    };
+    uint8_t out[1 + sizeof(req)];
+    uint32_t pdn, used;
+    GThread *th;
+    int fd;
+
+    g_assert_nonnull(dir);
+    d = qvrdma_dev_boot_ram("user,id=n0", MAC_A, "", RDMA_OPTS, 0, path);
+    t.qts = d->qts;
+    fd = open(path, O_RDWR);
+    g_assert_cmpint(fd, >=, 0);
+    f.ram = mmap(NULL, 128 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    g_assert_true(f.ram != MAP_FAILED);
+    close(fd);
+
+    g_assert_cmpuint(qvrdma_create_pd(&d->r, &pdn), ==, 0);
+    cq = qvrdma_dp_cq_create(d, 64);
+    qp = qvrdma_dp_qp_create(d, pdn, VIRTIO_RDMA_QPT_RC, cq, cq, 1,
+                             VIRTIO_RDMA_SIGNAL_ALL_WR);
+    qvrdma_dp_post_recv(qp, 1, NULL, 0);
+    qvrdma_dp_wait_ring_idle(&qp->rq);
+    refill_chain(d, qp->rq.vq);
+
+    f.avail = qp->rq.vq->avail;
+    f.used = qp->rq.vq->used;
+    f.size = qp->rq.vq->size;
+    f.avail_idx = qp->rq.avail_idx;
+    f.until = g_get_monotonic_time() + 6 * G_USEC_PER_SEC;
+    th = g_thread_new("refill", refill_thread, &f);
+    while (!qatomic_read(&f.added)) {
+        g_usleep(1000);
+    }
+
+    stl_le_p(req, qp->qpn);
+    out[0] = VIRTIO_RDMA_CMD_DESTROY_QP;
+    memcpy(out + 1, req, sizeof(req));
+    fr.out = out;
+    fr.out_len = sizeof(out);
+    fr.timeout_us = 3 * G_USEC_PER_SEC;     /* a broken device never answers */
+    if (!qvrdma_submit(&d->r, &fr, &st, &used)) {
+        st = 0xff;
+    }
+    qatomic_set(&f.stop, 1);
+    g_thread_join(th);
+    note("DESTROY_QP while a vCPU refills its %u-entry receive ring: QMP "
+         "answered in %.3f s; %" PRIu64 " entries added; answer %s; "
+         "device status 0x%x", f.size, t.us / 1e6, f.added,
+         st == 0xff ? "none" : qvrdma_status_name(st), dev_status(d));
+    g_assert_cmpint(t.us, <, G_USEC_PER_SEC);
+    g_assert_cmphex(dev_status(d) & VIRTIO_CONFIG_S_NEEDS_RESET, !=, 0);
+
+    munmap(f.ram, 128 << 20);
+    qvrdma_dp_qp_free(qp);
+    qvrdma_dp_cq_free(cq);
+    check_works(d, "device");
+    qvrdma_dev_quit(d);
+    unlink(path);
+    rmdir(dir);
+}
+
 /* ---- netdev_del / object-del while attached ------------------------------------------- */
 
 /*
@@ -1731,6 +1893,8 @@ int main(int argc, char **argv)
              LONG_TIMEOUT_US);
     add_case("virtio-rdma-safety/work/max-mapped-pages", test_work_cap, NULL,
              CASE_TIMEOUT_US);
+    add_case("virtio-rdma-safety/work/discard-refill", test_discard_refill,
+             NULL, CASE_TIMEOUT_US);
     add_case("virtio-rdma-safety/netdev/netdev-del", test_netdev_del, NULL,
              CASE_TIMEOUT_US);
     add_case("virtio-rdma-safety/netdev/filter-del", test_filter_del, NULL,

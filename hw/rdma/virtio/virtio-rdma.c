@@ -219,14 +219,16 @@ static VirtQueue *virtio_rdma_wq_vq(VirtIORdma *r, uint32_t qpn, bool is_rq)
 /*
  * DESTROY_QP @qpn succeeded: what the driver left on the QP's send and
  * receive queues is given back used (length 0) without being executed, so
- * a later QP with the same queue index never runs it.  Bounded by the two
- * rings' sizes; nothing is read.
+ * a later QP with the same queue index never runs it.  Nothing is read.
+ * A ring holds at most its size: more means another vCPU keeps posting to
+ * the QP being destroyed, and the device stops rather than loop for as
+ * long as the guest likes.
  */
 static void virtio_rdma_wq_discard(VirtIORdma *r, uint32_t qpn)
 {
     VirtIODevice *vdev = VIRTIO_DEVICE(r);
     VirtQueueElement *elem;
-    unsigned is_rq, n;
+    unsigned is_rq, n, max;
 
     if (qpn >= r->conf.max_qp) {
         return;
@@ -234,11 +236,19 @@ static void virtio_rdma_wq_discard(VirtIORdma *r, uint32_t qpn)
     for (is_rq = 0; is_rq < 2; is_rq++) {
         VirtQueue *vq = virtio_rdma_wq_vq(r, qpn, is_rq);
 
+        max = virtio_queue_get_num(vdev, virtio_get_queue_index(vq));
         n = 0;
-        while (!vdev->broken && (elem = virtqueue_pop(vq, sizeof(*elem)))) {
+        while (!vdev->broken && n < max &&
+               (elem = virtqueue_pop(vq, sizeof(*elem)))) {
             virtqueue_push(vq, elem, 0);
             g_free(elem);
             n++;
+        }
+        if (n == max && !vdev->broken && !virtio_queue_empty(vq)) {
+            trace_virtio_rdma_err_discard_refilled(qpn, is_rq, n);
+            virtio_error(vdev, "virtio-rdma: QP %u's %s queue refilled while "
+                         "DESTROY_QP discarded it", qpn,
+                         is_rq ? "receive" : "send");
         }
         clear_bit(r->conf.max_cq + 2 * qpn + is_rq, r->dp_pending);
         if (n) {

@@ -61,6 +61,14 @@ QVrdmaDev *qvrdma_dev_boot_full(const char *netdev_opts, const char *mac,
                                 const char *nic_opts, const char *rdma_opts,
                                 uint64_t features)
 {
+    return qvrdma_dev_boot_ram(netdev_opts, mac, nic_opts, rdma_opts,
+                               features, NULL);
+}
+
+QVrdmaDev *qvrdma_dev_boot_ram(const char *netdev_opts, const char *mac,
+                               const char *nic_opts, const char *rdma_opts,
+                               uint64_t features, const char *ram_path)
+{
     QVrdmaDev *d = g_new0(QVrdmaDev, 1);
     QPCIAddress addr = { .devfn = QPCI_DEVFN(QVRDMA_SLOT, 1) };
     bool extra = rdma_opts && *rdma_opts;
@@ -74,7 +82,10 @@ QVrdmaDev *qvrdma_dev_boot_full(const char *netdev_opts, const char *mac,
      * QVRDMA_RAM_PREALLOC=1: allocated at start (prealloc=on).
      */
     const char *ram_mb = g_getenv("QVRDMA_RAM_MB");
-    g_autofree char *ram = g_strdup_printf(
+    g_autofree char *ram = ram_path ? g_strdup_printf(
+        "-object memory-backend-file,id=vrdma-ram,size=128M,mem-path=%s,"
+        "share=on -machine memory-backend=vrdma-ram -m 128M ", ram_path) :
+        g_strdup_printf(
         "-object memory-backend-memfd,id=vrdma-ram,size=%sM%s "
         "-machine memory-backend=vrdma-ram -m %sM ",
         ram_mb ? ram_mb : "128",
@@ -102,7 +113,7 @@ QVrdmaDev *qvrdma_dev_boot_full(const char *netdev_opts, const char *mac,
                           "multifunction=on,mac=%s%s "
                           "-device virtio-rdma-pci,id=rdma0,addr=04.1%s%s%s%s%s"
                           "%s%s%s",
-                          ib ? ram : "", mad,
+                          ib || ram_path ? ram : "", mad,
                           netdev_opts,
                           io ? "-object iothread,id=vrdma-io0 " : "",
                           mac, nic_opts,

@@ -1485,7 +1485,10 @@ static void test_discard_refill(const void *opaque)
     int fd;
 
     g_assert_nonnull(dir);
-    d = qvrdma_dev_boot_ram("user,id=n0", MAC_A, "", RDMA_OPTS, 0, path);
+    d = qvrdma_dev_boot_with(&(QVrdmaBoot) {
+        .netdev = "user,id=n0", .mac = MAC_A, .rdma_opts = RDMA_OPTS,
+        .ram_path = path,
+    });
     t.qts = d->qts;
     fd = open(path, O_RDWR);
     g_assert_cmpint(fd, >=, 0);
@@ -1586,6 +1589,108 @@ static void test_netdev_del(const void *opaque)
     check_works(d, "device");
     eject_slot(d);
     qvrdma_dev_quit(d);
+}
+
+/*
+ * Issue 25: the slot ejected (ACPI) while the engine, in an iothread, has
+ * frames staged for the wire, with function 1 created before function 0:
+ * the eject takes a slot's functions in reverse creation order, so the NIC
+ * goes first.  Both functions go and QEMU answers, in every round; the
+ * qtest-san tier runs this under ASan, which sees any use of the NIC after
+ * it is gone.
+ * Before the fix (d7943e8), under ASan: heap-use-after-free of the NIC's
+ * NICState in virtio_rdma_wire_send <- engine_flush <- dp_bh <-
+ * aio_wait_bh_oneshot <- virtio_rdma_engine_stop <- unrealize.
+ */
+#define UNPLUG_ROUNDS   6
+#define UNPLUG_QPS      8
+#define UNPLUG_LEN      (256 * 1024)
+
+static void test_unplug_staged(const void *opaque)
+{
+    int round;
+
+    for (round = 0; round < UNPLUG_ROUNDS; round++) {
+        g_autofree char *na = NULL, *nb = NULL;
+        QVrdmaQp *qp[2][UNPLUG_QPS];
+        struct virtio_rdma_rsp_mr mr[2];
+        struct virtio_rdma_sge s;
+        QVrdmaDev *d[2];
+        QVrdmaCq *cq[2];
+        uint64_t buf[2];
+        uint32_t pdn[2];
+        uint8_t gid[2][16];
+        int pa, pb, i, j, k;
+
+        /* A (function 1 created first, iothread) and B over a dgram wire. */
+        qvrdma_free_udp_ports(&pa, &pb);
+        na = qvrdma_dgram_netdev(pa, pb);
+        nb = qvrdma_dgram_netdev(pb, pa);
+        d[0] = qvrdma_dev_boot_with(&(QVrdmaBoot) {
+            .netdev = na, .mac = MAC_A, .rdma_opts = RDMA_OPTS,
+            .rdma_first = true, .iothread = true,
+        });
+        d[1] = qvrdma_dev_boot(nb, MAC_B, RDMA_OPTS);
+        g_assert_true(qvrdma_dp_engine_in_iothread(d[0]));
+        for (k = 0; k < 2; k++) {
+            qvrdma_gid_ipv4(gid[k], 10, 9, 0, 1 + k);
+            qvrdma_dp_add_gid(d[k], 1, gid[k]);
+            mr[k] = dma_mr(d[k], &pdn[k], ACCESS_ALL);
+            cq[k] = qvrdma_dp_cq_create(d[k], 256);
+            buf[k] = guest_alloc(&d[k]->qs->alloc, UNPLUG_LEN);
+            for (i = 0; i < UNPLUG_QPS; i++) {
+                qp[k][i] = qvrdma_dp_qp_create(d[k], pdn[k],
+                                               VIRTIO_RDMA_QPT_RC, cq[k],
+                                               cq[k], 1,
+                                               VIRTIO_RDMA_SIGNAL_ALL_WR);
+            }
+        }
+        for (k = 0; k < 2; k++) {
+            for (i = 0; i < UNPLUG_QPS; i++) {
+                QVrdmaPath p = {
+                    .dest_qpn = qp[!k][i]->wire_qpn, .sgid_index = 1,
+                    .rq_psn = 0x20, .sq_psn = 0x20, .retry_cnt = 7,
+                };
+
+                memcpy(p.dgid, gid[!k], 16);
+                memcpy(p.dmac, d[!k]->mac, 6);
+                qvrdma_dp_rc_connect(d[k], qp[k][i], &p);
+            }
+        }
+        /*
+         * 32 MiB of WRITEs from A to B, a steady stream of frames from A's
+         * iothread; the eject comes at A's first completion, mid-stream.
+         */
+        s = sge_at(buf[0], UNPLUG_LEN, le32_to_cpu(mr[0].lkey));
+        for (i = 0; i < UNPLUG_QPS; i++) {
+            qvrdma_dp_batch_begin(&qp[0][i]->sq);
+            for (j = 0; j < 16; j++) {
+                struct virtio_rdma_sq_req wr =
+                    qvrdma_wr_rdma(VIRTIO_RDMA_WR_RDMA_WRITE, j, buf[1],
+                                   le32_to_cpu(mr[1].rkey));
+
+                qvrdma_dp_post_send(qp[0][i], &wr, &s, 1);
+            }
+            qvrdma_dp_batch_end(&qp[0][i]->sq);
+        }
+        {
+            struct virtio_rdma_cq_req c;
+
+            g_assert_true(qvrdma_dp_poll_cq(cq[0], &c, QVRDMA_DP_TIMEOUT_US));
+        }
+        eject_slot(d[0]);
+        for (k = 0; k < 2; k++) {
+            for (i = 0; i < UNPLUG_QPS; i++) {
+                qvrdma_dp_qp_free(qp[k][i]);
+            }
+            qvrdma_dp_cq_free(cq[k]);
+        }
+        check_works(d[1], "B");
+        qvrdma_dev_quit(d[0]);
+        qvrdma_dev_quit(d[1]);
+    }
+    note("%d rounds: A's slot ejected (NIC first) during a stream of WRITEs "
+         "from its iothread; QEMU answered after each", UNPLUG_ROUNDS);
 }
 
 /*
@@ -1897,6 +2002,8 @@ int main(int argc, char **argv)
              NULL, CASE_TIMEOUT_US);
     add_case("virtio-rdma-safety/netdev/netdev-del", test_netdev_del, NULL,
              CASE_TIMEOUT_US);
+    add_case("virtio-rdma-safety/netdev/unplug-staged", test_unplug_staged,
+             NULL, LONG_TIMEOUT_US);
     add_case("virtio-rdma-safety/netdev/filter-del", test_filter_del, NULL,
              CASE_TIMEOUT_US);
     add_case("virtio-rdma-safety/classify", test_classify, NULL,

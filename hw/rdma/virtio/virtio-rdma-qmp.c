@@ -125,7 +125,7 @@ static int virtio_rdma_collect(Object *obj, void *opaque)
     info->path = object_get_canonical_path(obj);
     info->backend = r->backend;
     info->ibverbs = virtio_rdma_ib_info(r);
-    info->nic = object_get_canonical_path(OBJECT(r->nic));
+    info->nic = g_strdup(r->nic_path);
     info->netdev = g_strdup(r->netdev_name);
     info->node_guid = g_strdup_printf("%02x%02x%02x%02x%02x%02x%02x%02x",
                                       guid[0], guid[1], guid[2], guid[3],

@@ -179,16 +179,25 @@ void virtio_rdma_wire_detach(VirtIORdma *r)
     }
 }
 
-/* dp_bh (BQL, core_lock not held): the backend may answer at once. */
+/*
+ * dp_bh (BQL, core_lock not held): the backend may answer at once.  With
+ * the wire detached (netdev_del, the NIC unplugged, unrealize) the port is
+ * down and the frame goes nowhere.
+ */
 void virtio_rdma_wire_send(VirtIORdma *r, const void *frame, size_t len)
 {
     static const uint8_t zero_hdr[sizeof(struct virtio_net_hdr_v1_hash)];
     struct iovec iov[2] = {
-        { .iov_base = (void *)zero_hdr, .iov_len = virtio_rdma_net_hdr_len(r) },
+        { .iov_base = (void *)zero_hdr },
         { .iov_base = (void *)frame, .iov_len = len },
     };
 
     assert(bql_locked());
+    if (!r->wire) {
+        trace_virtio_rdma_wire_tx_detached(len);
+        return;
+    }
+    iov[0].iov_len = virtio_rdma_net_hdr_len(r);
     if (len > INT_MAX || iov[0].iov_len > sizeof(zero_hdr)) {
         return;
     }

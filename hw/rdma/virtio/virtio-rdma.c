@@ -691,6 +691,32 @@ static uint64_t virtio_rdma_guid_from_mac(const uint8_t mac[6])
 }
 
 /*
+ * The paired NIC is unrealized (slot unplug takes the functions in any
+ * order): its NICState is freed, so the wire goes now and nothing of ours
+ * looks at the NIC again.  Under the BQL, like every frame out.
+ */
+static void virtio_rdma_nic_unrealized(DeviceListener *listener,
+                                       DeviceState *dev)
+{
+    VirtIORdma *r = container_of(listener, VirtIORdma, nic_listener);
+
+    if (!r->nic || dev != DEVICE(r->nic)) {
+        return;
+    }
+    trace_virtio_rdma_nic_gone(r->nic_path);
+    virtio_rdma_wire_detach(r);
+    r->nic = NULL;
+}
+
+static void virtio_rdma_nic_unlisten(VirtIORdma *r)
+{
+    if (r->nic_listening) {
+        device_listener_unregister(&r->nic_listener);
+        r->nic_listening = false;
+    }
+}
+
+/*
  * Everything that follows the paired NIC: its MAC (node GUID, source MAC),
  * its MTU, the name GID events report, the core built with those, and the
  * wire on the NIC's netdev.  Before the guest can run: at realize, or when
@@ -714,7 +740,12 @@ bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp)
 
     assert(!r->core);
     r->nic = nic;
-    object_ref(OBJECT(nic));
+    r->nic_path = object_get_canonical_path(OBJECT(nic));
+    r->nic_listener = (DeviceListener) {
+        .unrealize = virtio_rdma_nic_unrealized,
+    };
+    device_listener_register(&r->nic_listener);
+    r->nic_listening = true;
     virtio_rdma_engine_host_ops(r, &ops);
     ops.loop.ctrl_done = virtio_rdma_ctrl_done;
     virtio_rdma_mad_init(r, &ops);
@@ -786,7 +817,8 @@ fail:
     r->core = NULL;
     virtio_rdma_mad_cleanup(r);
     g_clear_pointer(&r->netdev_name, g_free);
-    object_unref(OBJECT(r->nic));
+    virtio_rdma_nic_unlisten(r);
+    g_clear_pointer(&r->nic_path, g_free);
     r->nic = NULL;
     return false;
 }
@@ -863,6 +895,7 @@ static void virtio_rdma_device_unrealize(DeviceState *dev)
     VirtIORdma *r = VIRTIO_RDMA(dev);
     unsigned i;
 
+    virtio_rdma_nic_unlisten(r);
     /* Blocking host work the core is waiting for finishes first. */
     if (r->core) {
         virtio_rdma_engine_drain_deferred(r);
@@ -894,10 +927,8 @@ static void virtio_rdma_device_unrealize(DeviceState *dev)
     virtio_delete_queue(r->ctrl_vq);
     virtio_cleanup(vdev);
     g_clear_pointer(&r->netdev_name, g_free);
-    if (r->nic) {
-        object_unref(OBJECT(r->nic));
-        r->nic = NULL;
-    }
+    g_clear_pointer(&r->nic_path, g_free);
+    r->nic = NULL;
     virtio_rdma_backend_release(r);
 }
 

@@ -49,7 +49,11 @@ struct VirtIORdma {
 
     VirtIORdmaConf conf;
     uint64_t host_features; /* VIRTIO_RDMA_F_* offered (properties) */
-    VirtIONet *nic;         /* function 0 of our slot, once paired */
+    VirtIONet *nic;         /* function 0 of our slot, once paired; NULL
+                               again once it is unrealized (nic_listener) */
+    DeviceListener nic_listener;
+    bool nic_listening;     /* nic_listener registered */
+    char *nic_path;         /* its QOM path, for QMP after it is gone */
     bool pair_later;        /* realized without it: virtio_rdma_pair() comes
                                when function 0 is realized */
     char *netdev_name;      /* what RDMA_GID_STATUS_CHANGED reports */

@@ -61,19 +61,23 @@ QVrdmaDev *qvrdma_dev_boot_full(const char *netdev_opts, const char *mac,
                                 const char *nic_opts, const char *rdma_opts,
                                 uint64_t features)
 {
-    return qvrdma_dev_boot_ram(netdev_opts, mac, nic_opts, rdma_opts,
-                               features, NULL);
+    QVrdmaBoot b = {
+        .netdev = netdev_opts, .mac = mac, .nic_opts = nic_opts,
+        .rdma_opts = rdma_opts, .features = features,
+    };
+
+    return qvrdma_dev_boot_with(&b);
 }
 
-QVrdmaDev *qvrdma_dev_boot_ram(const char *netdev_opts, const char *mac,
-                               const char *nic_opts, const char *rdma_opts,
-                               uint64_t features, const char *ram_path)
+QVrdmaDev *qvrdma_dev_boot_with(const QVrdmaBoot *b)
 {
     QVrdmaDev *d = g_new0(QVrdmaDev, 1);
     QPCIAddress addr = { .devfn = QPCI_DEVFN(QVRDMA_SLOT, 1) };
+    const char *rdma_opts = b->rdma_opts, *ram_path = b->ram_path;
     bool extra = rdma_opts && *rdma_opts;
+    uint64_t features = b->features;
 
-    bool io = qvrdma_dp_want_iothread();
+    bool io = b->iothread || qvrdma_dp_want_iothread();
     /* QVRDMA_IOEVENTFD=off: kicks as trapped writes (default: eventfds). */
     const char *ioeventfd = g_getenv("QVRDMA_IOEVENTFD");
     const char *ib = qvrdma_dp_ibverbs();
@@ -97,7 +101,7 @@ QVrdmaDev *qvrdma_dev_boot_ram(const char *netdev_opts, const char *mac,
      * rdmacm-mux listening there, reconnecting every 200 ms if it goes.
      */
     const char *mad_sock = ib ? g_getenv("QVRDMA_MAD_SOCKET") : NULL;
-    g_autofree char *mad = NULL;
+    g_autofree char *mad = NULL, *nic = NULL, *rdma = NULL;
 
     if (mad_sock && !*mad_sock) {
         mad_sock = NULL; /* set but empty: none */
@@ -106,23 +110,24 @@ QVrdmaDev *qvrdma_dev_boot_ram(const char *netdev_opts, const char *mac,
                                      "reconnect-ms=200 ", mad_sock)
                    : g_strdup("");
 
-    qvrdma_parse_mac(mac, d->mac);
+    qvrdma_parse_mac(b->mac, d->mac);
+    nic = g_strdup_printf("-device virtio-net-pci,id=nic0,netdev=n0,addr=04.0,"
+                          "multifunction=on,mac=%s%s ", b->mac,
+                          b->nic_opts ? b->nic_opts : "");
+    rdma = g_strdup_printf("-device virtio-rdma-pci,id=rdma0,addr=04.1%s%s%s"
+                           "%s%s%s%s%s ",
+                           io ? ",iothread=vrdma-io0" : "",
+                           ioeventfd ? ",ioeventfd=" : "",
+                           ioeventfd ? ioeventfd : "",
+                           extra ? "," : "", extra ? rdma_opts : "",
+                           ib ? ",backend=ibverbs,ibdev=" : "", ib ? ib : "",
+                           mad_sock ? ",mad-chardev=vrdma-mad" : "");
     /* A host RDMA device maps guest RAM from its fd: shared memfd RAM. */
-    d->qs = qtest_pc_boot("-M pc %s%s-netdev %s %s"
-                          "-device virtio-net-pci,id=nic0,netdev=n0,addr=04.0,"
-                          "multifunction=on,mac=%s%s "
-                          "-device virtio-rdma-pci,id=rdma0,addr=04.1%s%s%s%s%s"
-                          "%s%s%s",
-                          ib || ram_path ? ram : "", mad,
-                          netdev_opts,
+    d->qs = qtest_pc_boot("-M pc %s%s-netdev %s %s%s%s",
+                          ib || ram_path ? ram : "", mad, b->netdev,
                           io ? "-object iothread,id=vrdma-io0 " : "",
-                          mac, nic_opts,
-                          io ? ",iothread=vrdma-io0" : "",
-                          ioeventfd ? ",ioeventfd=" : "",
-                          ioeventfd ? ioeventfd : "",
-                          extra ? "," : "", extra ? rdma_opts : "",
-                          ib ? ",backend=ibverbs,ibdev=" : "", ib ? ib : "",
-                          mad_sock ? ",mad-chardev=vrdma-mad" : "");
+                          b->rdma_first ? rdma : nic,
+                          b->rdma_first ? nic : rdma);
     d->qts = d->qs->qts;
     d->vpci = virtio_pci_new(d->qs->pcibus, &addr);
     g_assert_nonnull(d->vpci);

@@ -133,15 +133,23 @@ QVrdmaDev *qvrdma_dev_boot_features(const char *netdev_opts, const char *mac,
 QVrdmaDev *qvrdma_dev_boot_full(const char *netdev_opts, const char *mac,
                                 const char *nic_opts, const char *rdma_opts,
                                 uint64_t features);
-/*
- * The same with 128 MiB of guest RAM shared with the file @ram_path (NULL:
- * as qvrdma_dev_boot_full), guest-physical address = file offset: a test
- * thread that maps the file writes guest memory while QEMU runs, as a
- * guest's other vCPUs would.
- */
-QVrdmaDev *qvrdma_dev_boot_ram(const char *netdev_opts, const char *mac,
-                               const char *nic_opts, const char *rdma_opts,
-                               uint64_t features, const char *ram_path);
+/* Everything qvrdma_dev_boot_with() can vary. */
+typedef struct QVrdmaBoot {
+    const char *netdev;         /* -netdev options; the id must be n0 */
+    const char *mac;
+    const char *nic_opts;       /* appended to virtio-net-pci's; may be NULL */
+    const char *rdma_opts;      /* appended to virtio-rdma-pci's; may be NULL */
+    uint64_t features;
+    /*
+     * 128 MiB of guest RAM shared with this file (NULL: private RAM);
+     * guest-physical address = file offset: a test thread that maps the
+     * file writes guest memory while QEMU runs, as other vCPUs would.
+     */
+    const char *ram_path;
+    bool rdma_first;            /* -device virtio-rdma-pci comes first */
+    bool iothread;              /* engine in an iothread, whatever the env */
+} QVrdmaBoot;
+QVrdmaDev *qvrdma_dev_boot_with(const QVrdmaBoot *b);
 /* Two free UDP ports on 127.0.0.1 (both held until both are known). */
 void qvrdma_free_udp_ports(int *p1, int *p2);
 /* -netdev options (id n0) of a dgram wire from 127.0.0.1:@local to :@remote. */

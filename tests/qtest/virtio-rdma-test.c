@@ -11,7 +11,9 @@
 
 #include "qemu/osdep.h"
 #include <poll.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
+#include <linux/magic.h>
 #include "libqtest.h"
 #include "qemu/module.h"
 #include "qemu/bswap.h"
@@ -1931,6 +1933,38 @@ static void expect_refused(const char *args, const char *msg)
                   "-machine memory-backend=m0 -m 128M "
 
 /*
+ * Issue 25: guest RAM in a file on a disk filesystem is refused for
+ * backend=ibverbs (long-term pins of page-cache pages), before the host
+ * device is looked at.  The file goes in the current directory (the build
+ * tree); where that is tmpfs the case has nothing to show and says so.
+ * Before the fix (d7943e8): accepted; realize went on to the host device.
+ */
+static void expect_disk_file_refused(void)
+{
+    g_autofree char *dir = g_get_current_dir();
+    g_autofree char *path = g_build_filename(dir, "vrdma-ram-XXXXXX", NULL);
+    g_autofree char *args = NULL;
+    struct statfs st;
+    int fd = g_mkstemp(path);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(fstatfs(fd, &st), ==, 0);
+    close(fd);
+    if (st.f_type == TMPFS_MAGIC || st.f_type == HUGETLBFS_MAGIC) {
+        g_test_message("%s is not on a disk filesystem: file-backed RAM on "
+                       "disk not checked", dir);
+        unlink(path);
+        return;
+    }
+    args = g_strdup_printf("-object memory-backend-file,id=m0,size=128M,"
+                           "mem-path=%s,share=on -machine memory-backend=m0 "
+                           "-m 128M " NIC_AT("05") RDMA_AT_05
+                           "backend=ibverbs,ibdev=vrdma-nosuch", path);
+    expect_refused(args, "needs guest RAM in memory, not in a file");
+    unlink(path);
+}
+
+/*
  * backend= and the properties of each backend (virtio-rdma-backend.c).
  * The host side of backend=ibverbs on a host RDMA device is the lab's
  * (tests/lab); here, what realize refuses before and without one.
@@ -1970,6 +2004,7 @@ static void test_backend_refusals(void *obj, void *data,
                    "-machine memory-backend=m0 -m 128M "
                    NIC_AT("05") RDMA_AT_05 "backend=ibverbs,ibdev=vrdma-nosuch",
                    "RDMA device");
+    expect_disk_file_refused();
 }
 
 static void test_realize_errors(void *obj, void *data, QGuestAllocator *alloc)

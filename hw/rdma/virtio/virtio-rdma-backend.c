@@ -17,6 +17,8 @@
 #include "exec/cpu-common.h"
 #include "exec/memory.h"
 #include "exec/ramblock.h"
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include "hw/boards.h"
 #include "hw/virtio/virtio-rdma.h"
 #include "migration/blocker.h"
@@ -27,6 +29,7 @@ static bool virtio_rdma_ram_is_mappable(Error **errp)
 {
     MachineState *ms = MACHINE(qdev_get_machine());
     RAMBlock *rb = ms->ram ? ms->ram->ram_block : NULL;
+    struct statfs fs;
 
     if (!rb || qemu_ram_get_fd(rb) < 0 || !qemu_ram_is_shared(rb)) {
         error_setg(errp, "virtio-rdma: backend=ibverbs needs guest RAM that "
@@ -35,6 +38,25 @@ static bool virtio_rdma_ram_is_mappable(Error **errp)
                           "it: use -object memory-backend-memfd,id=mem,"
                           "size=<RAM size> -machine memory-backend=mem (or "
                           "memory-backend-ram,share=on)\n");
+        return false;
+    }
+    if (fstatfs(qemu_ram_get_fd(rb), &fs) < 0) {
+        error_setg_errno(errp, errno, "virtio-rdma: backend=ibverbs cannot "
+                         "tell what backs guest RAM");
+        return false;
+    }
+    /*
+     * The host device pins guest pages for as long as they are registered:
+     * long-term writable pins of page-cache pages of a disk filesystem
+     * corrupt it (host kernels before 6.5) or fail.  Memory only: memfd
+     * and shmem are tmpfs; hugetlbfs is refused below by its page size.
+     */
+    if (fs.f_type != TMPFS_MAGIC && fs.f_type != HUGETLBFS_MAGIC) {
+        error_setg(errp, "virtio-rdma: backend=ibverbs needs guest RAM in "
+                   "memory, not in a file on a disk filesystem (f_type "
+                   "0x%llx)", (unsigned long long)fs.f_type);
+        error_append_hint(errp, "Use -object memory-backend-memfd (or "
+                          "memory-backend-file with mem-path on tmpfs)\n");
         return false;
     }
     if (qemu_ram_pagesize(rb) != VIRTIO_RDMA_PAGE_SIZE) {

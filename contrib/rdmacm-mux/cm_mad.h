@@ -42,12 +42,14 @@ inline constexpr uint32_t kFlowLabelMax = 0xfffff;
     X(flow_label, "flow label wider than 20 bits")                          \
     X(sgid_not_claimed, "source GID not claimed by this client")            \
     X(sgid_not_on_host, "source GID no longer in the host GID table")       \
+    X(sgid_stale, "the source GID's host index holds another GID now")      \
     X(pkey_index, "P_Key index outside the host P_Key table")               \
     X(rate, "over the client's MAD rate")                                   \
     X(send_failed, "the host port refused the MAD")                         \
     X(recv_status, "the host reported an error status")                     \
     X(recv_no_grh, "arrived without a global route")                        \
     X(recv_unknown_gid, "arrived on a GID index not in the host GID table") \
+    X(recv_stale_gid, "its GID index holds another GID than the mux knew")  \
     X(recv_no_owner, "arrived on a GID no client claims")                   \
     X(queue_full, "the owner's output queue is full")
 

@@ -80,6 +80,11 @@ public:
      * when the table cannot be read.
      */
     virtual bool gid_table(std::vector<HostGid> *out) = 0;
+    /*
+     * The GID at @index as the port holds it now (one entry, read fresh).
+     * @returns false when it cannot be read or the entry is empty.
+     */
+    virtual bool gid_at(uint32_t index, Gid *out) = 0;
     virtual uint32_t pkey_table_len() const = 0;
     /* Handles the port's pending events; true if the GID table changed. */
     virtual bool drain_events() = 0;

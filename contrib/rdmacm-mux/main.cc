@@ -5,12 +5,9 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include <getopt.h>
-#include <grp.h>
 #include <signal.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,6 +19,7 @@
 #include "log.h"
 #include "mux.h"
 #include "umad_port.h"
+#include "unix_socket.h"
 
 using namespace rdmacm_mux;
 
@@ -42,17 +40,30 @@ const char kUsage[] =
     "      --allow-gid GID    ... or this group (repeatable); with neither,\n"
     "                         whoever can open the socket\n"
     "      --max-clients N    connected clients (default 64)\n"
+    "      --max-per-pid N    ... from one process (default 8; 0: no limit)\n"
+    "      --max-per-uid N    ... from one user (default 0: no limit)\n"
     "      --max-gids N       GIDs one client may claim (default 16)\n"
     "      --queue N          MADs queued per client (default 64)\n"
     "      --rate N           MADs a client may send per second (default 100)\n"
     "      --burst N          ... after a burst of N (default 32)\n"
+    "      --gid-rate N       GID requests a client may make per second\n"
+    "                         (default 20) ...\n"
+    "      --gid-burst N      ... after a burst of N (default 32)\n"
+    "      --hello-timeout S  close a client without HELLO after S seconds\n"
+    "                         (default 10; 0: never)\n"
+    "      --partial-timeout S  ... that leaves a message unfinished for S\n"
+    "                         seconds (default 10; 0: never)\n"
+    "      --idle-timeout S   ... that holds no GID and is silent for S\n"
+    "                         seconds (default 600; 0: never)\n"
     "  -v, --verbose          log debug lines too\n"
     "  -h, --help             this text\n"
     "\n"
     "SIGUSR1 logs the counters; SIGINT/SIGTERM stop.\n";
 
 enum { kOptAllowUid = 256, kOptAllowGid, kOptMaxClients, kOptMaxGids,
-       kOptQueue, kOptRate, kOptBurst };
+       kOptQueue, kOptRate, kOptBurst, kOptMaxPerPid, kOptMaxPerUid,
+       kOptGidRate, kOptGidBurst, kOptHelloTimeout, kOptPartialTimeout,
+       kOptIdleTimeout };
 
 const option kOptions[] = {
     {"ibdev", required_argument, nullptr, 'd'},
@@ -66,6 +77,13 @@ const option kOptions[] = {
     {"queue", required_argument, nullptr, kOptQueue},
     {"rate", required_argument, nullptr, kOptRate},
     {"burst", required_argument, nullptr, kOptBurst},
+    {"max-per-pid", required_argument, nullptr, kOptMaxPerPid},
+    {"max-per-uid", required_argument, nullptr, kOptMaxPerUid},
+    {"gid-rate", required_argument, nullptr, kOptGidRate},
+    {"gid-burst", required_argument, nullptr, kOptGidBurst},
+    {"hello-timeout", required_argument, nullptr, kOptHelloTimeout},
+    {"partial-timeout", required_argument, nullptr, kOptPartialTimeout},
+    {"idle-timeout", required_argument, nullptr, kOptIdleTimeout},
     {"verbose", no_argument, nullptr, 'v'},
     {"help", no_argument, nullptr, 'h'},
     {nullptr, 0, nullptr, 0},
@@ -87,102 +105,10 @@ unsigned long number(const char *opt, const char *arg, unsigned long min,
     return v;
 }
 
-/* The address of @path; false when it does not fit sun_path. */
-bool unix_addr(const std::string &path, sockaddr_un *sa, std::string *err)
+/* Whole seconds (up to a day; 0: off) in ns. */
+uint64_t seconds(const char *opt, const char *arg)
 {
-    *sa = sockaddr_un{};
-    sa->sun_family = AF_UNIX;
-    if (path.size() >= sizeof(sa->sun_path)) {
-        *err = "socket path too long: " + path;
-        return false;
-    }
-    std::memcpy(sa->sun_path, path.c_str(), path.size() + 1);
-    return true;
-}
-
-/*
- * Whether @path may become our socket: absent, or a socket file nobody
- * answers on (a leftover, replaced).  One that answers belongs to a running
- * mux.  Checked before the port is opened, so that a second mux on the
- * same socket says so instead of tripping over the port's CM agent.
- */
-bool socket_path_free(const std::string &path, std::string *err)
-{
-    sockaddr_un sa;
-    if (!unix_addr(path, &sa, err)) {
-        return false;
-    }
-    struct stat st;
-    if (lstat(path.c_str(), &st)) {
-        return true;
-    }
-    if (!S_ISSOCK(st.st_mode)) {
-        *err = path + " exists and is not a socket";
-        return false;
-    }
-    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    bool alive = probe >= 0 && connect(probe, reinterpret_cast<sockaddr *>(&sa),
-                                       sizeof(sa)) == 0;
-    if (probe >= 0) {
-        close(probe);
-    }
-    if (alive) {
-        *err = "another rdmacm-mux is listening on " + path;
-        return false;
-    }
-    return true;
-}
-
-/*
- * Binds a listening socket at @path with mode 0660 (group @group_name
- * unless empty), replacing a leftover socket file.
- */
-int listen_at(const std::string &path, const std::string &group_name,
-              std::string *err)
-{
-    sockaddr_un sa;
-    if (!socket_path_free(path, err) || !unix_addr(path, &sa, err)) {
-        return -1;
-    }
-    gid_t gid = static_cast<gid_t>(-1);
-    if (!group_name.empty()) {
-        struct group *g = getgrnam(group_name.c_str());
-        if (!g) {
-            *err = "no group '" + group_name + "'";
-            return -1;
-        }
-        gid = g->gr_gid;
-    }
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        *err = std::string("socket: ") + std::strerror(errno);
-        return -1;
-    }
-    unlink(path.c_str());
-    /* 0660 from the start: no moment where others may connect. */
-    mode_t old = umask(0117);
-    int ret = bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof(sa));
-    umask(old);
-    if (ret) {
-        *err = "bind " + path + ": " + std::strerror(errno);
-        close(fd);
-        return -1;
-    }
-    if (chmod(path.c_str(), 0660) ||
-        (!group_name.empty() &&
-         chown(path.c_str(), static_cast<uid_t>(-1), gid))) {
-        *err = path + ": " + std::strerror(errno);
-        unlink(path.c_str());
-        close(fd);
-        return -1;
-    }
-    if (listen(fd, 16)) {
-        *err = std::string("listen: ") + std::strerror(errno);
-        unlink(path.c_str());
-        close(fd);
-        return -1;
-    }
-    return fd;
+    return number(opt, arg, 0, 86400) * 1000000000ull;
 }
 
 } // namespace
@@ -233,6 +159,29 @@ int main(int argc, char **argv)
             cfg.mad_burst =
                 static_cast<uint32_t>(number("burst", optarg, 1, 1000000));
             break;
+        case kOptMaxPerPid:
+            cfg.max_per_pid = number("max-per-pid", optarg, 0, 4096);
+            break;
+        case kOptMaxPerUid:
+            cfg.max_per_uid = number("max-per-uid", optarg, 0, 4096);
+            break;
+        case kOptGidRate:
+            cfg.gid_rate =
+                static_cast<uint32_t>(number("gid-rate", optarg, 1, 1000000));
+            break;
+        case kOptGidBurst:
+            cfg.gid_burst = static_cast<uint32_t>(
+                number("gid-burst", optarg, 1, 1000000));
+            break;
+        case kOptHelloTimeout:
+            cfg.hello_timeout_ns = seconds("hello-timeout", optarg);
+            break;
+        case kOptPartialTimeout:
+            cfg.partial_timeout_ns = seconds("partial-timeout", optarg);
+            break;
+        case kOptIdleTimeout:
+            cfg.idle_timeout_ns = seconds("idle-timeout", optarg);
+            break;
         case 'v':
             set_log_level(Level::debug);
             break;
@@ -278,13 +227,12 @@ int main(int argc, char **argv)
         log(Level::error, err);
         return 1;
     }
-    int lfd = listen_at(sock_path, group, &err);
-    if (lfd < 0) {
+    Listener listener;
+    if (!listen_at(sock_path, group, &listener, &err)) {
         log(Level::error, err);
         return 1;
     }
-    struct stat ours {};
-    stat(sock_path.c_str(), &ours);
+    int lfd = listener.fd;
 
     bool stop = false;
     int status = 0;
@@ -320,8 +268,8 @@ int main(int argc, char **argv)
     }
     /* Remove the socket only if it is still the one we bound. */
     struct stat now;
-    if (stat(sock_path.c_str(), &now) == 0 && now.st_ino == ours.st_ino &&
-        now.st_dev == ours.st_dev) {
+    if (lstat(sock_path.c_str(), &now) == 0 && now.st_ino == listener.ino &&
+        now.st_dev == listener.dev) {
         unlink(sock_path.c_str());
     }
     close(lfd);

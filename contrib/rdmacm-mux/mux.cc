@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cmath>
 #include <cstring>
 
 #include "hw/rdma/rdmacm-mux-proto.h"
@@ -37,6 +39,15 @@ constexpr int kMadsPerWakeup = 64;
 /* Re-reading the GID table because a MAD named an unknown index is
  * something the fabric can provoke: at most this often. */
 constexpr uint64_t kMissRefreshNs = 100000000;
+/* One client's GID lines (claimed, released, refused): its whole table at
+ * once, then one a second. */
+constexpr uint32_t kGidLogBurst = 32;
+constexpr uint64_t kNever = UINT64_MAX;
+
+uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a > kNever - b ? kNever : a + b;
+}
 
 /* epoll tags: kind in the top byte, client id or watch index below. */
 enum Kind : uint64_t { kListener, kMadFd, kEventFd, kWatch, kClient };
@@ -128,6 +139,15 @@ struct Mux::Client {
     std::vector<Gid> gids;
     double tokens;
     uint64_t tokens_ns;
+    double gid_tokens;
+    uint64_t gid_tokens_ns;
+    bool throttled = false; /* GID requests over the rate: not read ... */
+    uint64_t resume_ns = 0; /* ... until then */
+    uint64_t connected_ns;
+    uint64_t active_ns;     /* its last whole message */
+    bool partial = false;   /* a message begun, not finished ... */
+    uint64_t partial_ns = 0; /* ... since then */
+    RateLimit gid_log{1000000000, kGidLogBurst};
     uint64_t sent = 0;
     uint64_t delivered = 0;
     uint64_t dropped = 0;
@@ -208,6 +228,15 @@ uint64_t Mux::add_client(int fd, const Peer &peer)
     } else if (clients_.size() >= cfg_.max_clients) {
         refusal = "already " + std::to_string(clients_.size()) +
                   " clients (--max-clients)";
+    } else if (peer.pid && cfg_.max_per_pid &&
+               peer_clients(peer, true) >= cfg_.max_per_pid) {
+        /* pid 0: outside our pid namespace, so not told apart by pid. */
+        refusal = "its pid has " + std::to_string(cfg_.max_per_pid) +
+                  " clients already (--max-per-pid)";
+    } else if (cfg_.max_per_uid &&
+               peer_clients(peer, false) >= cfg_.max_per_uid) {
+        refusal = "its uid has " + std::to_string(cfg_.max_per_uid) +
+                  " clients already (--max-per-uid)";
     }
     if (!refusal.empty()) {
         refuse_log_.log(now(), Level::warning,
@@ -222,8 +251,12 @@ uint64_t Mux::add_client(int fd, const Peer &peer)
     c->fd = fd;
     c->peer = peer;
     c->name = "client " + std::to_string(c->id) + " (" + who + ")";
+    uint64_t t = now();
     c->tokens = cfg_.mad_burst;
-    c->tokens_ns = now();
+    c->tokens_ns = t;
+    c->gid_tokens = cfg_.gid_burst;
+    c->gid_tokens_ns = t;
+    c->connected_ns = c->active_ns = t;
     c->events = EPOLLIN;
     epoll_event ev{};
     ev.events = c->events;
@@ -235,7 +268,7 @@ uint64_t Mux::add_client(int fd, const Peer &peer)
         ::close(fd);
         return 0;
     }
-    log(Level::info, c->name + ": connected");
+    conn_log_.log(t, Level::info, c->name + ": connected");
     stats_.clients_accepted++;
     uint64_t id = c->id;
     clients_.emplace(id, std::move(c));
@@ -245,6 +278,14 @@ uint64_t Mux::add_client(int fd, const Peer &peer)
 bool Mux::poll(int timeout_ms)
 {
     epoll_event evs[kMaxEvents];
+    uint64_t next = next_deadline();
+    if (next != kNever) {
+        uint64_t t = now();
+        uint64_t ms = next > t ? (next - t + 999999) / 1000000 : 0;
+        if (timeout_ms < 0 || ms < static_cast<uint64_t>(timeout_ms)) {
+            timeout_ms = static_cast<int>(std::min<uint64_t>(ms, INT_MAX));
+        }
+    }
     int n = epoll_wait(epfd_, evs, kMaxEvents, timeout_ms);
     if (n < 0 && errno != EINTR) {
         log(Level::error, std::string("epoll_wait: ") + std::strerror(errno));
@@ -276,6 +317,9 @@ bool Mux::poll(int timeout_ms)
             break;
         }
         }
+    }
+    if (!port_failed_) {
+        expire();
     }
     reap();
     return !port_failed_;
@@ -328,6 +372,15 @@ void Mux::on_client(Client &c, uint32_t events)
         }
         return;
     }
+    if (c.throttled) {
+        /* Not read until expire() resumes it; a hang-up would poll
+         * forever (it is reported whatever the interest). */
+        if (events & (EPOLLHUP | EPOLLERR)) {
+            close_client(c, Level::info,
+                         "gone while its GID requests waited");
+        }
+        return;
+    }
     if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
         read_client(c);
     }
@@ -335,6 +388,12 @@ void Mux::on_client(Client &c, uint32_t events)
 
 void Mux::read_client(Client &c)
 {
+    if (c.in_len == c.in.size()) {
+        /* Cannot happen: parse() leaves less than one message unless
+         * throttled, and then the client is not read. */
+        parse(c);
+        return;
+    }
     ssize_t n = recv(c.fd, c.in.data() + c.in_len, c.in.size() - c.in_len,
                      MSG_DONTWAIT);
     if (n == 0) {
@@ -349,9 +408,15 @@ void Mux::read_client(Client &c)
         return;
     }
     c.in_len += static_cast<size_t>(n);
+    parse(c);
+}
 
+/* Handles the whole messages in c.in, in order. */
+void Mux::parse(Client &c)
+{
     size_t off = 0;
-    while (!c.dead && !c.close_when_flushed && c.in_len - off >= kHdrLen) {
+    while (!c.dead && !c.close_when_flushed && !c.throttled &&
+           c.in_len - off >= kHdrLen) {
         Hdr h;
         std::memcpy(&h, c.in.data() + off, kHdrLen);
         uint32_t magic = le32toh(h.magic);
@@ -393,13 +458,63 @@ void Mux::read_client(Client &c)
         if (c.in_len - off < kHdrLen + len) {
             break;
         }
+        if ((type == RDMACM_MUX_GID_ADD || type == RDMACM_MUX_GID_DEL) &&
+            !take_gid_token(c)) {
+            break;
+        }
         handle(c, type, le32toh(h.seq), c.in.data() + off + kHdrLen);
         off += kHdrLen + len;
     }
-    if (!c.dead) {
-        std::memmove(c.in.data(), c.in.data() + off, c.in_len - off);
-        c.in_len -= off;
+    if (c.dead) {
+        return;
     }
+    uint64_t t = now();
+    if (off) {
+        c.active_ns = t;
+    }
+    std::memmove(c.in.data(), c.in.data() + off, c.in_len - off);
+    c.in_len -= off;
+    /* The partial-message clock runs from the first byte of the message
+     * still unfinished, and not while the mux itself does not read. */
+    if (!c.in_len || c.throttled) {
+        c.partial = false;
+    } else if (!c.partial || off) {
+        c.partial = true;
+        c.partial_ns = t;
+    }
+    update_interest(c);
+}
+
+/*
+ * Token bucket for GID_ADD/GID_DEL: each may read the host GID table and
+ * write log lines.  Over the rate the request is not refused (the client
+ * would only ask again) but waits: the client is not read until a token is
+ * due.
+ */
+bool Mux::take_gid_token(Client &c)
+{
+    if (!cfg_.gid_rate) {
+        return true;
+    }
+    uint64_t t = now();
+    double earned =
+        static_cast<double>(t - c.gid_tokens_ns) * cfg_.gid_rate / 1e9;
+    c.gid_tokens = std::min<double>(cfg_.gid_burst, c.gid_tokens + earned);
+    c.gid_tokens_ns = t;
+    if (c.gid_tokens >= 1) {
+        c.gid_tokens -= 1;
+        return true;
+    }
+    double wait = std::ceil((1 - c.gid_tokens) * 1e9 / cfg_.gid_rate);
+    c.throttled = true;
+    c.resume_ns = t + std::max<uint64_t>(1, static_cast<uint64_t>(wait));
+    stats_.gid_throttled++;
+    c.gid_log.log(t, Level::info,
+                  c.name + ": GID requests over its rate (--gid-rate): "
+                           "not read for " +
+                      std::to_string(static_cast<uint64_t>(wait) / 1000000) +
+                      " ms");
+    return false;
 }
 
 void Mux::handle(Client &c, uint16_t type, uint32_t seq, const uint8_t *p)
@@ -443,20 +558,22 @@ void Mux::on_hello(Client &c, const uint8_t *p)
     } else if ((!ibdev.empty() && ibdev != port_.device()) ||
                (port && port != port_.port())) {
         status = RDMACM_MUX_WRONG_PORT;
-        refusal = "asked for " + (ibdev.empty() ? "any device" : ibdev) +
+        refusal = "asked for " +
+                  (ibdev.empty() ? "any device" : "'" + escape(ibdev) + "'") +
                   " port " + std::to_string(port);
     }
     ack.status = htole32(status);
     if (status == RDMACM_MUX_OK) {
         c.hello = true;
-        log(Level::info, c.name + ": hello");
+        conn_log_.log(now(), Level::info, c.name + ": hello");
         enqueue(c, RDMACM_MUX_HELLO_ACK, &ack, sizeof(ack), false);
         return;
     }
-    log(Level::warning, c.name + ": refused: " + refusal + "; this mux is " +
-                            port_.device() + " port " +
-                            std::to_string(port_.port()) + ", version " +
-                            std::to_string(RDMACM_MUX_VERSION));
+    conn_log_.log(now(), Level::warning,
+                  c.name + ": refused: " + refusal + "; this mux is " +
+                      port_.device() + " port " +
+                      std::to_string(port_.port()) + ", version " +
+                      std::to_string(RDMACM_MUX_VERSION));
     c.close_when_flushed = true;
     enqueue(c, RDMACM_MUX_HELLO_ACK, &ack, sizeof(ack), false);
 }
@@ -475,7 +592,8 @@ void Mux::on_gid(Client &c, uint16_t type, uint32_t seq, const uint8_t *p)
         if (mine) {
             claims_.erase(owner);
             c.gids.erase(std::find(c.gids.begin(), c.gids.end(), gid));
-            log(Level::info, c.name + ": released " + gid_str(gid));
+            c.gid_log.log(now(), Level::info,
+                          c.name + ": released " + gid_str(gid));
         } else {
             status = RDMACM_MUX_NOT_CLAIMED;
         }
@@ -497,13 +615,15 @@ void Mux::on_gid(Client &c, uint16_t type, uint32_t seq, const uint8_t *p)
         } else {
             claims_.emplace(gid, c.id);
             c.gids.push_back(gid);
-            log(Level::info, c.name + ": claimed " + gid_str(gid));
+            c.gid_log.log(now(), Level::info,
+                          c.name + ": claimed " + gid_str(gid));
         }
     }
     if (status != RDMACM_MUX_OK) {
-        log(Level::info, c.name + ": " + type_name(type) + " " +
-                             gid_str(gid) + " refused (status " +
-                             std::to_string(status) + ")");
+        c.gid_log.log(now(), Level::info,
+                      c.name + ": " + type_name(type) + " " + gid_str(gid) +
+                          " refused (status " + std::to_string(status) +
+                          ")");
     }
     rdmacm_mux_gid_ack ack{};
     ack.req_seq = htole32(seq);
@@ -542,6 +662,14 @@ void Mux::on_mad_send(Client &c, const uint8_t *p)
     auto index = host_index_of(sgid);
     if (!index) {
         drop_tx(c, Drop::sgid_not_on_host);
+        return;
+    }
+    /* The cached index may hold another GID by now (an event not yet
+     * read): sending from it would send as that GID's owner. */
+    Gid at_index;
+    if (!port_.gid_at(*index, &at_index) || at_index != sgid) {
+        gids_valid_ = false;
+        drop_tx(c, Drop::sgid_stale);
         return;
     }
     addr.gid_index = *index;
@@ -640,6 +768,18 @@ void Mux::route(const ReceivedMad &m)
                 ": index " + std::to_string(m.addr.gid_index));
         return;
     }
+    /* The cached table may be older than the MAD (an event not yet read):
+     * the index must hold that GID now, else it may be the index's previous
+     * owner's traffic or the next one's; the CM retransmits. */
+    Gid at_index;
+    if (!port_.gid_at(m.addr.gid_index, &at_index) || at_index != local->gid) {
+        gids_valid_ = false;
+        drop_rx(Drop::recv_stale_gid,
+                ": index " + std::to_string(m.addr.gid_index) + " was " +
+                    gid_str(local->gid));
+        return;
+    }
+    /* The owner is the claim as it stands now. */
     auto owner = claims_.find(local->gid);
     if (owner == claims_.end()) {
         drop_rx(Drop::recv_no_owner, ": " + gid_str(local->gid));
@@ -733,7 +873,8 @@ void Mux::flush(Client &c)
 void Mux::update_interest(Client &c)
 {
     /* After a refused HELLO nothing it says matters any more. */
-    uint32_t want = c.close_when_flushed ? 0u : uint32_t(EPOLLIN);
+    uint32_t want =
+        c.close_when_flushed || c.throttled ? 0u : uint32_t(EPOLLIN);
     if (c.out_off < c.out.size()) {
         want |= uint32_t(EPOLLOUT);
     }
@@ -765,14 +906,87 @@ void Mux::close_client(Client &c, Level level, const std::string &why)
     for (const Gid &g : c.gids) {
         claims_.erase(g);
     }
-    log(level, c.name + ": " + why + "; " + std::to_string(c.gids.size()) +
-                   " GIDs released, " + std::to_string(c.sent) +
-                   " MADs sent, " + std::to_string(c.delivered) +
-                   " delivered, " + std::to_string(c.dropped) + " dropped");
+    conn_log_.log(now(), level,
+                  c.name + ": " + why + "; " +
+                      std::to_string(c.gids.size()) + " GIDs released, " +
+                      std::to_string(c.sent) + " MADs sent, " +
+                      std::to_string(c.delivered) + " delivered, " +
+                      std::to_string(c.dropped) + " dropped");
     c.gids.clear();
     epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd, nullptr);
     ::close(c.fd);
     c.dead = true;
+}
+
+size_t Mux::peer_clients(const Peer &peer, bool by_pid) const
+{
+    return static_cast<size_t>(std::count_if(
+        clients_.begin(), clients_.end(), [&](const auto &kv) {
+            const Client &c = *kv.second;
+            return !c.dead && (by_pid ? c.peer.pid == peer.pid
+                                      : c.peer.uid == peer.uid);
+        }));
+}
+
+/* When @c is to be closed for a timeout (kNever: not), and why. */
+uint64_t Mux::close_at(const Client &c, const char **why) const
+{
+    if (!c.hello) {
+        /* Also a refused client that does not read its refusal. */
+        *why = "no HELLO in time (--hello-timeout)";
+        return cfg_.hello_timeout_ns ? sat_add(c.connected_ns,
+                                               cfg_.hello_timeout_ns)
+                                     : kNever;
+    }
+    if (c.throttled) {
+        return kNever;
+    }
+    if (c.partial) {
+        *why = "left a message unfinished (--partial-timeout)";
+        return cfg_.partial_timeout_ns ? sat_add(c.partial_ns,
+                                                 cfg_.partial_timeout_ns)
+                                       : kNever;
+    }
+    if (c.gids.empty() && cfg_.idle_timeout_ns) {
+        *why = "idle, holding no GID (--idle-timeout)";
+        return sat_add(c.active_ns, cfg_.idle_timeout_ns);
+    }
+    return kNever;
+}
+
+/* The next time expire() has something to do.  O(clients) per wakeup. */
+uint64_t Mux::next_deadline() const
+{
+    uint64_t next = kNever;
+    for (const auto &[id, c] : clients_) {
+        if (c->dead) {
+            continue;
+        }
+        const char *why;
+        next = std::min(next, close_at(*c, &why));
+        if (c->throttled) {
+            next = std::min(next, c->resume_ns);
+        }
+    }
+    return next;
+}
+
+/* Resumes throttled clients whose wait is over, closes the timed out. */
+void Mux::expire()
+{
+    uint64_t t = now();
+    for (auto &[id, cp] : clients_) {
+        Client &c = *cp;
+        if (!c.dead && c.throttled && t >= c.resume_ns) {
+            c.throttled = false;
+            parse(c);
+        }
+        const char *why = "";
+        if (!c.dead && t >= close_at(c, &why)) {
+            stats_.clients_timed_out++;
+            close_client(c, Level::info, std::string("closed: ") + why);
+        }
+    }
 }
 
 void Mux::reap()
@@ -849,7 +1063,11 @@ void Mux::log_stats() const
                     std::to_string(stats_.clients_accepted) + " accepted, " +
                     std::to_string(stats_.clients_refused) + " refused, " +
                     std::to_string(stats_.clients_violated) +
-                    " closed for protocol violations; GIDs claimed: " +
+                    " closed for protocol violations, " +
+                    std::to_string(stats_.clients_timed_out) +
+                    " timed out; GID requests throttled " +
+                    std::to_string(stats_.gid_throttled) +
+                    " times; GIDs claimed: " +
                     std::to_string(claims_.size()) + "; MADs: " +
                     std::to_string(stats_.mads_sent) + " sent, " +
                     std::to_string(stats_.mads_received) + " received, " +
@@ -863,6 +1081,9 @@ void Mux::log_stats() const
             s += "; receive dropped " + std::string(drop_name(Drop(i))) +
                  ": " + std::to_string(stats_.rx_drops[i]);
         }
+    }
+    if (uint64_t n = log_lines_dropped()) {
+        s += "; log lines dropped (stderr full): " + std::to_string(n);
     }
     log(Level::info, s);
 }

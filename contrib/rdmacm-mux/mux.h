@@ -7,10 +7,14 @@
  *
  * Single-threaded: one epoll set (listening socket, the port's MAD and
  * event fds, clients, and whatever the caller watches: the signalfd).
- * Everything is bounded: clients, GIDs per client, each client's output
- * queue (MADs beyond it are dropped: the CM retransmits), MAD_SENDs per
- * second per client, work per wakeup.  A client that breaks the framing is
- * closed; nobody else notices.
+ * Everything is bounded: clients (in all, per pid, per uid), GIDs per
+ * client, each client's output queue (MADs beyond it are dropped: the CM
+ * retransmits), MAD_SENDs per second per client (beyond: dropped), GID
+ * requests per second per client (beyond: the client is not read until it
+ * may ask again), how long a client may take to say HELLO or finish a
+ * message or sit idle holding nothing, work per wakeup, log lines a client
+ * can provoke.  A client that breaks the framing or a timeout is closed;
+ * nobody else notices.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -37,10 +41,21 @@ namespace rdmacm_mux {
 
 struct Config {
     size_t max_clients = 64;
+    /* Connected clients one peer (SO_PEERCRED) may have; 0: max_clients. */
+    size_t max_per_pid = 8;
+    size_t max_per_uid = 0;
     size_t max_gids = 16;       /* per client */
     size_t queue_mads = 64;     /* per client: MAD_RECVs waiting to be sent */
     uint32_t mad_rate = 100;    /* MAD_SENDs per second per client ... */
     uint32_t mad_burst = 32;    /* ... after a burst of this many */
+    uint32_t gid_rate = 20;     /* GID_ADD/GID_DEL per second per client ... */
+    uint32_t gid_burst = 32;    /* ... after a burst of this many */
+    /* A client is closed that has not said HELLO this long after it
+     * connected, that leaves a message unfinished this long, or that holds
+     * no GID and has said nothing this long.  0: no limit. */
+    uint64_t hello_timeout_ns = 10000000000ull;
+    uint64_t partial_timeout_ns = 10000000000ull;
+    uint64_t idle_timeout_ns = 600000000000ull;
     /* Empty: anyone who can open the socket.  Else a uid or gid listed. */
     std::vector<uid_t> allow_uids;
     std::vector<gid_t> allow_gids;
@@ -60,6 +75,8 @@ struct Stats {
     uint64_t clients_accepted = 0;
     uint64_t clients_refused = 0;   /* full, or not on the allow-list */
     uint64_t clients_violated = 0;  /* closed for breaking the protocol */
+    uint64_t clients_timed_out = 0; /* closed by a timeout */
+    uint64_t gid_throttled = 0;     /* times a client's GID requests waited */
     uint64_t mads_sent = 0;         /* MAD_SEND -> host port */
     uint64_t mads_received = 0;     /* read from the host port */
     uint64_t mads_delivered = 0;    /* host port -> MAD_RECV */
@@ -88,7 +105,8 @@ public:
     uint64_t add_client(int fd, const Peer &peer);
 
     /*
-     * Waits up to @timeout_ms (-1: forever) for events and handles them.
+     * Waits up to @timeout_ms (-1: forever) for events and handles them;
+     * returns earlier when a client's timeout or throttle ends.
      * @returns false once the host port has failed: the daemon must exit.
      */
     bool poll(int timeout_ms);
@@ -106,6 +124,12 @@ private:
     void on_client(Client &c, uint32_t events);
     void on_port_mads(uint32_t events);
     void read_client(Client &c);
+    void parse(Client &c);
+    bool take_gid_token(Client &c);
+    uint64_t close_at(const Client &c, const char **why) const;
+    uint64_t next_deadline() const;
+    void expire();
+    size_t peer_clients(const Peer &peer, bool by_pid) const;
     void handle(Client &c, uint16_t type, uint32_t seq, const uint8_t *p);
     void on_hello(Client &c, const uint8_t *p);
     void on_gid(Client &c, uint16_t type, uint32_t seq, const uint8_t *p);
@@ -143,6 +167,8 @@ private:
     std::array<RateLimit, kDropCount> tx_log_;
     std::array<RateLimit, kDropCount> rx_log_;
     RateLimit refuse_log_;
+    /* Connects, HELLOs and closes: any allowed peer can make them. */
+    RateLimit conn_log_{100000000, 64};
 };
 
 } // namespace rdmacm_mux

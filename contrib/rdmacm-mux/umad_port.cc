@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include "log.h"
@@ -227,6 +228,19 @@ bool UmadPort::gid_table(std::vector<HostGid> *out)
         out->push_back(h);
     }
     return true;
+}
+
+bool UmadPort::gid_at(uint32_t index, Gid *out)
+{
+    ibv_gid g;
+    if (index > INT_MAX ||
+        ibv_query_gid(ctx_, static_cast<uint8_t>(port_),
+                      static_cast<int>(index), &g)) {
+        return false;
+    }
+    std::memcpy(out->data(), g.raw, out->size());
+    return std::any_of(out->begin(), out->end(),
+                       [](uint8_t b) { return b != 0; });
 }
 
 bool UmadPort::drain_events()

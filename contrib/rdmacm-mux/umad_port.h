@@ -37,6 +37,7 @@ public:
                  size_t len) override;
     int recv_mad(ReceivedMad *out) override;
     bool gid_table(std::vector<HostGid> *out) override;
+    bool gid_at(uint32_t index, Gid *out) override;
     uint32_t pkey_table_len() const override { return pkey_tbl_len_; }
     bool drain_events() override;
 

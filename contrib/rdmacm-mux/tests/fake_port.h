@@ -94,6 +94,17 @@ public:
         *out = gids;
         return true;
     }
+    bool gid_at(uint32_t index, Gid *out) override
+    {
+        gid_queries++;
+        for (const HostGid &h : gids) {
+            if (h.index == index) {
+                *out = h.gid;
+                return true;
+            }
+        }
+        return false;
+    }
     uint32_t pkey_table_len() const override { return 1; }
     bool drain_events() override
     {
@@ -116,6 +127,7 @@ public:
     int send_ret = 0;
     int recv_error = 0;
     unsigned gid_reads = 0;
+    unsigned gid_queries = 0;
 
 private:
     static void kick(int efd)

@@ -2,8 +2,8 @@
  * libFuzzer target: the mux against up to four clients on socketpairs and a
  * fake host port, driven by the input as a script of steps -- a client
  * connects, writes bytes, reads, hangs up; a MAD arrives from the host; the
- * host GID table changes; time passes.  Finds what the sanitizers see in
- * framing, claims, routing and the bounds.  Built with -Dfuzz=true
+ * host GID table changes; time passes (timeouts, throttles).  Finds what
+ * the sanitizers see in framing, claims, routing and the bounds.  Built with -Dfuzz=true
  * (scripts/fuzz.sh builds it in build/unit-san).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -85,7 +85,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FakePort port;
     Config cfg;
     cfg.max_clients = 3;
+    cfg.max_per_pid = 2; /* clients 0 and 2 are one process, 1 and 3 one */
     cfg.max_gids = 2;
+    cfg.gid_burst = 4;
     cfg.queue_mads = 2;
     cfg.mad_burst = 4;
     cfg.now_ns = [&clock] { return clock; };
@@ -113,7 +115,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             int small = 4096;
             setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
             fds[k] = sv[1];
-            mux.add_client(sv[0], Peer{1, 0, 0, {}});
+            mux.add_client(sv[0], Peer{1 + (k & 1), 0, 0, {}});
             break;
         }
         case 1: { /* client k writes up to 255 bytes of the input */

@@ -1,6 +1,7 @@
 /*
  * rdmacm-mux: bounds -- each client's output queue, its MAD rate, the
- * number of clients, who may connect (SO_PEERCRED through a real socket).
+ * number of clients, in all and per peer, who may connect (SO_PEERCRED
+ * through a real socket).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -62,6 +63,7 @@ TEST_F(MuxTest, MadsBeyondTheQueueOfASlowClientAreDropped)
 TEST_F(MuxTest, ClientThatNeverReadsItsRepliesIsClosed)
 {
     cfg.queue_mads = 1;
+    cfg.gid_burst = 1000000; /* not the GID request bucket's test */
     Conn &a = hello();
     Conn &b = hello();
     small_buffers(a.fd);
@@ -128,6 +130,55 @@ TEST_F(MuxTest, ClientCountIsBounded)
     pump();
     Conn &d = hello();
     EXPECT_NE(d.id, 0u);
+}
+
+TEST_F(MuxTest, OnePeerCannotTakeEverySlot)
+{
+    cfg.max_clients = 6;
+    cfg.max_per_pid = 2;
+    cfg.max_per_uid = 4;
+    /* pid 100 (uid 1000) tries to take every slot. */
+    EXPECT_NE(connect({100, 1000, 1000, {}}).id, 0u);
+    EXPECT_NE(connect({100, 1000, 1000, {}}).id, 0u);
+    Conn &third = connect({100, 1000, 1000, {}});
+    EXPECT_EQ(third.id, 0u);
+    EXPECT_TRUE(closed(third));
+    /* Its uid from other processes: up to the uid's cap. */
+    EXPECT_NE(connect({101, 1000, 1000, {}}).id, 0u);
+    EXPECT_NE(connect({102, 1000, 1000, {}}).id, 0u);
+    EXPECT_EQ(connect({103, 1000, 1000, {}}).id, 0u);
+    EXPECT_EQ(mux->stats().clients_refused, 2u);
+    /* Another uid still gets in. */
+    EXPECT_NE(connect({200, 2000, 2000, {}}).id, 0u);
+    bool named = false;
+    for (const std::string &l : logs) {
+        named = named || l.find("--max-per-pid") != std::string::npos;
+    }
+    EXPECT_TRUE(named) << "the refusal names the option";
+}
+
+TEST_F(MuxTest, PeerSlotsComeBackWhenItsClientsLeave)
+{
+    cfg.max_per_pid = 1;
+    Conn &a = connect({100, 1000, 1000, {}});
+    ASSERT_NE(a.id, 0u);
+    EXPECT_EQ(connect({100, 1000, 1000, {}}).id, 0u);
+    close(a.fd);
+    a.fd = -1;
+    pump();
+    EXPECT_NE(connect({100, 1000, 1000, {}}).id, 0u);
+}
+
+TEST_F(MuxTest, ManyVmsUnderOneUidFitTheDefaults)
+{
+    /* libvirt runs every QEMU as one user: the defaults take a full
+     * house of them, a few devices each. */
+    Config defaults;
+    for (size_t i = 0; i < defaults.max_clients; i++) {
+        pid_t pid = 1000 + static_cast<pid_t>(i / 2); /* two devices each */
+        EXPECT_NE(connect({pid, 64055, 64055, {}}).id, 0u) << i;
+    }
+    EXPECT_EQ(mux->stats().clients_refused, 0u);
 }
 
 TEST_F(MuxTest, AllowListIsByUidOrGroup)

@@ -137,6 +137,55 @@ TEST_F(MuxTest, GidChangeEventRereadsTheTable)
     EXPECT_FALSE(get(a));
 }
 
+TEST_F(MuxTest, MadOnAnIndexThatChangedHandsIsNotDeliveredToTheOldOwner)
+{
+    Conn &a = hello();
+    Conn &b = hello();
+    ASSERT_EQ(claim(a, gid_of(1)), RDMACM_MUX_OK);
+    ASSERT_EQ(claim(b, gid_of(2)), RDMACM_MUX_OK);
+    /* The host replaced a's address at index 1 (say with b's, re-added
+     * there); the change event has not been read yet. */
+    port.gids[1].gid = gid_of(5);
+    port.deliver(host_mad(1, 0x11));
+    pump();
+    EXPECT_FALSE(get(a)) << "delivered to the index's previous owner";
+    EXPECT_FALSE(get(b));
+    EXPECT_EQ(rx(Drop::recv_stale_gid), 1u);
+    /* The mux knows the table is stale now: the next MAD on that index
+     * meets the table as it is (gid 5, nobody's). */
+    port.deliver(host_mad(1, 0x12));
+    pump();
+    EXPECT_FALSE(get(a));
+    EXPECT_EQ(rx(Drop::recv_no_owner), 1u);
+    /* A MAD on an index that did not change is delivered as before. */
+    port.deliver(host_mad(2));
+    EXPECT_TRUE(get(b));
+}
+
+TEST_F(MuxTest, MadSendIsNotSentFromAnIndexThatChangedHands)
+{
+    Conn &a = hello();
+    Conn &b = hello();
+    ASSERT_EQ(claim(a, gid_of(3)), RDMACM_MUX_OK);
+    ASSERT_EQ(claim(b, gid_of(2)), RDMACM_MUX_OK);
+    /* Unseen by the mux: a's GID moved to index 7, and index 3 now holds
+     * b's address.  Sending "from index 3" would send as b. */
+    port.gids[3].gid = gid_of(2);
+    port.gids.push_back({gid_of(3), 7, GidType::roce_v2});
+    put(a, mad_send_msg(gid_of(3)));
+    pump();
+    for (const auto &s : port.sent) {
+        EXPECT_NE(s.addr.gid_index, 3u) << "sent with b's source GID";
+    }
+    EXPECT_EQ(tx(Drop::sgid_stale), 1u);
+    /* The CM's retransmission goes out from the GID's new index. */
+    port.sent.clear();
+    put(a, mad_send_msg(gid_of(3)));
+    pump();
+    ASSERT_EQ(port.sent.size(), 1u);
+    EXPECT_EQ(port.sent[0].addr.gid_index, 7u);
+}
+
 TEST_F(MuxTest, HostPortFailureEndsTheLoop)
 {
     start();

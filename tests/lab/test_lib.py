@@ -453,6 +453,14 @@ class KernelTrouble(InTempDir):
         self.assertEqual(log, self.tmp / 'dmesg.txt')
         self.assertEqual(lines, ['[2] BUG: kernel NULL pointer dereference', '[3] Call Trace:'])
 
+    def test_lockups_and_stalls(self):
+        (self.tmp / 'dmesg.txt').write_text(
+            '[1] NMI watchdog: Watchdog detected hard LOCKUP on cpu 1\n'
+            '[2] rcu: INFO: rcu_preempt self-detected stall on CPU\n'
+            '[3] watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [x:1]\n'
+            '[4] rcu: 1-...!: (2 ticks this GP)\n')
+        self.assertEqual(len(kernel_trouble(self.tmp)[1]), 3)
+
     def test_no_log(self):
         (self.tmp / 'dmesg.txt').write_text('')
         self.assertEqual(kernel_trouble(self.tmp), (None, []))

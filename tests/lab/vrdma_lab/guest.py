@@ -19,8 +19,11 @@ def kill_all():
         g.kill()
 
 
-# What a kernel log must not hold: an oops, a BUG, a WARNING and the like.
-KERNEL_TROUBLE = re.compile(r'BUG:|Oops|WARNING:|Call Trace|general protection|refcount_t')
+# What a kernel log must not hold: an oops, a BUG, a WARNING and the like,
+# and the lockup and RCU stall reports (a hard LOCKUP and an RCU stall need
+# not say BUG:).
+KERNEL_TROUBLE = re.compile(r'BUG:|Oops|WARNING:|Call Trace|general protection|refcount_t'
+                            r'|soft lockup|hard LOCKUP|rcu: INFO:')
 
 
 def kernel_trouble(out):

@@ -11,10 +11,13 @@
 #ifndef VRDMA_H
 #define VRDMA_H
 
+#include <linux/completion.h>
+#include <linux/mutex.h>
 #include <linux/netdevice.h>
 #include <linux/pci.h>
 #include <linux/spinlock.h>
 #include <linux/virtio.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
@@ -24,15 +27,21 @@
 #include "vrdma_compat.h"
 
 #define VRDMA_PORT 1
-/* Under TCG a large REG_USER_MR takes a while: be generous. */
-#define VRDMA_CTRL_TIMEOUT_NS (30ULL * NSEC_PER_SEC)
 
-/* The control buffer: one command in flight, DMA-able (never on a stack). */
+/* A control command's buffer, DMA-able (never on a stack). */
 struct vrdma_ctrl_buf {
 	u8 cmd;
 	u8 pad[7];
 	u8 req[256];
 	u8 status_rsp[1 + 256];	/* status byte, then the response */
+};
+
+/* A buffer and its state (vrdma_ctrl.c): the device's, or one object's. */
+struct vrdma_ctrl_req {
+	struct vrdma_ctrl_buf buf;
+	atomic_t state;
+	struct completion done;	/* answered, for a sleeper */
+	int cqn;		/* >= 0: a CQ's arm, its event due if abandoned */
 };
 
 /* A CQ virtqueue with its 48-byte buffers, posted for the device's life. */
@@ -53,11 +62,15 @@ struct vrdma_dev {
 	bool wire_qpn;		/* VIRTIO_RDMA_F_WIRE_QPN negotiated */
 	bool event_queue;	/* VIRTIO_RDMA_F_EVENT_QUEUE negotiated */
 
-	/* Control queue: one command at a time, busy-polled. */
+	/* Control queue (vrdma_ctrl.c). */
 	struct virtqueue *ctrl_vq;
-	spinlock_t ctrl_lock;
-	struct vrdma_ctrl_buf *ctrl;
-	bool ctrl_dead;		/* a command timed out: its buffer is lost */
+	spinlock_t ctrl_lock;		/* the virtqueue, never held to wait */
+	struct mutex ctrl_mutex;	/* sleepers, one at a time, in ctrl */
+	struct vrdma_ctrl_req *ctrl;
+	bool ctrl_dead;		/* the queue broke: nothing comes back */
+	/* cqn -> an abandoned arm came back: raise the CQ's event. */
+	unsigned long *ctrl_events;
+	struct work_struct ctrl_events_work;
 
 	unsigned int nvqs;
 	struct virtqueue **vqs;
@@ -104,6 +117,8 @@ struct vrdma_cq {
 	spinlock_t lock;
 	/* A CQE taken ahead by req_notify_cq(REPORT_MISSED_EVENTS). */
 	struct virtio_rdma_cq_req *peeked;
+	/* Kernel CQs arm in atomic context, with this buffer. */
+	struct vrdma_ctrl_req arm;
 };
 
 struct vrdma_slot;
@@ -153,6 +168,8 @@ struct vrdma_mr {
 	u64 **l2;
 	u32 max_pages;
 	u32 npages;
+	/* map_mr_sg runs in atomic context, with this buffer. */
+	struct vrdma_ctrl_req map;
 };
 
 static inline struct vrdma_dev *to_vdev(struct ib_device *ib)
@@ -197,8 +214,14 @@ static inline unsigned int vrdma_vq_event(struct vrdma_dev *dev)
 /* vrdma_ctrl.c */
 int vrdma_ctrl_init(struct vrdma_dev *dev);
 void vrdma_ctrl_fini(struct vrdma_dev *dev);
+void vrdma_ctrl_req_init(struct vrdma_ctrl_req *r, int cqn);
+bool vrdma_ctrl_req_busy(struct vrdma_ctrl_req *r);
+void vrdma_ctrl_reap(struct vrdma_dev *dev);
+void vrdma_ctrl_vq_done(struct virtqueue *vq);
 int vrdma_cmd(struct vrdma_dev *dev, u8 cmd, const void *req, size_t req_len,
 	      void *rsp, size_t rsp_len);
+int vrdma_cmd_atomic(struct vrdma_dev *dev, struct vrdma_ctrl_req *r, u8 cmd,
+		     const void *req, size_t req_len, void *rsp, size_t rsp_len);
 
 /* vrdma_netdev.c */
 int vrdma_netdev_init(struct vrdma_dev *dev);
@@ -233,6 +256,7 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
 int vrdma_cqvq_prepare(struct vrdma_dev *dev, u32 cqn);
 void vrdma_cqvq_drain(struct vrdma_cq *cq);
 void vrdma_cq_vq_done(struct virtqueue *vq);
+void vrdma_cq_late_events(struct work_struct *w);
 void vrdma_event_vq_done(struct virtqueue *vq);
 int vrdma_event_init(struct vrdma_dev *dev);
 /* vrdma_qp.c: request buffers of a work queue (wq->lock held) */

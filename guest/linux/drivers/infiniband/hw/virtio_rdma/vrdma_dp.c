@@ -3,39 +3,26 @@
  * The data path: post_send / post_recv, poll_cq, req_notify_cq, and the
  * interrupts that carry CQ notifications.  Every function here may run in
  * atomic context (ib_cq pollers in softirq, block drivers' queue_rq), so
- * only spinlocks and GFP_ATOMIC.
+ * only spinlocks and GFP_ATOMIC; only a user CQ's arm (uverbs, process
+ * context) sleeps for its answer.
  *
  * Posting builds one device-readable buffer per work request from the QP's
  * pool (the layout of docs/specs/virtio-rdma.rst); the device copies it and
  * returns the buffer at once, so a full pool is refilled by reclaiming.
+ * The pool holds max_wr buffers and the device takes a request before it
+ * completes it: a pool still empty after reclaiming means max_wr requests
+ * outstanding, a full queue, and the post fails at once with -ENOMEM
+ * instead of waiting for the device.
  * Values from user space arrive here through uverbs, already copied into
  * kernel structures; what the device cannot take is refused here with
  * -EINVAL and bad_wr, before anything is posted.
  */
-#include <linux/ktime.h>
 #include <linux/scatterlist.h>
 
 #include "vrdma.h"
 
 /* rdma-core's IBV_WC_WITH_INV: user space numbers wc_flags differently. */
 #define VRDMA_UVERBS_WC_WITH_INV (1u << 3)
-/* How long a poster waits for the device to return request buffers. */
-#define VRDMA_POST_WAIT_NS (1ULL * NSEC_PER_SEC)
-
-static struct vrdma_slot *vrdma_wq_get_wait(struct vrdma_wq *wq)
-{
-	struct vrdma_slot *s = vrdma_wq_get(wq);
-	ktime_t deadline;
-
-	if (s)
-		return s;
-	virtqueue_kick(wq->vq);
-	deadline = ktime_add_ns(ktime_get(), VRDMA_POST_WAIT_NS);
-	while (!(s = vrdma_wq_get(wq)) && ktime_before(ktime_get(), deadline) &&
-	       !virtqueue_is_broken(wq->vq))
-		cpu_relax();
-	return s;
-}
 
 static int vrdma_sges(struct virtio_rdma_sge *d, const struct ib_sge *s, int n)
 {
@@ -173,7 +160,7 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	}
 	spin_lock_irqsave(&wq->lock, flags);
 	for (; wr; wr = wr->next) {
-		struct vrdma_slot *s = vrdma_wq_get_wait(wq);
+		struct vrdma_slot *s = vrdma_wq_get(wq);
 		int len;
 
 		if (!s) {
@@ -228,7 +215,7 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			err = -ENOMEM;
 			break;
 		}
-		s = vrdma_wq_get_wait(wq);
+		s = vrdma_wq_get(wq);
 		if (!s) {
 			err = -ENOMEM;
 			break;
@@ -436,12 +423,26 @@ int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 				     VIRTIO_RDMA_NOTIFY_SOLICITED :
 				     VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION),
 	};
+	struct vrdma_dev *dev = to_vdev(ibcq->device);
 	unsigned long irqflags;
 	unsigned int len;
 	int err, missed = 0;
 
-	err = vrdma_cmd(to_vdev(ibcq->device), VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
-			&cmd, sizeof(cmd), NULL, 0);
+	/* Only uverbs arms a user CQ, from a system call. */
+	if (ibcq->uobject)
+		err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ, &cmd,
+				sizeof(cmd), NULL, 0);
+	else
+		err = vrdma_cmd_atomic(dev, &cq->arm,
+				       VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ, &cmd,
+				       sizeof(cmd), NULL, 0);
+	/*
+	 * The device has yet to see the arm (-EINPROGRESS), or an earlier one
+	 * still (-EBUSY): when it answers, vrdma_cq_late_events() raises the
+	 * CQ's event, which covers any CQE this arm would report as missed.
+	 */
+	if (err == -EINPROGRESS || err == -EBUSY)
+		return 0;
 	if (err)
 		return err;
 	/*
@@ -472,6 +473,18 @@ static void vrdma_cq_event(struct vrdma_dev *dev, u32 cqn)
 	if (cq && cq->ibcq.comp_handler)
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 	spin_unlock_irqrestore(&dev->cq_table_lock, flags);
+}
+
+/* The CQs whose abandoned arms came back (vrdma_ctrl.c): their events. */
+void vrdma_cq_late_events(struct work_struct *w)
+{
+	struct vrdma_dev *dev = container_of(w, struct vrdma_dev,
+					     ctrl_events_work);
+	unsigned int cqn;
+
+	for_each_set_bit(cqn, dev->ctrl_events, dev->max_cq)
+		if (test_and_clear_bit(cqn, dev->ctrl_events))
+			vrdma_cq_event(dev, cqn);
 }
 
 /* Without the event queue: the CQ's own queue interrupts when armed. */

@@ -3,10 +3,10 @@
  * virtio-rdma guest driver: probe, virtqueues, removal.
  *
  * Queues (docs/specs/virtio-rdma.rst): control, one per CQ, two per QP
- * index, and with VIRTIO_RDMA_F_EVENT_QUEUE one event queue.  Only the
- * event queue (or, without it, each CQ queue) has a callback: the control
- * queue is polled and the SQ/RQ queues are reclaimed when posting, so they
- * need no interrupt vector.
+ * index, and with VIRTIO_RDMA_F_EVENT_QUEUE one event queue.  The control
+ * queue's callback wakes the commands waiting for answers; the event queue
+ * (or, without it, each CQ queue) has one for CQ events.  The SQ/RQ queues
+ * are reclaimed when posting, so they need no interrupt vector.
  */
 #include <linux/module.h>
 #include <linux/virtio_config.h>
@@ -75,6 +75,7 @@ static int vrdma_init_vqs(struct vrdma_dev *dev)
 	if (!dev->vqs || !cbs || !names)
 		goto out;
 	names[0] = "ctrl";
+	cbs[0] = vrdma_ctrl_vq_done;
 	for (i = 0; i < dev->max_cq; i++) {
 		names[vrdma_vq_cq(i)] = "cq";
 		cbs[vrdma_vq_cq(i)] = dev->event_queue ? NULL : vrdma_cq_vq_done;
@@ -160,7 +161,7 @@ static int vrdma_probe(struct virtio_device *vdev)
 		goto err_queues;
 	err = vrdma_ctrl_init(dev);
 	if (err)
-		goto err_queues;
+		goto err_ctrl;
 	err = vrdma_init_vqs(dev);
 	if (err)
 		goto err_ctrl;

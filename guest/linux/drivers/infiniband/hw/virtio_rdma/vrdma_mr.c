@@ -3,7 +3,8 @@
  * Memory regions: DMA MRs (kernel), user MRs (ib_umem -> a two-level page
  * table the device reads once during REG_USER_MR, freed after it), and
  * fast-registration MRs (a table kept for the MR's life and rewritten by
- * every map_mr_sg, which block drivers call in atomic context).
+ * every map_mr_sg, which block drivers call in atomic context: its command
+ * goes in the MR's own control buffer, vrdma_cmd_atomic()).
  *
  * The device works in 4 KiB pages and guest-physical addresses: with no
  * VIRTIO_F_ACCESS_PLATFORM the DMA addresses of our PCI function are
@@ -190,6 +191,7 @@ struct ib_mr *vrdma_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
+	vrdma_ctrl_req_init(&mr->map, -1);
 	err = vrdma_pt_alloc(mr, max_num_sg, GFP_KERNEL);
 	if (err)
 		goto err_free;
@@ -227,6 +229,9 @@ int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 	/* The device's pages are 4 KiB; ULPs on x86 ask for exactly that. */
 	if (ibmr->page_size != VIRTIO_RDMA_PAGE_SIZE)
 		return -EINVAL;
+	/* An earlier map the device has yet to answer still reads the table. */
+	if (vrdma_ctrl_req_busy(&mr->map))
+		return -EAGAIN;
 	mr->npages = 0;
 	n = ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, vrdma_set_page);
 	if (n <= 0 || !mr->npages)
@@ -236,8 +241,12 @@ int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 	cmd.start = cpu_to_le64(ibmr->iova);
 	cmd.length = cpu_to_le64(ibmr->length);
 	cmd.pages = cpu_to_le64(virt_to_phys(mr->l1));
-	err = vrdma_cmd(to_vdev(ibmr->device), VIRTIO_RDMA_CMD_MAP_MR_SG, &cmd,
-			sizeof(cmd), &r, sizeof(r));
+	err = vrdma_cmd_atomic(to_vdev(ibmr->device), &mr->map,
+			       VIRTIO_RDMA_CMD_MAP_MR_SG, &cmd, sizeof(cmd),
+			       &r, sizeof(r));
+	/* Not answered in time: a block driver retries on -EAGAIN. */
+	if (err == -EINPROGRESS || err == -EBUSY)
+		return -EAGAIN;
 	return err ? err : n;
 }
 

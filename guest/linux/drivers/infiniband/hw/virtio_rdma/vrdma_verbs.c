@@ -252,6 +252,7 @@ static int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *att
 	}
 	cq->cqn = cqn;
 	cq->cv = &dev->cqvqs[cqn];
+	vrdma_ctrl_req_init(&cq->arm, cqn);
 	spin_lock_init(&cq->lock);
 	ibcq->cqe = attr->cqe;
 	err = vrdma_cqvq_prepare(dev, cqn);
@@ -287,6 +288,8 @@ static int vrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	spin_lock_irqsave(&dev->cq_table_lock, flags);
 	dev->cqs[cq->cqn] = NULL;
 	spin_unlock_irqrestore(&dev->cq_table_lock, flags);
+	/* An abandoned arm came back before DESTROY_CQ: its event is moot. */
+	clear_bit(cq->cqn, dev->ctrl_events);
 	vrdma_cqvq_drain(cq);
 	return 0;
 }

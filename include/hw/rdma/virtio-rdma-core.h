@@ -41,6 +41,23 @@ typedef struct VrdmaCore VrdmaCore;
 #define VRDMA_MAX_QUEUE_SIZE 1024
 
 /* Device limits, fixed at realize. */
+/*
+ * The GIDs management allows a device to claim and use as its source
+ * (property allowed-gids; docs/system/devices/virtio-rdma.rst, "Tenant
+ * isolation"): address prefixes.  An IPv4 address a.b.c.d/n is the GID
+ * ::ffff:a.b.c.d with len 96 + n.
+ */
+#define VRDMA_GID_ALLOW_MAX 64
+typedef struct VrdmaGidPrefix {
+    uint8_t gid[16];         /* network order; bits past len are zero */
+    uint8_t len;             /* prefix length in bits, 0..128 */
+} VrdmaGidPrefix;
+
+typedef struct VrdmaGidAllow {
+    VrdmaGidPrefix prefix[VRDMA_GID_ALLOW_MAX];
+    uint32_t n;              /* 0: no allow-list was given */
+} VrdmaGidAllow;
+
 typedef struct VrdmaLimits {
     uint32_t max_qp;         /* QP numbers 0..max_qp-1; 0 unused, 1 = GSI */
     uint32_t max_cq;         /* CQ numbers 0..max_cq-1 */

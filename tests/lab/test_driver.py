@@ -29,6 +29,9 @@ on both while another registers large MRs (guest/tests/vrdma-storm.c):
 no error, the armers slept for their answers, the control queue alive
 after it, no lockup or RCU stall in the kernel log.
 
+no-direct-dma (class DirectDma): a guest booted with swiotlb=force, where
+DMA addresses are not guest-physical: the driver refuses to probe.
+
 The CI runs vr on 6.1 only (on 6.12 vv, the driver against itself: against
 rxe the wire is the device's, the same on both kernels): Vr.kernels.
 
@@ -499,6 +502,46 @@ class Storm(LabTest):
                       f'({g.status()})')
         self.assertKernelClean(g)
         self.note('; '.join(l.split(': ', 1)[-1] for l in lines[:2]))
+
+
+class DirectDma(LabTest):
+    """no-direct-dma: a guest booted with swiotlb=force, where the DMA
+    addresses of our PCI function are bounce buffers: the driver must not
+    probe (the device would read and write guest memory at addresses that
+    are not the data's).  driver/dma.sh loads the module by hand."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if as_rxe():
+            raise unittest.SkipTest('LAB_DRV_AS=rxe: the check is the driver\'s')
+        ko = module_path(cls.env)
+        check_built(ko, provider_dir())
+        g = Guest(cls.env, cls.part_dir / 'no-direct-dma',
+                  'lab.ip=10.77.1.32/24 lab.run=/lab/driver/dma.sh swiotlb=force',
+                  net.dgram(net.free_port('udp'), net.free_port('udp')),
+                  '52:54:00:77:01:32', vrdma=True)
+        (g.out / 'env').write_text(f'KO={ko}\n')
+        cls.addClassCleanup(g.kill)
+        cls.guest = g.start(limit=BOOT)
+        g.wait()
+
+    @quick
+    @timeout(BOOT + 30)
+    def test_no_direct_dma(self):
+        """No vrdma0, and the kernel log says why (issue 25: the driver
+        used DMA-API addresses as guest-physical ones)."""
+        g = self.guest
+        try:
+            devices = (g.out / 'devices.txt').read_text().split()
+            dmesg = (g.out / 'dmesg.txt').read_text(errors='replace')
+        except FileNotFoundError:
+            self.fail(f'the job did not end ({g.status()})')
+        self.assertNotIn('vrdma0', devices,
+                         'probed although DMA addresses are not guest-physical')
+        self.assertIn('virtio-rdma needs direct DMA', dmesg)
+        self.assertKernelClean(g)
+        self.note(f'devices: {" ".join(devices) or "none"}')
 
 
 if __name__ == '__main__':

@@ -8,6 +8,7 @@
  * (or, without it, each CQ queue) has one for CQ events.  The SQ/RQ queues
  * are reclaimed when posting, so they need no interrupt vector.
  */
+#include <linux/dma-mapping.h>
 #include <linux/module.h>
 #include <linux/virtio_config.h>
 
@@ -117,6 +118,37 @@ static void vrdma_free_queues(struct vrdma_dev *dev)
 	kfree(dev->vqs);
 }
 
+/*
+ * The device reads guest-physical addresses, and what we give it comes from
+ * the DMA API of our PCI function (the IB core's ib_dma_map_sg, the block
+ * ULPs' map_mr_sg lists) or virt_to_phys: the two must be the same.  They
+ * are not behind a translating IOMMU or with bounce buffers (swiotlb=force,
+ * encrypted guest memory), where the device would read and write whatever
+ * lies at those numbers: refuse to probe.  One page mapped tells.
+ */
+static int vrdma_check_direct_dma(struct virtio_device *vdev,
+				  struct device *dma)
+{
+	struct page *page = alloc_page(GFP_KERNEL);
+	dma_addr_t addr;
+	int err = 0;
+
+	if (!page)
+		return -ENOMEM;
+	addr = dma_map_page(dma, page, 0, PAGE_SIZE, DMA_BIDIRECTIONAL);
+	if (dma_mapping_error(dma, addr)) {
+		err = -EIO;
+	} else {
+		if (addr != page_to_phys(page))
+			err = -EOPNOTSUPP;
+		dma_unmap_page(dma, addr, PAGE_SIZE, DMA_BIDIRECTIONAL);
+	}
+	__free_page(page);
+	if (err)
+		dev_err(&vdev->dev, "DMA addresses of this device are not guest-physical (an IOMMU translates them, or bounce buffering is on): virtio-rdma needs direct DMA\n");
+	return err;
+}
+
 static int vrdma_probe(struct virtio_device *vdev)
 {
 	struct vrdma_dev *dev;
@@ -127,6 +159,9 @@ static int vrdma_probe(struct virtio_device *vdev)
 		dev_err(&vdev->dev, "virtio-rdma needs a PCI transport\n");
 		return -ENODEV;
 	}
+	err = vrdma_check_direct_dma(vdev, parent);
+	if (err)
+		return err;
 	dev = ib_alloc_device(vrdma_dev, ib);
 	if (!dev)
 		return -ENOMEM;

@@ -14,6 +14,10 @@
 
 #include "vrdma.h"
 
+/* docs/specs/virtio-rdma.rst, the device configuration's ranges. */
+#define VRDMA_SPEC_MAX_SGE	32
+#define VRDMA_SPEC_MAX_RD_ATOM	16
+
 /* The config space is little-endian and packed: read it whole, convert. */
 #define VRDMA_LE(c, f)                                                      \
 	do {                                                                \
@@ -149,6 +153,42 @@ static int vrdma_check_direct_dma(struct virtio_device *vdev,
 	return err;
 }
 
+/*
+ * The device's limits size our allocations and arrays (a fast-registration
+ * MR's page table holds max_fast_reg_page_list_len entries in one level-1
+ * page): a device beyond the spec's ranges (a confidential VM's host, a
+ * buggy device) gets the spec's bound, not a heap overflow.
+ */
+#define VRDMA_CLAMP(dev, field, max) do {					\
+	if ((dev)->cfg.field > (max)) {						\
+		dev_warn(&(dev)->vdev->dev, #field " %llu above the spec's %llu: clamped\n", \
+			 (unsigned long long)(dev)->cfg.field,			\
+			 (unsigned long long)(max));				\
+		(dev)->cfg.field = (max);					\
+	}									\
+} while (0)
+
+static void vrdma_clamp_config(struct vrdma_dev *dev)
+{
+	/* virtio's largest ring: the queues' sizes, whatever the device says. */
+	const u32 ring_max = 32768;
+
+	VRDMA_CLAMP(dev, max_mr_size,
+		    (u64)VIRTIO_RDMA_MAX_MR_PAGES * VIRTIO_RDMA_PAGE_SIZE);
+	VRDMA_CLAMP(dev, max_fast_reg_page_list_len,
+		    dev->cfg.max_mr_size / VIRTIO_RDMA_PAGE_SIZE);
+	VRDMA_CLAMP(dev, max_qp_wr, ring_max);
+	VRDMA_CLAMP(dev, max_cqe, ring_max);
+	VRDMA_CLAMP(dev, max_send_sge, VRDMA_SPEC_MAX_SGE);
+	VRDMA_CLAMP(dev, max_recv_sge, VRDMA_SPEC_MAX_SGE);
+	VRDMA_CLAMP(dev, max_sge_rd, VRDMA_SPEC_MAX_SGE);
+	VRDMA_CLAMP(dev, max_mr, VIRTIO_RDMA_LIMIT_MAX);
+	VRDMA_CLAMP(dev, max_pd, VIRTIO_RDMA_LIMIT_MAX);
+	VRDMA_CLAMP(dev, max_ah, VIRTIO_RDMA_LIMIT_MAX);
+	VRDMA_CLAMP(dev, max_qp_rd_atom, VRDMA_SPEC_MAX_RD_ATOM);
+	VRDMA_CLAMP(dev, max_qp_init_rd_atom, VRDMA_SPEC_MAX_RD_ATOM);
+}
+
 static int vrdma_probe(struct virtio_device *vdev)
 {
 	struct vrdma_dev *dev;
@@ -172,6 +212,7 @@ static int vrdma_probe(struct virtio_device *vdev)
 	xa_init_flags(&dev->qps, XA_FLAGS_LOCK_IRQ);
 
 	vrdma_read_config(dev);
+	vrdma_clamp_config(dev);
 	dev->max_cq = dev->cfg.max_cq;
 	dev->max_qp = dev->cfg.max_qp;
 	dev->wire_qpn = virtio_has_feature(vdev, VIRTIO_RDMA_F_WIRE_QPN);

@@ -58,6 +58,7 @@
 #include "qobject/qdict.h"
 #include "qobject/qlist.h"
 #include "qobject/qnum.h"
+#include "standard-headers/linux/pci_regs.h"
 #include "standard-headers/linux/virtio_config.h"
 #include "standard-headers/linux/virtio_ring.h"
 #include "libqos/libqos-pc.h"
@@ -176,10 +177,10 @@ static void boot_wire(QVrdmaDev **a, QVrdmaDev **b)
  * The part of qvrdma_dev_boot() after the QEMU is up, for a device at
  * function 1 of @slot in an already running QEMU (two devices in one QEMU).
  */
-static QVrdmaDev *dev_attach(QOSState *qs, int slot, const char *mac)
+static QVrdmaDev *dev_attach_at(QOSState *qs, int devfn, const char *mac)
 {
     QVrdmaDev *d = g_new0(QVrdmaDev, 1);
-    QPCIAddress addr = { .devfn = QPCI_DEVFN(slot, 1) };
+    QPCIAddress addr = { .devfn = devfn };
     unsigned v[6];
     int i;
 
@@ -201,6 +202,11 @@ static QVrdmaDev *dev_attach(QOSState *qs, int slot, const char *mac)
     d->max_cq = le32_to_cpu(d->cfg.max_cq);
     d->max_qp = le32_to_cpu(d->cfg.max_qp);
     return d;
+}
+
+static QVrdmaDev *dev_attach(QOSState *qs, int slot, const char *mac)
+{
+    return dev_attach_at(qs, QPCI_DEVFN(slot, 1), mac);
 }
 
 /*
@@ -1592,10 +1598,11 @@ static void test_netdev_del(const void *opaque)
 }
 
 /*
- * Issue 25: the slot ejected (ACPI) while the engine, in an iothread, has
- * frames staged for the wire, with function 1 created before function 0:
- * the eject takes a slot's functions in reverse creation order, so the NIC
- * goes first.  Both functions go and QEMU answers, in every round; the
+ * Issue 25: the paired NIC unplugged before the device while the device's
+ * engine, in an iothread, has frames staged for the wire.  One round:
+ * device A streams 32 MiB of RDMA WRITEs to device B (another QEMU, over
+ * a dgram wire), and at A's first completion, mid-stream, @unplug takes
+ * A's slot away, NIC first; QEMU must answer and B keep working.  The
  * qtest-san tier runs this under ASan, which sees any use of the NIC after
  * it is gone.
  * Before the fix (d7943e8), under ASan: heap-use-after-free of the NIC's
@@ -1606,91 +1613,182 @@ static void test_netdev_del(const void *opaque)
 #define UNPLUG_QPS      8
 #define UNPLUG_LEN      (256 * 1024)
 
+static void unplug_round(QVrdmaDev *a, QVrdmaDev *b,
+                         void (*unplug)(QVrdmaDev *a))
+{
+    QVrdmaDev *d[2] = { a, b };
+    QVrdmaQp *qp[2][UNPLUG_QPS];
+    struct virtio_rdma_rsp_mr mr[2];
+    struct virtio_rdma_cq_req c;
+    struct virtio_rdma_sge s;
+    QVrdmaCq *cq[2];
+    uint64_t buf[2];
+    uint32_t pdn[2];
+    uint8_t gid[2][16];
+    int i, j, k;
+
+    g_assert_true(qvrdma_dp_engine_in_iothread(a));
+    for (k = 0; k < 2; k++) {
+        qvrdma_gid_ipv4(gid[k], 10, 9, 0, 1 + k);
+        qvrdma_dp_add_gid(d[k], 1, gid[k]);
+        mr[k] = dma_mr(d[k], &pdn[k], ACCESS_ALL);
+        cq[k] = qvrdma_dp_cq_create(d[k], 256);
+        buf[k] = guest_alloc(&d[k]->qs->alloc, UNPLUG_LEN);
+        for (i = 0; i < UNPLUG_QPS; i++) {
+            qp[k][i] = qvrdma_dp_qp_create(d[k], pdn[k], VIRTIO_RDMA_QPT_RC,
+                                           cq[k], cq[k], 1,
+                                           VIRTIO_RDMA_SIGNAL_ALL_WR);
+        }
+    }
+    for (k = 0; k < 2; k++) {
+        for (i = 0; i < UNPLUG_QPS; i++) {
+            QVrdmaPath p = {
+                .dest_qpn = qp[!k][i]->wire_qpn, .sgid_index = 1,
+                .rq_psn = 0x20, .sq_psn = 0x20, .retry_cnt = 7,
+            };
+
+            memcpy(p.dgid, gid[!k], 16);
+            memcpy(p.dmac, d[!k]->mac, 6);
+            qvrdma_dp_rc_connect(d[k], qp[k][i], &p);
+        }
+    }
+    s = sge_at(buf[0], UNPLUG_LEN, le32_to_cpu(mr[0].lkey));
+    for (i = 0; i < UNPLUG_QPS; i++) {
+        qvrdma_dp_batch_begin(&qp[0][i]->sq);
+        for (j = 0; j < 16; j++) {
+            struct virtio_rdma_sq_req wr =
+                qvrdma_wr_rdma(VIRTIO_RDMA_WR_RDMA_WRITE, j, buf[1],
+                               le32_to_cpu(mr[1].rkey));
+
+            qvrdma_dp_post_send(qp[0][i], &wr, &s, 1);
+        }
+        qvrdma_dp_batch_end(&qp[0][i]->sq);
+    }
+    g_assert_true(qvrdma_dp_poll_cq(cq[0], &c, QVRDMA_DP_TIMEOUT_US));
+    unplug(a);
+    for (k = 0; k < 2; k++) {
+        for (i = 0; i < UNPLUG_QPS; i++) {
+            qvrdma_dp_qp_free(qp[k][i]);
+        }
+        qvrdma_dp_cq_free(cq[k]);
+    }
+    check_works(b, "B");
+}
+
+/* ACPI eject with function 1 created first: the eject goes in reverse. */
 static void test_unplug_staged(const void *opaque)
 {
     int round;
 
     for (round = 0; round < UNPLUG_ROUNDS; round++) {
         g_autofree char *na = NULL, *nb = NULL;
-        QVrdmaQp *qp[2][UNPLUG_QPS];
-        struct virtio_rdma_rsp_mr mr[2];
-        struct virtio_rdma_sge s;
-        QVrdmaDev *d[2];
-        QVrdmaCq *cq[2];
-        uint64_t buf[2];
-        uint32_t pdn[2];
-        uint8_t gid[2][16];
-        int pa, pb, i, j, k;
+        QVrdmaDev *a, *b;
+        int pa, pb;
 
-        /* A (function 1 created first, iothread) and B over a dgram wire. */
         qvrdma_free_udp_ports(&pa, &pb);
         na = qvrdma_dgram_netdev(pa, pb);
         nb = qvrdma_dgram_netdev(pb, pa);
-        d[0] = qvrdma_dev_boot_with(&(QVrdmaBoot) {
+        a = qvrdma_dev_boot_with(&(QVrdmaBoot) {
             .netdev = na, .mac = MAC_A, .rdma_opts = RDMA_OPTS,
             .rdma_first = true, .iothread = true,
         });
-        d[1] = qvrdma_dev_boot(nb, MAC_B, RDMA_OPTS);
-        g_assert_true(qvrdma_dp_engine_in_iothread(d[0]));
-        for (k = 0; k < 2; k++) {
-            qvrdma_gid_ipv4(gid[k], 10, 9, 0, 1 + k);
-            qvrdma_dp_add_gid(d[k], 1, gid[k]);
-            mr[k] = dma_mr(d[k], &pdn[k], ACCESS_ALL);
-            cq[k] = qvrdma_dp_cq_create(d[k], 256);
-            buf[k] = guest_alloc(&d[k]->qs->alloc, UNPLUG_LEN);
-            for (i = 0; i < UNPLUG_QPS; i++) {
-                qp[k][i] = qvrdma_dp_qp_create(d[k], pdn[k],
-                                               VIRTIO_RDMA_QPT_RC, cq[k],
-                                               cq[k], 1,
-                                               VIRTIO_RDMA_SIGNAL_ALL_WR);
-            }
-        }
-        for (k = 0; k < 2; k++) {
-            for (i = 0; i < UNPLUG_QPS; i++) {
-                QVrdmaPath p = {
-                    .dest_qpn = qp[!k][i]->wire_qpn, .sgid_index = 1,
-                    .rq_psn = 0x20, .sq_psn = 0x20, .retry_cnt = 7,
-                };
-
-                memcpy(p.dgid, gid[!k], 16);
-                memcpy(p.dmac, d[!k]->mac, 6);
-                qvrdma_dp_rc_connect(d[k], qp[k][i], &p);
-            }
-        }
-        /*
-         * 32 MiB of WRITEs from A to B, a steady stream of frames from A's
-         * iothread; the eject comes at A's first completion, mid-stream.
-         */
-        s = sge_at(buf[0], UNPLUG_LEN, le32_to_cpu(mr[0].lkey));
-        for (i = 0; i < UNPLUG_QPS; i++) {
-            qvrdma_dp_batch_begin(&qp[0][i]->sq);
-            for (j = 0; j < 16; j++) {
-                struct virtio_rdma_sq_req wr =
-                    qvrdma_wr_rdma(VIRTIO_RDMA_WR_RDMA_WRITE, j, buf[1],
-                                   le32_to_cpu(mr[1].rkey));
-
-                qvrdma_dp_post_send(qp[0][i], &wr, &s, 1);
-            }
-            qvrdma_dp_batch_end(&qp[0][i]->sq);
-        }
-        {
-            struct virtio_rdma_cq_req c;
-
-            g_assert_true(qvrdma_dp_poll_cq(cq[0], &c, QVRDMA_DP_TIMEOUT_US));
-        }
-        eject_slot(d[0]);
-        for (k = 0; k < 2; k++) {
-            for (i = 0; i < UNPLUG_QPS; i++) {
-                qvrdma_dp_qp_free(qp[k][i]);
-            }
-            qvrdma_dp_cq_free(cq[k]);
-        }
-        check_works(d[1], "B");
-        qvrdma_dev_quit(d[0]);
-        qvrdma_dev_quit(d[1]);
+        b = qvrdma_dev_boot(nb, MAC_B, RDMA_OPTS);
+        unplug_round(a, b, eject_slot);
+        qvrdma_dev_quit(a);
+        qvrdma_dev_quit(b);
     }
     note("%d rounds: A's slot ejected (NIC first) during a stream of WRITEs "
          "from its iothread; QEMU answered after each", UNPLUG_ROUNDS);
+}
+
+/*
+ * Native PCIe hot-plug: A's pair behind a root port of a q35 whose ACPI
+ * hot-plug is off; the guest powers the slot off (Slot Control: power
+ * controller off, power indicator off), and QEMU unplugs the slot's
+ * functions in devfn order, the NIC first, whatever the creation order.
+ * libqos's pc bus reaches bus 1 through CF8 (the bus number above the
+ * devfn); the root port forwards libqos's BAR range.
+ */
+#define RP_DEVFN        QPCI_DEVFN(4, 0)
+#define BUS1(devfn)     ((1 << 8) | (devfn))
+
+static QPCIDevice *root_port_up(QOSState *qs)
+{
+    QPCIDevice *rp = qpci_device_find(qs->pcibus, RP_DEVFN);
+
+    g_assert_nonnull(rp);
+    qpci_config_writeb(rp, PCI_PRIMARY_BUS, 0);
+    qpci_config_writeb(rp, PCI_SECONDARY_BUS, 1);
+    qpci_config_writeb(rp, PCI_SUBORDINATE_BUS, 1);
+    /* libqos maps BARs from 0xE0000000 up; no prefetchable window. */
+    qpci_config_writew(rp, PCI_MEMORY_BASE, 0xe000);
+    qpci_config_writew(rp, PCI_MEMORY_LIMIT, 0xfff0);
+    qpci_config_writew(rp, PCI_PREF_MEMORY_BASE, 0xfff0);
+    qpci_config_writew(rp, PCI_PREF_MEMORY_LIMIT, 0);
+    qpci_config_writew(rp, PCI_COMMAND,
+                       PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+    return rp;
+}
+
+static QPCIDevice *native_rp;
+
+/* The guest powers A's slot off; both functions go. */
+static void slot_power_off(QVrdmaDev *a)
+{
+    uint8_t cap = qpci_find_capability(native_rp, PCI_CAP_ID_EXP, 0);
+    uint16_t ctl;
+    int deleted = 0;
+    QDict *ev;
+
+    g_assert_cmpuint(cap, !=, 0);
+    ctl = qpci_config_readw(native_rp, cap + PCI_EXP_SLTCTL);
+    qpci_config_writew(native_rp, cap + PCI_EXP_SLTCTL,
+                       ctl | PCI_EXP_SLTCTL_PCC | PCI_EXP_SLTCTL_PWR_IND_OFF);
+    while (deleted < 2) {
+        ev = qtest_qmp_receive_dict(a->qts);
+        if (!g_strcmp0(qdict_get_try_str(ev, "event"), "DEVICE_DELETED") &&
+            qdict_haskey(qdict_get_qdict(ev, "data"), "device")) {
+            deleted++;
+        }
+        qobject_unref(ev);
+    }
+    qobject_unref(qtest_qmp(a->qts, "{'execute': 'query-status'}"));
+}
+
+static void test_unplug_native(const void *opaque)
+{
+    int round;
+
+    for (round = 0; round < UNPLUG_ROUNDS; round++) {
+        g_autofree char *na = NULL, *nb = NULL;
+        QOSState *qs;
+        QVrdmaDev *a, *b;
+        int pa, pb;
+
+        qvrdma_free_udp_ports(&pa, &pb);
+        na = qvrdma_dgram_netdev(pa, pb);
+        nb = qvrdma_dgram_netdev(pb, pa);
+        qs = qtest_pc_boot("-M q35 "
+                           "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-"
+                           "support=off -object iothread,id=io0 -netdev %s "
+                           "-device pcie-root-port,id=rp0,chassis=1,slot=1,"
+                           "bus=pcie.0,addr=04.0 "
+                           "-device virtio-net-pci,id=nic0,netdev=n0,bus=rp0,"
+                           "addr=00.0,multifunction=on,mac=" MAC_A " "
+                           "-device virtio-rdma-pci,id=rdma0,bus=rp0,"
+                           "addr=00.1,iothread=io0," RDMA_OPTS, na);
+        native_rp = root_port_up(qs);
+        a = dev_attach_at(qs, BUS1(QPCI_DEVFN(0, 1)), MAC_A);
+        b = qvrdma_dev_boot(nb, MAC_B, RDMA_OPTS);
+        unplug_round(a, b, slot_power_off);
+        dev_detach(a);
+        g_free(native_rp);
+        qtest_shutdown(qs);
+        qvrdma_dev_quit(b);
+    }
+    note("%d rounds: A's PCIe slot powered off by the guest (NIC first) "
+         "during a stream of WRITEs from its iothread; QEMU answered after "
+         "each", UNPLUG_ROUNDS);
 }
 
 /*
@@ -2003,6 +2101,8 @@ int main(int argc, char **argv)
     add_case("virtio-rdma-safety/netdev/netdev-del", test_netdev_del, NULL,
              CASE_TIMEOUT_US);
     add_case("virtio-rdma-safety/netdev/unplug-staged", test_unplug_staged,
+             NULL, LONG_TIMEOUT_US);
+    add_case("virtio-rdma-safety/netdev/unplug-native", test_unplug_native,
              NULL, LONG_TIMEOUT_US);
     add_case("virtio-rdma-safety/netdev/filter-del", test_filter_del, NULL,
              CASE_TIMEOUT_US);

@@ -55,6 +55,13 @@ const char kUsage[] =
     "                         seconds (default 10; 0: never)\n"
     "      --idle-timeout S   ... that holds no GID and is silent for S\n"
     "                         seconds (default 600; 0: never)\n"
+    "      --open-claims      a client whose HELLO has no allow-list may\n"
+    "                         claim any free GID (default: none at all)\n"
+    "      --claim-grace S    a released GID stays reserved for its owner\n"
+    "                         for S seconds (default 600; 0: not at all)\n"
+    "      --max-reservations N  at most N at once (default 4096)\n"
+    "      --state-dir DIR    where claims outlive the mux (default\n"
+    "                         /run/rdmacm-mux; made 0700 if missing)\n"
     "  -v, --verbose          log debug lines too\n"
     "  -h, --help             this text\n"
     "\n"
@@ -63,7 +70,8 @@ const char kUsage[] =
 enum { kOptAllowUid = 256, kOptAllowGid, kOptMaxClients, kOptMaxGids,
        kOptQueue, kOptRate, kOptBurst, kOptMaxPerPid, kOptMaxPerUid,
        kOptGidRate, kOptGidBurst, kOptHelloTimeout, kOptPartialTimeout,
-       kOptIdleTimeout };
+       kOptIdleTimeout, kOptOpenClaims, kOptClaimGrace, kOptMaxReservations,
+       kOptStateDir };
 
 const option kOptions[] = {
     {"ibdev", required_argument, nullptr, 'd'},
@@ -84,6 +92,10 @@ const option kOptions[] = {
     {"hello-timeout", required_argument, nullptr, kOptHelloTimeout},
     {"partial-timeout", required_argument, nullptr, kOptPartialTimeout},
     {"idle-timeout", required_argument, nullptr, kOptIdleTimeout},
+    {"open-claims", no_argument, nullptr, kOptOpenClaims},
+    {"claim-grace", required_argument, nullptr, kOptClaimGrace},
+    {"max-reservations", required_argument, nullptr, kOptMaxReservations},
+    {"state-dir", required_argument, nullptr, kOptStateDir},
     {"verbose", no_argument, nullptr, 'v'},
     {"help", no_argument, nullptr, 'h'},
     {nullptr, 0, nullptr, 0},
@@ -105,10 +117,39 @@ unsigned long number(const char *opt, const char *arg, unsigned long min,
     return v;
 }
 
-/* Whole seconds (up to a day; 0: off) in ns. */
-uint64_t seconds(const char *opt, const char *arg)
+/* Whole seconds (up to @max; 0: off) in ns. */
+uint64_t seconds(const char *opt, const char *arg, unsigned long max = 86400)
 {
-    return number(opt, arg, 0, 86400) * 1000000000ull;
+    return number(opt, arg, 0, max) * 1000000000ull;
+}
+
+/*
+ * The state directory: made (0700) if missing, else it must be a directory
+ * of ours that nobody else can write -- the mux replaces its file there by
+ * rename.  @returns false with @err.
+ */
+bool state_dir_ok(const std::string &dir, std::string *err)
+{
+    if (dir.empty() || dir[0] != '/') {
+        *err = "--state-dir " + dir + ": not an absolute path";
+        return false;
+    }
+    if (mkdir(dir.c_str(), 0700) && errno != EEXIST) {
+        *err = "--state-dir " + dir + ": " + std::strerror(errno);
+        return false;
+    }
+    struct stat st;
+    if (lstat(dir.c_str(), &st)) {
+        *err = "--state-dir " + dir + ": " + std::strerror(errno);
+        return false;
+    }
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+        (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        *err = "--state-dir " + dir + ": must be a directory (not a "
+               "symlink) of the mux's user that only it can write";
+        return false;
+    }
+    return true;
 }
 
 } // namespace
@@ -182,6 +223,18 @@ int main(int argc, char **argv)
         case kOptIdleTimeout:
             cfg.idle_timeout_ns = seconds("idle-timeout", optarg);
             break;
+        case kOptOpenClaims:
+            cfg.open_claims = true;
+            break;
+        case kOptClaimGrace:
+            cfg.claim_grace_ns = seconds("claim-grace", optarg, 7 * 86400);
+            break;
+        case kOptMaxReservations:
+            cfg.max_reservations = number("max-reservations", optarg, 1, 65536);
+            break;
+        case kOptStateDir:
+            cfg.state_dir = optarg;
+            break;
         case 'v':
             set_log_level(Level::debug);
             break;
@@ -201,6 +254,9 @@ int main(int argc, char **argv)
         sock_path = "/run/rdmacm-mux-" + ibdev + "-" + std::to_string(ibport) +
                     ".sock";
     }
+    if (cfg.state_dir.empty()) {
+        cfg.state_dir = "/run/rdmacm-mux";
+    }
 
     /* Signals arrive as reads of a signalfd, in the loop. */
     signal(SIGPIPE, SIG_IGN);
@@ -218,6 +274,10 @@ int main(int argc, char **argv)
     }
 
     std::string err;
+    if (cfg.claim_grace_ns && !state_dir_ok(cfg.state_dir, &err)) {
+        log(Level::error, err);
+        return 1;
+    }
     if (!socket_path_free(sock_path, &err)) {
         log(Level::error, err);
         return 1;

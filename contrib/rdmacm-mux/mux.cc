@@ -18,7 +18,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "hw/rdma/rdmacm-mux-proto.h"
+#include "claim_state.h"
 
 namespace rdmacm_mux {
 
@@ -29,9 +29,13 @@ constexpr size_t kHdrLen = sizeof(Hdr);
 constexpr size_t kMadMsgLen = kHdrLen + sizeof(rdmacm_mux_mad);
 /* A few messages per read; what is left over is less than one message. */
 constexpr size_t kInBufLen = 4096;
+static_assert(kInBufLen >= RDMACM_MUX_MAX_MSG, "one message fits");
 /* Replies beyond the MAD bound: a client that lets these pile up does not
  * read its socket at all and is closed. */
-constexpr size_t kControlReserve = 32 * RDMACM_MUX_MAX_MSG;
+constexpr size_t kControlReserve = 32 * kMadMsgLen;
+/* The state file is written at most this often (claims change at the
+ * clients' GID rate): a crash loses at most this much of it. */
+constexpr uint64_t kSaveIntervalNs = 100000000;
 /* Bounded work per wakeup: level-triggered epoll comes back for the rest. */
 constexpr int kMaxEvents = 32;
 constexpr int kAcceptsPerWakeup = 16;
@@ -94,20 +98,6 @@ std::string hex32(uint32_t v)
     return s;
 }
 
-/* The text form of a GID, as in sysfs: eight groups of four hex digits. */
-std::string gid_str(const Gid &g)
-{
-    std::string s;
-    for (size_t i = 0; i < g.size(); i++) {
-        if (i && !(i % 2)) {
-            s += ':';
-        }
-        s += kHexDigits[g[i] >> 4];
-        s += kHexDigits[g[i] & 15];
-    }
-    return s;
-}
-
 bool epoll_add(int epfd, int fd, uint64_t t, std::string *err)
 {
     epoll_event ev{};
@@ -137,6 +127,10 @@ struct Mux::Client {
     size_t out_off = 0;
     uint32_t seq = 0;
     std::vector<Gid> gids;
+    /* HELLO's: who holds the claims ("": nobody in particular) and what it
+     * may claim (empty: no allow-list). */
+    std::string owner;
+    std::vector<std::pair<Gid, uint8_t>> allow;
     double tokens;
     uint64_t tokens_ns;
     double gid_tokens;
@@ -157,6 +151,10 @@ Mux::Mux(HostPort &port, Config cfg) : port_(port), cfg_(std::move(cfg)) {}
 
 Mux::~Mux()
 {
+    /* A clean stop saves what the interval held back; a crash loses it. */
+    if (state_dirty_) {
+        save_state();
+    }
     for (auto &[id, c] : clients_) {
         if (!c->dead) {
             ::close(c->fd);
@@ -165,6 +163,17 @@ Mux::~Mux()
     if (epfd_ >= 0) {
         ::close(epfd_);
     }
+}
+
+uint64_t Mux::wall() const
+{
+    if (cfg_.wall_ns) {
+        return cfg_.wall_ns();
+    }
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000u +
+           static_cast<uint64_t>(ts.tv_nsec);
 }
 
 uint64_t Mux::now() const
@@ -192,6 +201,7 @@ bool Mux::init(std::string *err)
         !epoll_add(epfd_, port_.event_fd(), tag(kEventFd), err)) {
         return false;
     }
+    load_state();
     return true;
 }
 
@@ -322,6 +332,9 @@ bool Mux::poll(int timeout_ms)
         expire();
     }
     reap();
+    if (state_dirty_ && now() >= sat_add(last_save_ns_, kSaveIntervalNs)) {
+        save_state();
+    }
     return !port_failed_;
 }
 
@@ -427,6 +440,13 @@ void Mux::parse(Client &c)
          * of waiting for a payload that may never come. */
         if (magic != RDMACM_MUX_MAGIC) {
             violation(c, "bad magic " + hex32(magic));
+            return;
+        }
+        if (version != RDMACM_MUX_VERSION && type == RDMACM_MUX_HELLO &&
+            !c.hello) {
+            /* Told, not just closed: its HELLO may be of another layout,
+             * so the header alone decides. */
+            on_old_hello(c, version);
             return;
         }
         if (version != RDMACM_MUX_VERSION) {
@@ -541,6 +561,9 @@ void Mux::on_hello(Client &c, const uint8_t *p)
         violation(c, "HELLO's ibdev is not NUL-terminated");
         return;
     }
+    if (!read_hello_identity(c, h)) {
+        return;
+    }
     std::string ibdev(h.ibdev);
     uint32_t port = le32toh(h.port);
     uint32_t version = le32toh(h.version);
@@ -565,7 +588,15 @@ void Mux::on_hello(Client &c, const uint8_t *p)
     ack.status = htole32(status);
     if (status == RDMACM_MUX_OK) {
         c.hello = true;
-        conn_log_.log(now(), Level::info, c.name + ": hello");
+        conn_log_.log(now(), Level::info,
+                      c.name + ": hello from " +
+                          (c.owner.empty() ? "no owner"
+                                           : "owner " + c.owner) +
+                          ", " +
+                          (c.allow.empty()
+                               ? std::string("no allow-list")
+                               : std::to_string(c.allow.size()) +
+                                     " allowed prefixes"));
         enqueue(c, RDMACM_MUX_HELLO_ACK, &ack, sizeof(ack), false);
         return;
     }
@@ -576,6 +607,137 @@ void Mux::on_hello(Client &c, const uint8_t *p)
                       std::to_string(RDMACM_MUX_VERSION));
     c.close_when_flushed = true;
     enqueue(c, RDMACM_MUX_HELLO_ACK, &ack, sizeof(ack), false);
+}
+
+/* A HELLO in another version: BAD_VERSION, in that version's framing. */
+void Mux::on_old_hello(Client &c, uint16_t version)
+{
+    rdmacm_mux_hello_ack ack{};
+    std::strncpy(ack.ibdev, port_.device().c_str(), sizeof(ack.ibdev) - 1);
+    ack.port = htole32(port_.port());
+    ack.version = htole32(RDMACM_MUX_VERSION);
+    ack.status = htole32(RDMACM_MUX_BAD_VERSION);
+    ack.max_gids = htole32(static_cast<uint32_t>(cfg_.max_gids));
+    conn_log_.log(now(), Level::warning,
+                  c.name + ": refused: speaks protocol version " +
+                      std::to_string(version) + ", this mux " +
+                      std::to_string(RDMACM_MUX_VERSION) +
+                      " (update QEMU or the mux)");
+    c.close_when_flushed = true;
+    enqueue(c, RDMACM_MUX_HELLO_ACK, &ack, sizeof(ack), false, version);
+}
+
+/* HELLO's owner and allow-list into @c; false: a violation, @c closed. */
+bool Mux::read_hello_identity(Client &c, const rdmacm_mux_hello &h)
+{
+    if (!std::memchr(h.owner, 0, sizeof(h.owner))) {
+        violation(c, "HELLO's owner is not NUL-terminated");
+        return false;
+    }
+    std::string owner(h.owner);
+    if (!owner.empty() && !valid_owner(owner)) {
+        violation(c, "HELLO's owner '" + escape(owner) +
+                         "' is not printable ASCII without spaces");
+        return false;
+    }
+    uint32_t n = le32toh(h.allow_n);
+    if (n > RDMACM_MUX_ALLOW_MAX) {
+        violation(c, "HELLO's allow-list has " + std::to_string(n) +
+                         " entries, at most " +
+                         std::to_string(RDMACM_MUX_ALLOW_MAX));
+        return false;
+    }
+    std::vector<std::pair<Gid, uint8_t>> allow;
+    for (uint32_t i = 0; i < n; i++) {
+        const rdmacm_mux_prefix &e = h.allow[i];
+        Gid g;
+        std::memcpy(g.data(), e.gid, g.size());
+        bool tail_zero = e.len <= 128;
+        for (unsigned bit = e.len; tail_zero && bit < 128; bit++) {
+            tail_zero = !(g[bit / 8] & (0x80 >> (bit % 8)));
+        }
+        if (!tail_zero || e.pad[0] || e.pad[1] || e.pad[2]) {
+            violation(c, "HELLO's allow-list entry " + std::to_string(i) +
+                             " (" + gid_text(g) + "/" +
+                             std::to_string(e.len) +
+                             "): a length over 128, bits set past it, or "
+                             "padding not zero");
+            return false;
+        }
+        allow.emplace_back(g, e.len);
+    }
+    c.owner = std::move(owner);
+    c.allow = std::move(allow);
+    return true;
+}
+
+/*
+ * Whether @c may claim @gid that nobody holds: OK, NOT_ALLOWED (outside its
+ * allow-list, or none and the mux is not open) or RESERVED (released by
+ * another owner less than the grace ago).
+ */
+uint32_t Mux::may_claim(Client &c, const Gid &gid)
+{
+    auto in_prefix = [&](const std::pair<Gid, uint8_t> &p) {
+        unsigned bytes = p.second / 8, bits = p.second % 8;
+        if (std::memcmp(p.first.data(), gid.data(), bytes)) {
+            return false;
+        }
+        uint8_t mask = static_cast<uint8_t>(0xff00 >> bits);
+        return !bits || !((p.first[bytes] ^ gid[bytes]) & mask);
+    };
+    bool allowed = c.allow.empty()
+                       ? cfg_.open_claims
+                       : std::any_of(c.allow.begin(), c.allow.end(),
+                                     in_prefix);
+    if (!allowed) {
+        stats_.claims_not_allowed++;
+        return RDMACM_MUX_NOT_ALLOWED;
+    }
+    auto r = reserved_.find(gid);
+    if (r == reserved_.end()) {
+        return RDMACM_MUX_OK;
+    }
+    if (now() >= r->second.until_ns) {
+        reserved_.erase(r);
+        state_dirty_ = true;
+        return RDMACM_MUX_OK;
+    }
+    if (c.owner.empty() || r->second.owner != c.owner) {
+        stats_.claims_reserved++;
+        return RDMACM_MUX_RESERVED;
+    }
+    return RDMACM_MUX_OK;
+}
+
+/* @c lets go of @gid: reserved for its owner for the grace period. */
+void Mux::release(Client &c, const Gid &gid)
+{
+    claims_.erase(gid);
+    state_dirty_ = true;
+    if (!cfg_.claim_grace_ns || c.owner.empty()) {
+        return;
+    }
+    uint64_t t = now();
+    reserved_[gid] = Reservation{c.owner, sat_add(t, cfg_.claim_grace_ns)};
+    if (reserved_.size() <= cfg_.max_reservations) {
+        return;
+    }
+    std::erase_if(reserved_,
+                  [&](const auto &kv) { return t >= kv.second.until_ns; });
+    if (reserved_.size() <= cfg_.max_reservations) {
+        return;
+    }
+    auto first = std::min_element(
+        reserved_.begin(), reserved_.end(), [](const auto &a, const auto &b) {
+            return a.second.until_ns < b.second.until_ns;
+        });
+    state_log_.log(t, Level::warning,
+                   "reservation of " + gid_text(first->first) + " for " +
+                       first->second.owner + " dropped early: " +
+                       std::to_string(cfg_.max_reservations) +
+                       " reservations (--max-reservations)");
+    reserved_.erase(first);
 }
 
 void Mux::on_gid(Client &c, uint16_t type, uint32_t seq, const uint8_t *p)
@@ -590,15 +752,18 @@ void Mux::on_gid(Client &c, uint16_t type, uint32_t seq, const uint8_t *p)
     uint32_t status = RDMACM_MUX_OK;
     if (type == RDMACM_MUX_GID_DEL) {
         if (mine) {
-            claims_.erase(owner);
+            release(c, gid);
             c.gids.erase(std::find(c.gids.begin(), c.gids.end(), gid));
             c.gid_log.log(now(), Level::info,
-                          c.name + ": released " + gid_str(gid));
+                          c.name + ": released " + gid_text(gid));
         } else {
             status = RDMACM_MUX_NOT_CLAIMED;
         }
     } else if (mine) {
         /* Claims are a set: claiming again is no change. */
+    } else if (status = may_claim(c, gid); status != RDMACM_MUX_OK) {
+        /* Outside its list, or another owner's reservation.  Before
+         * CLAIMED: a client learns nothing of GIDs it may not have. */
     } else if (owner != claims_.end()) {
         status = RDMACM_MUX_CLAIMED;
     } else if (c.gids.size() >= cfg_.max_gids) {
@@ -613,15 +778,20 @@ void Mux::on_gid(Client &c, uint16_t type, uint32_t seq, const uint8_t *p)
         if (!on_host) {
             status = RDMACM_MUX_NOT_ON_HOST;
         } else {
+            /* may_claim() let it through: a reservation left is its own. */
+            bool resumed = reserved_.erase(gid);
+            stats_.claims_resumed += resumed;
             claims_.emplace(gid, c.id);
             c.gids.push_back(gid);
+            state_dirty_ = true;
             c.gid_log.log(now(), Level::info,
-                          c.name + ": claimed " + gid_str(gid));
+                          c.name + (resumed ? ": resumed " : ": claimed ") +
+                              gid_text(gid));
         }
     }
     if (status != RDMACM_MUX_OK) {
         c.gid_log.log(now(), Level::info,
-                      c.name + ": " + type_name(type) + " " + gid_str(gid) +
+                      c.name + ": " + type_name(type) + " " + gid_text(gid) +
                           " refused (status " + std::to_string(status) +
                           ")");
     }
@@ -692,7 +862,7 @@ void Mux::on_mad_send(Client &c, const uint8_t *p)
         tx_log_[static_cast<size_t>(Drop::send_failed)].log(
             t, Level::warning,
             c.name + ": the host port refused a MAD to " +
-                gid_str(addr.remote_gid) + ": " + std::strerror(-ret));
+                gid_text(addr.remote_gid) + ": " + std::strerror(-ret));
         stats_.tx_drops[static_cast<size_t>(Drop::send_failed)]++;
         c.dropped++;
         return;
@@ -757,7 +927,7 @@ void Mux::route(const ReceivedMad &m)
         return;
     }
     if (auto d = check_cm_mad(m.mad.data(), m.len)) {
-        drop_rx(*d, " from " + gid_str(m.addr.remote_gid));
+        drop_rx(*d, " from " + gid_text(m.addr.remote_gid));
         return;
     }
     /* ib_umad reports the local GID index the MAD arrived on: that GID's
@@ -776,13 +946,13 @@ void Mux::route(const ReceivedMad &m)
         gids_valid_ = false;
         drop_rx(Drop::recv_stale_gid,
                 ": index " + std::to_string(m.addr.gid_index) + " was " +
-                    gid_str(local->gid));
+                    gid_text(local->gid));
         return;
     }
     /* The owner is the claim as it stands now. */
     auto owner = claims_.find(local->gid);
     if (owner == claims_.end()) {
-        drop_rx(Drop::recv_no_owner, ": " + gid_str(local->gid));
+        drop_rx(Drop::recv_no_owner, ": " + gid_text(local->gid));
         return;
     }
     Client &c = *clients_.at(owner->second);
@@ -806,7 +976,7 @@ void Mux::route(const ReceivedMad &m)
 }
 
 bool Mux::enqueue(Client &c, uint16_t type, const void *payload, size_t len,
-                  bool is_mad)
+                  bool is_mad, uint16_t version)
 {
     if (c.dead) {
         return false;
@@ -824,7 +994,7 @@ bool Mux::enqueue(Client &c, uint16_t type, const void *payload, size_t len,
     }
     Hdr h;
     h.magic = htole32(RDMACM_MUX_MAGIC);
-    h.version = htole16(RDMACM_MUX_VERSION);
+    h.version = htole16(version);
     h.type = htole16(type);
     h.seq = htole32(++c.seq);
     h.len = htole32(static_cast<uint32_t>(len));
@@ -904,7 +1074,7 @@ void Mux::close_client(Client &c, Level level, const std::string &why)
         return;
     }
     for (const Gid &g : c.gids) {
-        claims_.erase(g);
+        release(c, g);
     }
     conn_log_.log(now(), level,
                   c.name + ": " + why + "; " +
@@ -968,6 +1138,9 @@ uint64_t Mux::next_deadline() const
             next = std::min(next, c->resume_ns);
         }
     }
+    if (state_dirty_) {
+        next = std::min(next, sat_add(last_save_ns_, kSaveIntervalNs));
+    }
     return next;
 }
 
@@ -992,6 +1165,96 @@ void Mux::expire()
 void Mux::reap()
 {
     std::erase_if(clients_, [](const auto &kv) { return kv.second->dead; });
+}
+
+std::string Mux::state_path() const
+{
+    return cfg_.state_dir + "/claims-" + port_.device() + "-" +
+           std::to_string(port_.port());
+}
+
+/* Claims and reservations of the previous process, as reservations. */
+void Mux::load_state()
+{
+    if (cfg_.state_dir.empty() || !cfg_.claim_grace_ns) {
+        return;
+    }
+    std::string path = state_path(), text, err;
+    bool missing;
+    SavedClaims saved;
+    if (!read_claims_file(path, &text, &missing, &err) ||
+        !parse_claims(text, &saved, &err)) {
+        if (!missing) {
+            log(Level::warning, "ignoring the state file " + path + ": " +
+                                    err + "; no claim is reserved");
+            state_dirty_ = true; /* replaced by a good one */
+        }
+        return;
+    }
+    uint64_t t = now(), w = wall();
+    size_t held = 0, kept = 0;
+    for (const auto &[gid, sc] : saved) {
+        uint64_t left = cfg_.claim_grace_ns;
+        if (sc.held) {
+            /* Its owner's connection ended with the process, just now. */
+            held++;
+        } else {
+            uint64_t until = sc.until_s * 1000000000ull; /* parse_claims: fits */
+            if (until <= w) {
+                continue;
+            }
+            /* A wall clock set back cannot stretch it past one grace. */
+            left = std::min(left, until - w);
+        }
+        if (reserved_.size() >= cfg_.max_reservations) {
+            log(Level::warning, "state file " + path + ": more than " +
+                                    std::to_string(cfg_.max_reservations) +
+                                    " reservations (--max-reservations); "
+                                    "the rest are dropped");
+            break;
+        }
+        reserved_[gid] = Reservation{sc.owner, sat_add(t, left)};
+        kept++;
+    }
+    log(Level::info, "state file " + path + ": " + std::to_string(kept) +
+                         " GIDs reserved for their owners (" +
+                         std::to_string(held) + " were claimed)");
+    /* Rewritten with times: a second restart does not grant a new grace. */
+    state_dirty_ = true;
+}
+
+void Mux::save_state()
+{
+    last_save_ns_ = now();
+    state_dirty_ = false;
+    if (cfg_.state_dir.empty() || !cfg_.claim_grace_ns) {
+        return;
+    }
+    uint64_t t = last_save_ns_, w = wall();
+    SavedClaims out;
+    for (const auto &[gid, id] : claims_) {
+        const Client &c = *clients_.at(id);
+        if (!c.owner.empty()) {
+            out[gid] = SavedClaim{c.owner, true, 0};
+        }
+    }
+    for (const auto &[gid, r] : reserved_) {
+        if (r.until_ns > t) {
+            /* Whole seconds, rounded up: never shorter than it is. */
+            uint64_t until = sat_add(w, r.until_ns - t);
+            out[gid] = SavedClaim{r.owner, false,
+                                  until / 1000000000u +
+                                      (until % 1000000000u != 0)};
+        }
+    }
+    std::string err;
+    if (!write_claims_file(state_path(), format_claims(out), &err)) {
+        stats_.state_write_failures++;
+        state_dirty_ = true; /* again at the next turn */
+        state_log_.log(t, Level::error,
+                       "cannot save claims (a restart would forget "
+                       "them): " + err);
+    }
 }
 
 bool Mux::refresh_gids()
@@ -1068,7 +1331,16 @@ void Mux::log_stats() const
                     " timed out; GID requests throttled " +
                     std::to_string(stats_.gid_throttled) +
                     " times; GIDs claimed: " +
-                    std::to_string(claims_.size()) + "; MADs: " +
+                    std::to_string(claims_.size()) + ", reserved: " +
+                    std::to_string(reserved_.size()) +
+                    "; claims refused: " +
+                    std::to_string(stats_.claims_not_allowed) +
+                    " not allowed, " +
+                    std::to_string(stats_.claims_reserved) +
+                    " reserved for another owner; " +
+                    std::to_string(stats_.claims_resumed) +
+                    " resumed by their owner; state file writes failed: " +
+                    std::to_string(stats_.state_write_failures) + "; MADs: " +
                     std::to_string(stats_.mads_sent) + " sent, " +
                     std::to_string(stats_.mads_received) + " received, " +
                     std::to_string(stats_.mads_delivered) + " delivered";

@@ -16,6 +16,12 @@
  * can provoke.  A client that breaks the framing or a timeout is closed;
  * nobody else notices.
  *
+ * Claims are authorised: a client claims only GIDs of the allow-list it
+ * sent with HELLO (management's, through QEMU), and a claim released --
+ * GID_DEL, the client gone, the mux restarted -- stays reserved for its
+ * owner (HELLO's owner) for the grace period; the state file carries claims
+ * and reservations across a restart (claim_state.h).
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #ifndef RDMACM_MUX_MUX_H
@@ -35,6 +41,7 @@
 
 #include "cm_mad.h"
 #include "host_port.h"
+#include "hw/rdma/rdmacm-mux-proto.h"
 #include "log.h"
 
 namespace rdmacm_mux {
@@ -59,8 +66,22 @@ struct Config {
     /* Empty: anyone who can open the socket.  Else a uid or gid listed. */
     std::vector<uid_t> allow_uids;
     std::vector<gid_t> allow_gids;
+    /* Claims: a client may claim only GIDs of the allow-list it sent with
+     * HELLO; one that sent none, none at all unless open_claims. */
+    bool open_claims = false;
+    /* A released claim stays reserved for its owner this long (0: not at
+     * all); at most max_reservations at once (full: the one ending first
+     * goes). */
+    uint64_t claim_grace_ns = 600000000000ull;
+    size_t max_reservations = 4096;
+    /* Where claims and reservations outlive the process (claim_state.h);
+     * empty: nowhere. */
+    std::string state_dir;
     /* CLOCK_MONOTONIC in ns when empty; tests set their own. */
     std::function<uint64_t()> now_ns;
+    /* CLOCK_REALTIME in ns when empty (the state file's times, which must
+     * mean the same to the next process); tests set their own. */
+    std::function<uint64_t()> wall_ns;
 };
 
 /* Who is on the other end of a client socket (SO_PEERCRED/SO_PEERGROUPS). */
@@ -77,6 +98,10 @@ struct Stats {
     uint64_t clients_violated = 0;  /* closed for breaking the protocol */
     uint64_t clients_timed_out = 0; /* closed by a timeout */
     uint64_t gid_throttled = 0;     /* times a client's GID requests waited */
+    uint64_t claims_not_allowed = 0; /* GID_ADD outside the allow-list */
+    uint64_t claims_reserved = 0;   /* GID_ADD of another owner's GID */
+    uint64_t claims_resumed = 0;    /* an owner took its reservation back */
+    uint64_t state_write_failures = 0;
     uint64_t mads_sent = 0;         /* MAD_SEND -> host port */
     uint64_t mads_received = 0;     /* read from the host port */
     uint64_t mads_delivered = 0;    /* host port -> MAD_RECV */
@@ -91,7 +116,10 @@ public:
     Mux(const Mux &) = delete;
     Mux &operator=(const Mux &) = delete;
 
-    /* Creates the epoll set and watches the port.  @returns false + @err. */
+    /*
+     * Creates the epoll set, watches the port and reads the state file
+     * (a bad one is logged and ignored).  @returns false + @err.
+     */
     bool init(std::string *err);
     /* Accepts clients from listening socket @fd (the caller keeps it). */
     bool set_listener(int fd, std::string *err);
@@ -112,6 +140,7 @@ public:
     bool poll(int timeout_ms);
 
     size_t client_count() const { return clients_.size(); }
+    size_t reservation_count() const { return reserved_.size(); }
     const Stats &stats() const { return stats_; }
     /* Logs the counters (SIGUSR1). */
     void log_stats() const;
@@ -132,19 +161,28 @@ private:
     size_t peer_clients(const Peer &peer, bool by_pid) const;
     void handle(Client &c, uint16_t type, uint32_t seq, const uint8_t *p);
     void on_hello(Client &c, const uint8_t *p);
+    void on_old_hello(Client &c, uint16_t version);
+    bool read_hello_identity(Client &c, const rdmacm_mux_hello &h);
     void on_gid(Client &c, uint16_t type, uint32_t seq, const uint8_t *p);
+    uint32_t may_claim(Client &c, const Gid &gid);
+    void release(Client &c, const Gid &gid);
     void on_mad_send(Client &c, const uint8_t *p);
     void route(const ReceivedMad &m);
     void drop_tx(Client &c, Drop d);
     void drop_rx(Drop d, const std::string &detail);
 
     bool enqueue(Client &c, uint16_t type, const void *payload, size_t len,
-                 bool is_mad);
+                 bool is_mad, uint16_t version = RDMACM_MUX_VERSION);
     void flush(Client &c);
     void update_interest(Client &c);
     void violation(Client &c, const std::string &what);
     void close_client(Client &c, Level level, const std::string &why);
     void reap();
+
+    uint64_t wall() const;
+    std::string state_path() const;
+    void load_state();
+    void save_state();
 
     bool refresh_gids();
     bool may_refresh_on_miss();
@@ -159,6 +197,14 @@ private:
     std::map<uint64_t, std::unique_ptr<Client>> clients_;
     uint64_t next_id_ = 1;
     std::map<Gid, uint64_t> claims_; /* GID -> owning client id */
+    struct Reservation {
+        std::string owner;
+        uint64_t until_ns; /* now()'s clock */
+    };
+    std::map<Gid, Reservation> reserved_; /* released, not yet free */
+    bool state_dirty_ = false; /* claims_/reserved_ changed since saved */
+    uint64_t last_save_ns_ = 0;
+    RateLimit state_log_;
     std::vector<HostGid> host_gids_;
     bool gids_valid_ = false;
     uint64_t gids_read_ns_ = 0;

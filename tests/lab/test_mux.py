@@ -6,8 +6,11 @@ ib_cm holds the CM class, starts once the guest unloads the kernel's CM,
 and passes CM MADs between rxe0 and protocol clients (python3, speaking
 include/hw/rdma/rdmacm-mux-proto.h): claims checked against rxe0's GID
 table, a MAD sent to the port's own GID comes back to the owner of the GID
-it arrived on, a client breaking the framing is closed alone.  Each case
-below is the guest's line of the same name.
+it arrived on, a client breaking the framing is closed alone; claims only
+inside the allow-list a client sent with HELLO, a released claim reserved
+for its owner (issue 25 item 6: no theft when the owner's claim lapses),
+also across a restart of the mux (its state file).  Each case below is the
+guest's line of the same name.
 """
 import os
 import unittest
@@ -71,6 +74,9 @@ class Mux(LabTest):
     def test_hello(self):
         self.assertGuestPass()
 
+    def test_old_client(self):
+        self.assertGuestPass()
+
     def test_claim_not_on_host(self):
         self.assertGuestPass()
 
@@ -95,7 +101,20 @@ class Mux(LabTest):
     def test_violation_isolated(self):
         self.assertGuestPass()
 
-    def test_claim_released(self):
+    # Who may claim: the allow-list, and the owner's reservation.
+    def test_claim_not_allowed(self):
+        self.assertGuestPass()
+
+    def test_claim_allowed(self):
+        self.assertGuestPass()
+
+    def test_claim_no_allow_list(self):
+        self.assertGuestPass()
+
+    def test_claim_reserved(self):
+        self.assertGuestPass()
+
+    def test_claim_resumed(self):
         self.assertGuestPass()
 
     # The mux's statistics (SIGUSR1) and its exit (SIGTERM).
@@ -103,6 +122,13 @@ class Mux(LabTest):
         self.assertGuestPass()
 
     def test_stop(self):
+        self.assertGuestPass()
+
+    # The reservations outlive the mux (--state-dir).
+    def test_state_file(self):
+        self.assertGuestPass()
+
+    def test_restart_reserved(self):
         self.assertGuestPass()
 
     # Every line the guest wrote is a case here.

@@ -90,7 +90,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.gid_burst = 4;
     cfg.queue_mads = 2;
     cfg.mad_burst = 4;
+    cfg.claim_grace_ns = 1 << 24; /* a few of the clock's steps below */
+    cfg.max_reservations = 2;
     cfg.now_ns = [&clock] { return clock; };
+    cfg.wall_ns = [&clock] { return clock; };
     Mux mux(port, cfg);
     std::string err;
     if (!mux.init(&err)) {
@@ -179,7 +182,38 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             uint8_t b = in.byte();
             std::memcpy(h.ibdev, b & 1 ? "rxe1" : "rxe0", 4);
             h.port = htole32(b & 2 ? 2 : 1);
-            h.version = htole32(b & 4 ? 3 : RDMACM_MUX_VERSION);
+            h.version = htole32(RDMACM_MUX_VERSION + (b & 4 ? 1 : 0));
+            /* Two owners and nobody; no list, everything, 10.0.0.0/120 (the
+             * fake port's table), or a prefix and its flaws from the input. */
+            const char *owners[] = {"vm-a", "vm-b", "", "vm-a"};
+            std::memcpy(h.owner, owners[(b >> 3) & 3],
+                        std::strlen(owners[(b >> 3) & 3]));
+            switch ((b >> 5) & 3) {
+            case 0:
+                break;
+            case 1:
+                h.allow_n = htole32(1);
+                break;
+            case 2: {
+                Gid net = gid_of(0);
+                h.allow_n = htole32(1);
+                std::memcpy(h.allow[0].gid, net.data(), 16);
+                h.allow[0].len = 120;
+                break;
+            }
+            case 3:
+                h.allow_n = htole32(in.byte() % (RDMACM_MUX_ALLOW_MAX + 2));
+                in.take(reinterpret_cast<uint8_t *>(&h.allow[0]),
+                        sizeof(h.allow[0]));
+                break;
+            }
+            /* Or the header of an older version (its layout unknown). */
+            if (b & 0x80 && fds[k] >= 0) {
+                rdmacm_mux_hdr old{htole32(RDMACM_MUX_MAGIC), htole16(2),
+                                   htole16(RDMACM_MUX_HELLO), 1, htole32(72)};
+                send(fds[k], &old, sizeof(old), MSG_DONTWAIT | MSG_NOSIGNAL);
+                break;
+            }
             send_msg(fds[k], RDMACM_MUX_HELLO, b, &h, sizeof(h));
             break;
         }

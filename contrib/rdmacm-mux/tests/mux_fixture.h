@@ -77,14 +77,43 @@ inline std::vector<uint8_t> frame(uint16_t type, uint32_t seq,
     return v;
 }
 
-inline std::vector<uint8_t> hello_msg(const char *ibdev = "rxe0",
+/* An allow-list entry: @gid's first @len bits. */
+struct Prefix {
+    Gid gid;
+    uint8_t len;
+};
+using AllowList = std::vector<Prefix>;
+
+/* Every GID: what the tests that are not about allow-lists send. */
+inline const AllowList kAllowAll = {{Gid{}, 0}};
+
+/* HELLO's payload: @owner and @allow as given, the rest as @ibdev etc. */
+inline rdmacm_mux_hello hello_payload(const char *ibdev = "rxe0",
                                       uint32_t port = 1,
-                                      uint32_t version = RDMACM_MUX_VERSION)
+                                      uint32_t version = RDMACM_MUX_VERSION,
+                                      const std::string &owner = "",
+                                      const AllowList &allow = kAllowAll)
 {
     rdmacm_mux_hello h{};
     std::strncpy(h.ibdev, ibdev, sizeof(h.ibdev) - 1);
     h.port = htole32(port);
     h.version = htole32(version);
+    std::strncpy(h.owner, owner.c_str(), sizeof(h.owner) - 1);
+    h.allow_n = htole32(static_cast<uint32_t>(allow.size()));
+    for (size_t i = 0; i < allow.size() && i < RDMACM_MUX_ALLOW_MAX; i++) {
+        std::memcpy(h.allow[i].gid, allow[i].gid.data(), 16);
+        h.allow[i].len = allow[i].len;
+    }
+    return h;
+}
+
+inline std::vector<uint8_t> hello_msg(const char *ibdev = "rxe0",
+                                      uint32_t port = 1,
+                                      uint32_t version = RDMACM_MUX_VERSION,
+                                      const std::string &owner = "",
+                                      const AllowList &allow = kAllowAll)
+{
+    rdmacm_mux_hello h = hello_payload(ibdev, port, version, owner, allow);
     return frame(RDMACM_MUX_HELLO, 1, &h, sizeof(h));
 }
 
@@ -150,6 +179,7 @@ protected:
             logs.emplace_back(s);
         });
         cfg.now_ns = [this] { return clock_ns; };
+        cfg.wall_ns = [this] { return wall_ns; };
     }
     void TearDown() override
     {
@@ -184,11 +214,13 @@ protected:
         return c;
     }
 
-    /* Connects and says HELLO; the ack is checked and consumed. */
-    Conn &hello()
+    /* Connects and says HELLO as @owner allowed @allow; the ack is checked
+     * and consumed. */
+    Conn &hello(const std::string &owner = "",
+                const AllowList &allow = kAllowAll)
     {
         Conn &c = connect();
-        put(c, hello_msg());
+        put(c, hello_msg("rxe0", 1, RDMACM_MUX_VERSION, owner, allow));
         auto m = get(c);
         EXPECT_TRUE(m && m->type() == RDMACM_MUX_HELLO_ACK);
         if (m) {
@@ -280,6 +312,7 @@ protected:
     std::vector<std::unique_ptr<Conn>> conns;
     std::vector<std::string> logs;
     uint64_t clock_ns = 1000000000;
+    uint64_t wall_ns = 1800000000ull * 1000000000ull; /* a day in 2027 */
 };
 
 } // namespace rdmacm_mux::test

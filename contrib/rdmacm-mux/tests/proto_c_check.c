@@ -17,3 +17,13 @@ uint32_t proto_c_hdr_size(void)
 {
     return sizeof(struct rdmacm_mux_hdr);
 }
+
+uint32_t proto_c_max_msg(void)
+{
+    return RDMACM_MUX_MAX_MSG;
+}
+
+uint32_t proto_c_version(void)
+{
+    return RDMACM_MUX_VERSION;
+}

@@ -14,6 +14,8 @@ extern "C" {
 
 uint32_t proto_c_size(uint32_t type);
 uint32_t proto_c_hdr_size(void);
+uint32_t proto_c_max_msg(void);
+uint32_t proto_c_version(void);
 
 #ifdef __cplusplus
 }

@@ -202,6 +202,39 @@ const Violation kViolations[] = {
          h.version = htole32(RDMACM_MUX_VERSION);
          return frame(RDMACM_MUX_HELLO, 1, &h, sizeof(h));
      }},
+    /* The owner and the allow-list (version 3) are checked as strictly. */
+    {"hello_owner_not_terminated", false,
+     [] {
+         rdmacm_mux_hello h = hello_payload();
+         std::memset(h.owner, 'x', sizeof(h.owner));
+         return frame(RDMACM_MUX_HELLO, 1, &h, sizeof(h));
+     }},
+    {"hello_owner_with_a_space", false,
+     [] { return hello_msg("rxe0", 1, RDMACM_MUX_VERSION, "vm a"); }},
+    {"hello_owner_with_a_newline", false,
+     [] { return hello_msg("rxe0", 1, RDMACM_MUX_VERSION, "vm-a\n"); }},
+    {"hello_allow_n_too_big", false,
+     [] {
+         rdmacm_mux_hello h = hello_payload();
+         h.allow_n = htole32(RDMACM_MUX_ALLOW_MAX + 1);
+         return frame(RDMACM_MUX_HELLO, 1, &h, sizeof(h));
+     }},
+    {"hello_prefix_longer_than_128", false,
+     [] {
+         return hello_msg("rxe0", 1, RDMACM_MUX_VERSION, "vm-a",
+                          {{gid_of(1), 129}});
+     }},
+    {"hello_prefix_bits_past_its_length", false,
+     [] {
+         return hello_msg("rxe0", 1, RDMACM_MUX_VERSION, "vm-a",
+                          {{gid_of(1), 120}});
+     }},
+    {"hello_prefix_pad_not_zero", false,
+     [] {
+         rdmacm_mux_hello h = hello_payload();
+         h.allow[0].pad[2] = 1;
+         return frame(RDMACM_MUX_HELLO, 1, &h, sizeof(h));
+     }},
 };
 
 void PrintTo(const Violation &v, std::ostream *os)

@@ -21,7 +21,7 @@ TEST(MuxProto, CAndCppAgreeOnEverySize)
     for (uint32_t type = 0; type <= 8; type++) {
         EXPECT_EQ(proto_c_size(type), rdmacm_mux_payload_size(type)) << type;
     }
-    EXPECT_EQ(rdmacm_mux_payload_size(RDMACM_MUX_HELLO), 72u);
+    EXPECT_EQ(rdmacm_mux_payload_size(RDMACM_MUX_HELLO), 1484u);
     EXPECT_EQ(rdmacm_mux_payload_size(RDMACM_MUX_HELLO_ACK), 80u);
     EXPECT_EQ(rdmacm_mux_payload_size(RDMACM_MUX_GID_ADD), 16u);
     EXPECT_EQ(rdmacm_mux_payload_size(RDMACM_MUX_GID_DEL), 16u);
@@ -30,7 +30,10 @@ TEST(MuxProto, CAndCppAgreeOnEverySize)
     EXPECT_EQ(rdmacm_mux_payload_size(RDMACM_MUX_MAD_RECV), 300u);
     EXPECT_EQ(rdmacm_mux_payload_size(0), 0u);
     EXPECT_EQ(rdmacm_mux_payload_size(8), 0u);
-    EXPECT_EQ(RDMACM_MUX_MAX_MSG, 316u);
+    EXPECT_EQ(RDMACM_MUX_MAX_MSG, 1500u);
+    EXPECT_EQ(proto_c_max_msg(), 1500u);
+    EXPECT_EQ(RDMACM_MUX_VERSION, 3);
+    EXPECT_EQ(proto_c_version(), 3u);
 }
 
 TEST(MuxProto, MagicReadsRcmxOnTheWire)

@@ -11,11 +11,18 @@
  * GIDs again.
  *
  * Conversation (client = one QEMU device):
- *   client -> mux  HELLO            first message, exactly once
+ *   client -> mux  HELLO            first message, exactly once: who the
+ *                                   client is (owner) and which GIDs
+ *                                   management allows it (allow-list)
  *   mux -> client  HELLO_ACK        status OK, or an error and the mux closes
  *   client -> mux  GID_ADD/GID_DEL  -> GID_ACK each, in order
  *   client -> mux  MAD_SEND         no reply (UD: the CM retransmits)
  *   mux -> client  MAD_RECV         a CM MAD that arrived on a claimed GID
+ *
+ * Versions: a HELLO whose header carries another version is answered, from
+ * its header alone, by a HELLO_ACK with status BAD_VERSION and the mux's
+ * version, framed in the HELLO's version (HELLO_ACK's layout is the same in
+ * every version), and the mux closes: an old client learns why.
  *
  * All multi-byte integers are little-endian; GIDs and MADs are byte arrays
  * in network order, exactly as on the wire.  Plain C99 + stdint: included by
@@ -38,14 +45,22 @@
 
 /* "RCMX" in memory order (bytes 52 43 4d 58). */
 #define RDMACM_MUX_MAGIC 0x584d4352u
-/* 2: pvrdma's unversioned 360-byte message was the first. */
-#define RDMACM_MUX_VERSION 2
+/*
+ * 3: HELLO carries the owner and the allow-list; statuses NOT_ALLOWED and
+ * RESERVED.  2: the first of this mux.  pvrdma's unversioned 360-byte
+ * message came before.
+ */
+#define RDMACM_MUX_VERSION 3
 
 #define RDMACM_MUX_GID_LEN 16
 /* A CM MAD is always one 256-byte MAD (IBA 13.4.2; the CM uses no RMPP). */
 #define RDMACM_MUX_MAD_LEN 256
 /* Host RDMA device names: IBV_SYSFS_NAME_MAX, NUL included. */
 #define RDMACM_MUX_IBDEV_LEN 64
+/* HELLO's owner, NUL included. */
+#define RDMACM_MUX_OWNER_LEN 128
+/* HELLO's allow-list entries (the device's VRDMA_GID_ALLOW_MAX). */
+#define RDMACM_MUX_ALLOW_MAX 64
 
 enum rdmacm_mux_type {
     RDMACM_MUX_HELLO = 1,      /* client -> mux: struct rdmacm_mux_hello */
@@ -76,6 +91,18 @@ enum rdmacm_mux_status {
     RDMACM_MUX_NOT_CLAIMED = 5,
     /* GID_ADD: this client holds HELLO_ACK's max_gids GIDs already. */
     RDMACM_MUX_LIMIT = 6,
+    /*
+     * GID_ADD: the GID is outside the allow-list the client sent with
+     * HELLO, or the client sent none and the mux takes no claim without
+     * one.  The same answer for as long as the connection lasts.
+     */
+    RDMACM_MUX_NOT_ALLOWED = 7,
+    /*
+     * GID_ADD: the GID's previous owner released it (GID_DEL, disconnect,
+     * a mux restart) less than the mux's grace period ago, and the client
+     * is another owner: only that owner may claim it until then.
+     */
+    RDMACM_MUX_RESERVED = 8,
 };
 
 struct rdmacm_mux_hdr {
@@ -90,15 +117,37 @@ struct rdmacm_mux_hdr {
     uint32_t len;      /* payload bytes: rdmacm_mux_payload_size(type) */
 };
 
-/* HELLO: who the client expects to talk to. */
+/* A GID prefix of HELLO's allow-list. */
+struct rdmacm_mux_prefix {
+    uint8_t gid[RDMACM_MUX_GID_LEN]; /* network order; bits past len zero */
+    uint8_t len;       /* prefix length in bits, 0..128 */
+    uint8_t pad[3];    /* zero */
+};
+
+/* HELLO: who the client expects to talk to, and who it is. */
 struct rdmacm_mux_hello {
     /* Host device (ibdev=), NUL-terminated and NUL-padded; "" = any. */
     char ibdev[RDMACM_MUX_IBDEV_LEN];
     uint32_t port;     /* host port (ibport=); 0 = any */
     uint32_t version;  /* RDMACM_MUX_VERSION: the messages the client speaks */
+    /*
+     * Who holds the claims, the same across a reboot of the guest and a
+     * restart of QEMU or of the mux: QEMU sends "<VM UUID>/<the device's
+     * QOM path>".  Printable ASCII without space, NUL-terminated and
+     * NUL-padded; "" = nobody in particular (its released claims are not
+     * reserved).  The mux reserves released claims for this name.
+     */
+    char owner[RDMACM_MUX_OWNER_LEN];
+    /*
+     * The GIDs management allows the device (its allowed-gids property):
+     * allow[0..allow_n-1]; the rest zero.  allow_n 0: none given.
+     */
+    uint32_t allow_n;
+    struct rdmacm_mux_prefix allow[RDMACM_MUX_ALLOW_MAX];
 };
 
-/* HELLO_ACK: who the mux is, and whether the client may go on. */
+/* HELLO_ACK: who the mux is, and whether the client may go on.  The same
+ * layout in every version (see Versions above). */
 struct rdmacm_mux_hello_ack {
     char ibdev[RDMACM_MUX_IBDEV_LEN]; /* the mux's host device, NUL-padded */
     uint32_t port;     /* the mux's host port */
@@ -147,9 +196,16 @@ RDMACM_MUX_STATIC_ASSERT(offsetof(struct rdmacm_mux_hdr, seq) == 8,
                          "hdr.seq");
 RDMACM_MUX_STATIC_ASSERT(offsetof(struct rdmacm_mux_hdr, len) == 12,
                          "hdr.len");
-RDMACM_MUX_STATIC_ASSERT(sizeof(struct rdmacm_mux_hello) == 72, "hello");
+RDMACM_MUX_STATIC_ASSERT(sizeof(struct rdmacm_mux_prefix) == 20, "prefix");
+RDMACM_MUX_STATIC_ASSERT(sizeof(struct rdmacm_mux_hello) == 1484, "hello");
 RDMACM_MUX_STATIC_ASSERT(offsetof(struct rdmacm_mux_hello, version) == 68,
                          "hello.version");
+RDMACM_MUX_STATIC_ASSERT(offsetof(struct rdmacm_mux_hello, owner) == 72,
+                         "hello.owner");
+RDMACM_MUX_STATIC_ASSERT(offsetof(struct rdmacm_mux_hello, allow_n) == 200,
+                         "hello.allow_n");
+RDMACM_MUX_STATIC_ASSERT(offsetof(struct rdmacm_mux_hello, allow) == 204,
+                         "hello.allow");
 RDMACM_MUX_STATIC_ASSERT(sizeof(struct rdmacm_mux_hello_ack) == 80,
                          "hello_ack");
 RDMACM_MUX_STATIC_ASSERT(offsetof(struct rdmacm_mux_hello_ack, max_gids) ==
@@ -170,9 +226,11 @@ RDMACM_MUX_STATIC_ASSERT(offsetof(struct rdmacm_mux_mad, mad_len) == 40,
 RDMACM_MUX_STATIC_ASSERT(offsetof(struct rdmacm_mux_mad, mad) == 44,
                          "mad.mad");
 
-/* The largest message: header + MAD. */
+/* The largest message: header + HELLO. */
 #define RDMACM_MUX_MAX_MSG \
-    (sizeof(struct rdmacm_mux_hdr) + sizeof(struct rdmacm_mux_mad))
+    (sizeof(struct rdmacm_mux_hdr) + sizeof(struct rdmacm_mux_hello))
+RDMACM_MUX_STATIC_ASSERT(sizeof(struct rdmacm_mux_hello) >=
+                         sizeof(struct rdmacm_mux_mad), "max_msg");
 
 /* The payload length of @type, or 0 for a type that does not exist. */
 static inline uint32_t rdmacm_mux_payload_size(uint32_t type)

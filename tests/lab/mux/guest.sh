@@ -6,6 +6,7 @@
 out=/out/results
 : > $out
 sock=/run/rdmacm-mux.sock
+state=/run/rdmacm-mux-state
 
 # check NAME WANT TEXT: PASS when TEXT contains WANT.
 check() {
@@ -33,7 +34,7 @@ check no-port "rxe0 has no port 2 (ports 1..1)" \
 rmmod nvme_rdma nvmet_rdma rdma_ucm rdma_cm iw_cm ib_cm 2>> /out/rmmod.txt
 dmesg > /out/dmesg-before.txt
 
-"$MUX" --ibdev rxe0 --socket $sock -v > /out/mux.log 2>&1 &
+"$MUX" --ibdev rxe0 --socket $sock --state-dir $state -v > /out/mux.log 2>&1 &
 mux=$!
 i=0
 while [ ! -S $sock ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
@@ -49,13 +50,16 @@ check second-socket "another rdmacm-mux is listening on $sock" \
 check second-agent "another rdmacm-mux or CM agent already runs on this port" \
     "$(timeout 30 "$MUX" --ibdev rxe0 --socket /run/second.sock 2>&1)"
 
-# Protocol clients: one line per case on stdout.
-timeout 120 python3 - $sock >> $out 2> /out/client.err <<'PY'
+# Protocol clients (include/hw/rdma/rdmacm-mux-proto.h, version 3), shared
+# by the two scripts below: one line per case on stdout.
+cat > /run/muxclient.py <<'PY'
 import os, select, socket, struct, sys, time
 
-MAGIC, VERSION = 0x584D4352, 2
+MAGIC, VERSION = 0x584D4352, 3
 HELLO, HELLO_ACK, GID_ADD, GID_DEL, GID_ACK, MAD_SEND, MAD_RECV = range(1, 8)
-SIZE = {1: 72, 2: 80, 3: 16, 4: 16, 5: 24, 6: 300, 7: 300}
+SIZE = {1: 1484, 2: 80, 3: 16, 4: 16, 5: 24, 6: 300, 7: 300}
+OK, NOT_ON_HOST, CLAIMED, NOT_ALLOWED, RESERVED = 0, 3, 4, 7, 8
+ALL = [(bytes(16), 0)]  # the allow-list ::/0
 path = sys.argv[1]
 
 
@@ -112,8 +116,13 @@ class Client:
                 return "closed"
             self.buf += b
 
-    def hello(self):
-        self.send(HELLO, b"rxe0".ljust(64, b"\0") + struct.pack("<II", 1, 2))
+    def hello(self, owner, allow=ALL):
+        """HELLO as OWNER allowed ALLOW [(gid, prefix length)]."""
+        p = (b"rxe0".ljust(64, b"\0") + struct.pack("<II", 1, VERSION) +
+             owner.encode().ljust(128, b"\0") + struct.pack("<I", len(allow)))
+        for g, n in allow:
+            p += g + bytes([n, 0, 0, 0])
+        self.send(HELLO, p.ljust(1484, b"\0"))
         t, _, p = self.recv()
         assert t == HELLO_ACK
         return p[:64].rstrip(b"\0").decode(), struct.unpack_from("<IIII", p, 64)
@@ -144,6 +153,12 @@ def mad_recv(c, timeout=5.0):
     p = r[2]
     return {"local": p[0:16], "remote": p[16:32], "hop": p[39],
             "len": struct.unpack_from("<I", p, 40)[0], "mad": p[44:]}
+PY
+
+timeout 120 python3 - $sock >> $out 2> /out/client.err <<'PY'
+import sys
+sys.path.insert(0, "/run")
+from muxclient import *
 
 
 gids = host_gids()
@@ -154,10 +169,22 @@ result(link_local is not None and link_local[:2] == b"\xfe\x80", "gid-table",
        "rxe0 GIDs: " + " ".join(f"{i}:{g.hex()}" for i, g in gids.items()))
 
 a, b = Client(), Client()
-dev, (port, ver, status, max_gids) = a.hello()
-result(dev == "rxe0" and port == 1 and ver == 2 and status == 0, "hello",
+dev, (port, ver, status, max_gids) = a.hello("lab-a")
+result(dev == "rxe0" and port == 1 and ver == 3 and status == 0, "hello",
        f"{dev} port {port} version {ver} status {status} max_gids {max_gids}")
-b.hello()
+b.hello("lab-b")
+
+# A client of protocol version 2 is told, in its own framing, and closed.
+old = Client()
+old.s.settimeout(5)
+old.send_raw(struct.pack("<IHHII", MAGIC, 2, HELLO, 1, 72) + b"rxe0".ljust(64, b"\0")
+             + struct.pack("<II", 1, 2))
+hdr = old.s.recv(16)
+ack = old.s.recv(80)
+v, st, mv = (struct.unpack_from("<IHHII", hdr)[1], struct.unpack_from("<I", ack, 72)[0],
+             struct.unpack_from("<I", ack, 68)[0]) if len(hdr) == 16 and len(ack) == 80 else (0, 0, 0)
+result(v == 2 and st == 1 and mv == 3 and old.s.recv(1) == b"", "old-client",
+       f"HELLO_ACK framed as version {v}: status {st} (1 = BAD_VERSION), mux version {mv}, closed")
 
 absent = bytes.fromhex("fd00000000000000000000000000abcd")
 st = a.gid(GID_ADD, absent)
@@ -202,11 +229,32 @@ a.mad_send(link_local, link_local, cm_mad(0x0016, 0x41))  # DREP
 result(r == "closed" and mad_recv(a) is not None, "violation-isolated",
        "bad magic: that client closed, the others served")
 
-# Claims die with the connection.
+# Claims are authorised by the allow-list sent with HELLO: outside it, or
+# with none, refused -- before whether anybody holds it.
+c = Client()
+c.hello("lab-c", [(link_local[:8] + bytes(8), 64)])
+st = c.gid(GID_ADD, v6[0]) if v6 else c.gid(GID_ADD, absent)
+result(st == NOT_ALLOWED, "claim-not-allowed", f"outside fe80::/64: status {st} (7 = NOT_ALLOWED)")
+st = c.gid(GID_ADD, link_local)
+result(st == CLAIMED, "claim-allowed", f"inside it, held by a: status {st} (4 = CLAIMED)")
+d = Client()
+d.hello("lab-d", [])
+st = d.gid(GID_ADD, link_local)
+result(st == NOT_ALLOWED, "claim-no-allow-list", f"no allow-list: status {st} (7 = NOT_ALLOWED)")
+
+# The issue's theft: a's claim lapses (its QEMU goes), b re-claims: refused,
+# the GID stays reserved for a, and a's CM traffic reaches nobody else.
 a.s.close()
 time.sleep(0.3)
-st = b.gid(GID_ADD, link_local)
-result(st == 0, "claim-released", f"b claims a's GID after a left: {st}")
+st = [b.gid(GID_ADD, link_local) for _ in range(3)]
+result(st == [RESERVED] * 3, "claim-reserved", f"b claims a's GID after a left: {st} (8 = RESERVED)")
+a2 = Client()
+a2.hello("lab-a")
+st = a2.gid(GID_ADD, link_local)
+a2.mad_send(link_local, link_local, cm_mad(0x0015, 0x3d))
+r = mad_recv(a2)
+result(st == OK and r is not None and b.recv(0.5) is None, "claim-resumed",
+       f"a again: status {st}, its MADs to it, none to b")
 PY
 echo "client exit $?" >> /out/client.err
 
@@ -217,4 +265,30 @@ kill -TERM $mux
 wait $mux
 rc=$?
 check stop "exit 0 socket-removed" "exit $rc $([ -e $sock ] && echo socket-left || echo socket-removed)"
+
+# The reservations outlive the mux: a's of the link-local GID (its
+# clients left before the stop); another tenant first after the restart is
+# refused, a resumes.
+ll=$(cat /sys/class/infiniband/rxe0/ports/1/gids/0)
+check state-file "600 $ll lab-a" "$(stat -c %a $state/claims-rxe0-1) $(grep "^$ll [0-9]* lab-a\$" $state/claims-rxe0-1 | cut -d' ' -f1,3)"
+"$MUX" --ibdev rxe0 --socket $sock --state-dir $state -v >> /out/mux.log 2>&1 &
+mux=$!
+i=0
+while [ ! -S $sock ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+timeout 60 python3 - $sock >> $out 2>> /out/client.err <<'PY'
+import sys
+sys.path.insert(0, "/run")
+from muxclient import *
+
+link_local = host_gids().get(0)
+thief, owner = Client(), Client()
+thief.hello("lab-b")
+owner.hello("lab-a")
+st1 = thief.gid(GID_ADD, link_local)
+st2 = owner.gid(GID_ADD, link_local)
+result(st1 == RESERVED and st2 == OK, "restart-reserved",
+       f"after a mux restart: another owner {st1} (8 = RESERVED), the owner {st2}")
+PY
+kill -TERM $mux
+wait $mux
 dmesg > /out/dmesg.txt

@@ -71,21 +71,24 @@ DP = ([f'loopback/{t}' for t in RC + (
       + [f'wire-qpn/loopback/{t}' for t in ('rc-send', 'rc-read', 'rc-rem-access-err', 'rc-rnr')]
       + ['cq-arm/next']
       + [f'event-queue/{t}' for t in ('cq-event', 'no-buffer', 'destroyed-cq', 'short-buffer')]
-      + [f'wire/{t}' for t in RC + ('ud-send-ipv4', 'ud-send-ipv6', 'peer-gone')]
+      + [f'wire/{t}' for t in RC + ('ud-send-ipv4', 'ud-send-ipv6', 'ud-qp1-refused',
+                                     'peer-gone')]
       + [f'wire-qpn/wire/{t}' for t in ('rc-write-imm', 'ud-send-ipv4', 'ud-send-ipv6')]
       + [f'dma-sge/loopback/{t}' for t in ('rc-send', 'rc-write-imm', 'rc-read', 'rc-cas',
                                            'rc-faa')]
       + [f'dma-sge/wire/{t}' for t in ('rc-send', 'rc-read')])
 QUICK_DP = ('loopback/rc-send', 'cq-arm/next', 'wire/rc-read', 'wire/rc-cas',
-            'wire/ud-send-ipv6', 'wire-qpn/wire/ud-send-ipv4', 'dma-sge/wire/rc-send')
+            'wire/ud-send-ipv6', 'wire/ud-qp1-refused', 'wire-qpn/wire/ud-send-ipv4',
+            'dma-sge/wire/rc-send')
 
 # The guest's cases in the order it runs them, and whether they are quick
 # (all but the slow data-path tests and the registration-time measurement).
 DEVICE_CASES = (
-    # realize on rxe0: the device, its netdev (where the guest's GIDs must
-    # go) and RoCE port; nothing lowered; refusals that name what the host has.
-    [(n, True) for n in ('probe', 'netdev', 'probe-port', 'no-clamp', 'no-device',
-                         'no-port', 'private-ram')]
+    # realize on rxe0: the device, its netdev (the NIC's netdev id, never
+    # the host's eth0 by default; netdev=eth0 only with allowed-gids) and
+    # RoCE port; nothing lowered; refusals that name what the host has.
+    [(n, True) for n in ('probe', 'netdev', 'netdev-needs-allow', 'netdev-allowed',
+                         'probe-port', 'no-clamp', 'no-device', 'no-port', 'private-ram')]
     + [(f'dp/{p}', p in QUICK_DP) for p in DP]
     # virtio-rdma-dp-test exited 0 (an assertion ends it: the case after
     # the last reported one failed).
@@ -98,7 +101,9 @@ DEVICE_CASES = (
     + [(n, True) for n in ('rtr-unresolved', 'ud-unresolved', 'ud-unresolved-iothread')]
     # A 1 GiB MR's registration time, guest RAM untouched and preallocated.
     + [('reg-time-1g', False), ('reg-time-1g-prealloc', False)]
-    + [(n, True) for n in ('gsi-mux', 'port-events')])
+    # Two tenants, each allowed its own address of eth0: neither may add
+    # the other's; without allowed-gids, no address the host has.
+    + [(n, True) for n in ('tenants', 'gsi-mux', 'port-events')])
 
 
 class Device(LabTest):

@@ -12,7 +12,8 @@
  *                device-writable SQ descriptor (NEEDS_RESET);
  *   wire/...     two QEMUs whose NICs are joined by -netdev dgram over
  *                127.0.0.1: the same RC operations, UD SEND (IPv4-mapped and
- *                IPv6 GIDs, GRH area checked), a foreign frame first, and a
+ *                IPv6 GIDs, GRH area checked; a controlled Q_Key; QPN 1
+ *                refused to a UD QP), a foreign frame first, and a
  *                peer that disappears (RETRY_EXC_ERR, flushes, QP in ERR);
  *   cq-arm/...   REQ_NOTIFY_CQ: a CQ interrupts (its own MSI-X vector) only
  *                when armed, once, for the completions the arming asks for.
@@ -1340,11 +1341,6 @@ static void test_loopback_wqe_writable(void)
 
 /* ---- UD over the wire ------------------------------------------------------------- */
 
-/*
- * A UD SEND of @len bytes from a's UD QP to b's, a's GID @sgid_index to b's
- * @dgid; checks the receive completion and the 40-byte GRH area: 20 zero
- * bytes + the IPv4 header for IPv4-mapped GIDs, the IPv6 header otherwise.
- */
 /* A UD SEND from @s's UD QP to @t's, towards @dgid, from GID index 0. */
 static struct virtio_rdma_sq_req ud_wr(Side *s, Side *t,
                                        const uint8_t dgid[16], uint64_t wr_id)
@@ -1361,9 +1357,15 @@ static struct virtio_rdma_sq_req ud_wr(Side *s, Side *t,
     return wr;
 }
 
-static void ud_send(Side *a, Side *b, uint8_t sgid_index,
-                    const uint8_t sgid[16], const uint8_t dgid[16],
-                    uint32_t len, uint64_t wr_id)
+/*
+ * A UD SEND of @len bytes from a's UD QP to b's, a's GID @sgid_index to b's
+ * @dgid, with Q_Key @qkey in the request; checks the receive completion and
+ * the 40-byte GRH area: 20 zero bytes + the IPv4 header for IPv4-mapped
+ * GIDs, the IPv6 header otherwise.
+ */
+static void ud_send_qkey(Side *a, Side *b, uint8_t sgid_index,
+                         const uint8_t sgid[16], const uint8_t dgid[16],
+                         uint32_t len, uint64_t wr_id, uint32_t qkey)
 {
     static const uint8_t v4mapped[12] = {
         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff,
@@ -1394,6 +1396,7 @@ static void ud_send(Side *a, Side *b, uint8_t sgid_index,
      */
     qvrdma_dp_wait_ring_idle(&b->ud->rq);
     wr.wr.ud.av.gid_index = sgid_index;
+    wr.wr.ud.remote_qkey = qkey;
     qvrdma_dp_post_send(a->ud, &wr, &src, 1);
 
     expect_sq_ok(a, a->ud, what, wr_id, VIRTIO_RDMA_WC_SEND);
@@ -1432,6 +1435,14 @@ static void ud_send(Side *a, Side *b, uint8_t sgid_index,
     side_check_mem(a, what);
 }
 
+/* ud_send_qkey() with the Q_Key both UD QPs have. */
+static void ud_send(Side *a, Side *b, uint8_t sgid_index,
+                    const uint8_t sgid[16], const uint8_t dgid[16],
+                    uint32_t len, uint64_t wr_id)
+{
+    ud_send_qkey(a, b, sgid_index, sgid, dgid, len, wr_id, QKEY);
+}
+
 static void test_wire_ud(const void *opaque)
 {
     bool ipv6 = GPOINTER_TO_INT(opaque);
@@ -1464,6 +1475,47 @@ static void test_wire_ud(const void *opaque)
     }
     expect_quiet(&a, "UD SEND");
     expect_quiet(&b, "UD SEND");
+    teardown(&a, &b);
+}
+
+/*
+ * QP1 only from the GSI QP (issue 25, item 4: on a host RDMA device a UD
+ * QP's send to QPN 1 with QP1's Q_Key went to the peer's QP1 unchanged, a
+ * MAD of any class past rdmacm-mux).  A Q_Key with bit 31 set in a UD
+ * request means the QP's own (IBA C10-15): B's QP takes it.  A send to
+ * QPN 1 from A's UD QP completes in error on that QP, which goes to ERR,
+ * and nothing is sent.
+ */
+static void test_wire_ud_qp1(void)
+{
+    struct virtio_rdma_sge src;
+    struct virtio_rdma_sq_req wr;
+    Expect e = {
+        .wr_id = 0x7210, .status = VIRTIO_RDMA_WC_LOC_QP_OP_ERR,
+        .opcode = VIRTIO_RDMA_WC_SEND, .byte_len = ANY, .src_qp = ANY,
+        .wc_flags = ANY,
+    };
+    uint64_t tx;
+    Side a, b;
+
+    wire_setup(&a, &b, 14, 7);
+    side_add_ud(&a, 0x777);
+    side_add_ud(&b, 0x888);
+    ud_send_qkey(&a, &b, 0, a.gid, b.gid, 64, 0x7200, 0x80010000);
+    tx = qvrdma_dp_counter(a.d, "tx-packets");
+
+    src = sge_of(&a, 0x200, 64);
+    wr = ud_wr(&a, &b, b.gid, 0x7210);
+    wr.wr.ud.remote_qpn = 1;
+    wr.wr.ud.remote_qkey = 0x80010000;
+    qvrdma_dp_post_send(a.ud, &wr, &src, 1);
+    e.qp_num = a.ud->wire_qpn;
+    expect_cqe(&a, "UD SEND to QPN 1 from a UD QP", &e);
+    g_assert_cmpuint(qvrdma_dp_qp_state(a.d, a.ud), ==, VIRTIO_RDMA_QPS_ERR);
+    g_assert_cmpuint(qvrdma_dp_counter(a.d, "tx-packets"), ==, tx);
+    expect_quiet(&b, "UD SEND to QPN 1 from a UD QP");
+    side_check_mem(&a, "UD SEND to QPN 1 from a UD QP");
+    side_check_mem(&b, "UD SEND to QPN 1 from a UD QP");
     teardown(&a, &b);
 }
 
@@ -2460,6 +2512,78 @@ static void test_ib_gsi_mux(void)
 }
 
 /*
+ * Issue 25 item 5, tenants on one host device: two addresses of the host's
+ * netdev (QVRDMA_GID_IPV4 and QVRDMA_GID_IPV4_B), device A allowed the
+ * first (allowed-gids), B the second.  Neither may put the other's address
+ * in its GID table (EPERM, so it cannot send from it either); each adds its
+ * own and they talk RC with them.  A device without allowed-gids may add
+ * neither (both are in the host's GID table: the host's own or another
+ * tenant's), only an address the host does not have.
+ * Before the fix: no allowed-gids; every ADD_GID was taken.
+ */
+static QVrdmaDev *tenant_boot(const char *netdev, const char *mac,
+                              const char *allowed)
+{
+    QVrdmaBoot b = {
+        .netdev = netdev, .mac = mac, .rdma_opts = RDMA_OPTS,
+        .features = dev_features(), .allowed_gids = allowed,
+    };
+
+    return qvrdma_dev_boot_with(&b);
+}
+
+static void test_ib_tenants(void)
+{
+    const char *ip_a = g_getenv("QVRDMA_GID_IPV4");
+    const char *ip_b = g_getenv("QVRDMA_GID_IPV4_B");
+    g_autofree char *na = NULL, *nb = NULL;
+    uint8_t a4[4], b4[4], other[16];
+    QVrdmaDev *dc;
+    Side a, b;
+    int pa, pb;
+
+    g_assert_nonnull(ip_a);
+    g_assert_nonnull(ip_b);
+    g_assert_cmpint(inet_pton(AF_INET, ip_a, a4), ==, 1);
+    g_assert_cmpint(inet_pton(AF_INET, ip_b, b4), ==, 1);
+    qvrdma_free_udp_ports(&pa, &pb);
+    na = qvrdma_dgram_netdev(pa, pb);
+    nb = qvrdma_dgram_netdev(pb, pa);
+    side_init(&a, "A", tenant_boot(na, MAC_A, ip_a), true, VA_A, 0x100);
+    side_init(&b, "B", tenant_boot(nb, MAC_B, ip_b), true, VA_B, 0x200);
+    qvrdma_gid_ipv4(a.gid, a4[0], a4[1], a4[2], a4[3]);
+    qvrdma_gid_ipv4(b.gid, b4[0], b4[1], b4[2], b4[3]);
+
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_add_gid(&a.d->r, b.gid,
+                        VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, 0, 1)), ==,
+                    "EPERM");
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_add_gid(&b.d->r, a.gid,
+                        VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, 0, 1)), ==,
+                    "EPERM");
+    qvrdma_dp_add_gid(a.d, 0, a.gid);
+    qvrdma_dp_add_gid(b.d, 0, b.gid);
+    rc_connect(&a, &b, 14, 7);
+    op_send(&a, &b, 100, false, 0, 0x1000);
+    op_send(&b, &a, 100, false, 0, 0x1010);
+    expect_quiet(&a, "tenants' RC SEND");
+    expect_quiet(&b, "tenants' RC SEND");
+    side_free(&b);
+    side_free(&a);
+
+    /* No allowed-gids: the host's addresses are not the guest's to take. */
+    dc = tenant_boot("user,id=n0", MAC_A, "");
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_add_gid(&dc->r, a.gid,
+                        VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, 0, 1)), ==,
+                    "EPERM");
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_add_gid(&dc->r, b.gid,
+                        VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, 0, 1)), ==,
+                    "EPERM");
+    qvrdma_gid_ipv4(other, 192, 0, 2, 77);  /* TEST-NET-1: not on the host */
+    qvrdma_dp_add_gid(dc, 0, other);
+    qvrdma_dev_quit(dc);
+}
+
+/*
  * How long REG_USER_MR of QVRDMA_REG_MB MiB (contiguous guest RAM) takes on
  * a host RDMA device: the window and the host's pinning registration.  A
  * measurement, printed; it asserts only that registration works and frees
@@ -2579,6 +2703,7 @@ static const DpTest dp_tests[] = {
     { "wire/rc-pipeline", run_wire, rc_pipeline, NULL },
     { "wire/ud-send-ipv4", test_wire_ud, GINT_TO_POINTER(0), NULL },
     { "wire/ud-send-ipv6", test_wire_ud, GINT_TO_POINTER(1), NULL },
+    { "wire/ud-qp1-refused", wrap_void, test_wire_ud_qp1, NULL },
     { "wire/not-ours-first", wrap_void, test_wire_not_ours_first, NULL },
     { "wire/peer-gone", wrap_void, test_wire_peer_gone, NULL },
     { "cq-arm/next", wrap_void, test_cq_arm_next, NULL },
@@ -2686,6 +2811,9 @@ int main(int argc, char **argv)
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_MAD_SOCKET")) {
         qtest_add_func("/virtio-rdma-dp/ibverbs/gsi-mux", test_ib_gsi_mux);
+    }
+    if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_GID_IPV4_B")) {
+        qtest_add_func("/virtio-rdma-dp/ibverbs/tenants", test_ib_tenants);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_REG_MB")) {
         qtest_add_func("/virtio-rdma-dp/ibverbs/reg-time", test_ib_reg_time);

@@ -669,6 +669,47 @@ static void test_gid_event(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_null(qvrdma_next_gid_event(qts));
 }
 
+/*
+ * Issue 25 item 5: the device booted with allowed-gids (ALLOWED_GIDS_OPTS)
+ * takes only those GIDs: ADD_GID of another is refused with EPERM, no
+ * event, the table unchanged; the allowed ones work as before.  Before the
+ * fix: no such property, the device did not start.
+ */
+#define ALLOWED_GIDS_OPTS "allowed-gids='10.0.2.15;fe80::/64'"
+static void test_allowed_gids(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QVirtioRdma *r = obj;
+    QTestState *qts = r->qts;
+    static const uint8_t gid_v4_other[16] = {
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 2, 16,
+    };
+
+    drain_gid_events(qts);
+    EXPECT(r, VIRTIO_RDMA_EPERM,
+           qvrdma_add_gid(r, gid_big, VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, 0,
+                          1));
+    EXPECT(r, VIRTIO_RDMA_EPERM,
+           qvrdma_add_gid(r, gid_v4_other,
+                          VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, 0, 1));
+    g_assert_null(qvrdma_next_gid_event(qts));
+    g_assert_cmpint(query_u(qts, "gids"), ==, 0);
+
+    MUST(qvrdma_add_gid(r, gid_v4, VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, 0, 1));
+    expect_gid_event(qts, QVRDMA_NETDEV_ID, true, gid_v4);
+    MUST(qvrdma_add_gid(r, gid_ll, VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, 1, 1));
+    expect_gid_event(qts, QVRDMA_NETDEV_ID, true, gid_ll);
+    /* A refused replacement leaves the entry as it was. */
+    EXPECT(r, VIRTIO_RDMA_EPERM,
+           qvrdma_add_gid(r, gid_big, VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, 0,
+                          1));
+    g_assert_null(qvrdma_next_gid_event(qts));
+    g_assert_cmpint(query_u(qts, "gids"), ==, 2);
+    MUST(qvrdma_del_gid(r, 0, 1));
+    expect_gid_event(qts, QVRDMA_NETDEV_ID, false, gid_v4);
+    MUST(qvrdma_del_gid(r, 1, 1));
+    expect_gid_event(qts, QVRDMA_NETDEV_ID, false, gid_ll);
+}
+
 /* ---- bad input ---------------------------------------------------------------- */
 
 typedef struct CmdSize {
@@ -2005,6 +2046,29 @@ static void test_backend_refusals(void *obj, void *data,
                    NIC_AT("05") RDMA_AT_05 "backend=ibverbs,ibdev=vrdma-nosuch",
                    "RDMA device");
     expect_disk_file_refused();
+    /*
+     * Issue 25 items 5 and 7: allowed-gids is parsed at realize, a bad list
+     * refused naming the entry; with backend=ibverbs, netdev= (a host
+     * interface libvirt adds the guest's addresses to) needs allowed-gids,
+     * checked before the host device is looked at.  Before the fix: no
+     * allowed-gids property; netdev= passed and realize went on to the
+     * host device.
+     */
+    expect_refused(NIC_AT("05") RDMA_AT_05 "allowed-gids='10.0.0.1;bogus'",
+                   "allowed-gids: entry 'bogus' is not an IPv4 or IPv6 "
+                   "address");
+    expect_refused(NIC_AT("05") RDMA_AT_05 "allowed-gids=10.1.2.3/16",
+                   "entry '10.1.2.3/16' has bits set past its prefix length");
+    expect_refused(NIC_AT("05") RDMA_AT_05 "allowed-gids=fd00::/129",
+                   "prefix length 129 is more than 128");
+    expect_refused(NIC_AT("05") RDMA_AT_05 "allowed-gids=';'",
+                   "allowed-gids: no entry");
+    expect_refused(MEMFD_RAM NIC_AT("05") RDMA_AT_05
+                   "backend=ibverbs,ibdev=vrdma-nosuch,netdev=eth0",
+                   "backend=ibverbs: netdev=eth0 needs allowed-gids");
+    expect_refused(MEMFD_RAM NIC_AT("05") RDMA_AT_05
+                   "backend=ibverbs,ibdev=vrdma-nosuch,netdev=eth0,"
+                   "allowed-gids=10.0.0.1", "RDMA device");
 }
 
 static void test_realize_errors(void *obj, void *data, QGuestAllocator *alloc)
@@ -2215,7 +2279,7 @@ static void test_device_help(void *obj, void *data, QGuestAllocator *alloc)
     static const char *const props[] = {
         "max-qp", "max-cq", "max-mr", "max-pd", "max-ah", "max-sge",
         "max-mr-size", "queue-size", "node-guid", "netdev", "iothread",
-        "wire-qpn", "event-queue",
+        "wire-qpn", "event-queue", "allowed-gids",
     };
     g_autofree char *out = NULL;
     g_autofree char *err = NULL;
@@ -2253,6 +2317,9 @@ static void register_virtio_rdma_test(void)
     QOSGraphTestOptions features_off = {
         .edge.extra_device_opts = "wire-qpn=off,event-queue=off",
     };
+    QOSGraphTestOptions allowed_gids = {
+        .edge.extra_device_opts = ALLOWED_GIDS_OPTS,
+    };
     QOSGraphTestOptions props = {
         .edge.extra_device_opts = "node-guid=" PROPS_GUID
                                   ",netdev=" PROPS_NETDEV,
@@ -2266,6 +2333,8 @@ static void register_virtio_rdma_test(void)
     qos_add_test("qp-rc", "virtio-rdma", test_qp_rc, NULL);
     qos_add_test("qp-ud-gsi", "virtio-rdma", test_qp_ud_gsi, NULL);
     qos_add_test("gid-event", "virtio-rdma", test_gid_event, NULL);
+    qos_add_test("allowed-gids", "virtio-rdma", test_allowed_gids,
+                 &allowed_gids);
     qos_add_test("bad-cmd", "virtio-rdma", test_bad_cmd, NULL);
     qos_add_test("bad-handles", "virtio-rdma", test_bad_handles, NULL);
     qos_add_test("bad-mr", "virtio-rdma", test_bad_mr, NULL);

@@ -41,6 +41,7 @@ inline VrdmaLimits default_limits()
         .max_qp_init_rd_atom = 0,
         .no_atomics = false,
         .no_fast_reg = false,
+        .allow = {},            /* no allowed-gids */
     };
 }
 
@@ -151,6 +152,7 @@ protected:
         case VRDMA_ERR_IN_USE: return VIRTIO_RDMA_EBUSY;
         case VRDMA_ERR_LIMIT: return VIRTIO_RDMA_ERANGE;
         case VRDMA_ERR_BAD_ADDR: return VIRTIO_RDMA_EFAULT;
+        case VRDMA_ERR_NOT_ALLOWED: return VIRTIO_RDMA_EPERM;
         case VRDMA_ERR_NONE: return VIRTIO_RDMA_OK;
         default: return VIRTIO_RDMA_EINVAL;
         }

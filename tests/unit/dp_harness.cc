@@ -51,6 +51,7 @@ VrdmaLimits dp_limits()
         .max_qp_init_rd_atom = 0,
         .no_atomics = false,
         .no_fast_reg = false,
+        .allow = {},            /* no allowed-gids */
     };
 }
 

@@ -104,7 +104,7 @@ protected:
     static virtio_rdma_qp_attr good_attrs()
     {
         virtio_rdma_qp_attr a{};
-        a.qkey = 0x80010000;
+        a.qkey = 0x01234567; /* rdma_cm's RDMA_PS_UDP Q_Key */
         a.rq_psn = 0x123456;
         a.sq_psn = 0xabcdef;
         a.dest_qp_num = 0x42;

@@ -26,7 +26,7 @@ TEST(CoreNew, AcceptsDefaultsAndExtremes)
                       .max_sge = 1, .sys_image_guid = 0, .phys_mtu = 0,
                       .mac = {}, .max_mapped_pages = 0, .rng_seed = 0,
                       .max_qp_rd_atom = 1, .max_qp_init_rd_atom = 1,
-                      .no_atomics = true, .no_fast_reg = true};
+                      .no_atomics = true, .no_fast_reg = true, .allow = {}};
     c = vrdma_core_new(&lim, &g.ops());
     ASSERT_NE(c, nullptr);
     vrdma_core_free(c);
@@ -40,7 +40,8 @@ TEST(CoreNew, AcceptsDefaultsAndExtremes)
                       .rng_seed = UINT64_MAX,
                       .max_qp_rd_atom = UINT32_MAX,
                       .max_qp_init_rd_atom = UINT32_MAX,
-                      .no_atomics = false, .no_fast_reg = false};
+                      .no_atomics = false, .no_fast_reg = false,
+                      .allow = {}};
     c = vrdma_core_new(&lim, &g.ops());
     ASSERT_NE(c, nullptr);
     vrdma_core_free(c);

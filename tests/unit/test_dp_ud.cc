@@ -9,6 +9,7 @@
 #include "dp_harness.h"
 #include "roce/frame.h"
 #include "roce/udp_sport.h"
+#include "test_roce_util.h"
 
 namespace vrdma_test {
 namespace {
@@ -196,13 +197,60 @@ TEST_F(DpUd, QkeyMismatchIsDroppedAndCounted)
     EXPECT_EQ(b->pop_cqe(cq_b).wr_id, 1u);
 }
 
-/* C10-15: a WQE Q_Key with the high bit set means "use the QP's". */
+/*
+ * C10-15: a WQE Q_Key with the high bit set means "use the QP's" (rxe sends
+ * it as it is): QP1's Q_Key in a UD QP's request goes out as that QP's.
+ */
 TEST_F(DpUd, QkeyHighBitUsesTheQpQkey)
 {
-    b->post_recv(qb, 1, {{dst.addr, 1000, dst.lkey}});
-    a->post_send(qa, ud_send(2, 10, 0x80000000));
+    for (uint32_t qkey : {0x80000000u, 0x80010000u}) {
+        b->post_recv(qb, qkey, {{dst.addr, 1000, dst.lkey}});
+        a->post_send(qa, ud_send(2, 10, qkey));
+        ASSERT_TRUE(wire.pump());
+        EXPECT_EQ(a->pop_cqe(cq_a).status, VIRTIO_RDMA_WC_SUCCESS);
+        EXPECT_EQ(b->pop_cqe(cq_b).status, VIRTIO_RDMA_WC_SUCCESS);
+        roce::Packet p;
+        ASSERT_EQ(roce::parse_frame(wire.captured.back().data, &p),
+                  roce::ParseError::kNone);
+        EXPECT_EQ(p.deth().qkey(), kQkey) << std::hex << qkey;
+    }
+}
+
+/*
+ * QP1 is reached only from the GSI QP (on backend=ibverbs, only through
+ * rdmacm-mux): a UD QP's send to QPN 1 is an error of that QP's, reported
+ * through guest_error, and nothing goes on the wire.
+ */
+TEST_F(DpUd, SendToQp1FromAUdQpIsRefused)
+{
+    const uint32_t gb = b->create_qp(pd_b, VIRTIO_RDMA_QPT_GSI, cq_b, cq_b);
+    b->ud_up(gb, 0x80010000);
+    b->post_recv(gb, 1, {{dst.addr, 1000, dst.lkey}});
+    a->post_send(qa, ud_send(2, 10, 0x80010000)
+                         .ud(1, 0x80010000, b->gid, b->mac));
     ASSERT_TRUE(wire.pump());
-    EXPECT_EQ(b->pop_cqe(cq_b).status, VIRTIO_RDMA_WC_SUCCESS);
+    const virtio_rdma_cq_req c = a->pop_cqe(cq_a);
+    EXPECT_EQ(c.wr_id, 2u);
+    EXPECT_EQ(c.status, VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
+    EXPECT_EQ(c.opcode, VIRTIO_RDMA_WC_SEND);
+    EXPECT_EQ(c.qp_num, qa);
+    EXPECT_EQ(a->qp_state(qa), VIRTIO_RDMA_QPS_ERR);
+    EXPECT_TRUE(wire.captured.empty()) << "nothing sent";
+    EXPECT_EQ(b->cq_size(cq_b), 0u);
+    ASSERT_EQ(a->errors.size(), 1u);
+    EXPECT_EQ(a->errors[0].err, VRDMA_ERR_BAD_ARG);
+    EXPECT_EQ(a->errors[0].field, "wr.ud.remote_qpn");
+    EXPECT_EQ(a->errors[0].a, 1u);
+    EXPECT_EQ(a->errors[0].b, qa) << "the QP that sent it";
+
+    /* Only the low 24 bits are the QPN: 0xFF000001 is QP1 too. */
+    const uint32_t q2 = a->create_qp(pd_a, VIRTIO_RDMA_QPT_UD, cq_a, cq_a);
+    a->ud_up(q2, kQkey, 0x30);
+    a->post_send(q2, ud_send(3, 10).ud(0xFF000001, kQkey, b->gid, b->mac));
+    ASSERT_TRUE(wire.pump());
+    EXPECT_EQ(a->pop_cqe(cq_a).status, VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
+    EXPECT_TRUE(wire.captured.empty()) << "nothing sent";
+    EXPECT_EQ(b->cq_size(cq_b), 0u);
 }
 
 TEST_F(DpUd, LongerThanTheMtuCompletesWithoutAPacket)
@@ -283,33 +331,41 @@ TEST_F(DpUd, GsiAlwaysUsesTheGsiQkey)
     const uint32_t gb = b->create_qp(pd_b, VIRTIO_RDMA_QPT_GSI, cq_b, cq_b);
     ASSERT_EQ(ga, 1u);
     ASSERT_EQ(gb, 1u);
-    a->ud_up(ga, 0x1234);
+    a->ud_up(ga, 0x80010000); /* what the guest's MAD layer sets */
     b->ud_up(gb, 0x5678);
     a->fill(src.addr, 256, 3);
-    b->post_recv(gb, 1, {{dst.addr, 1000, dst.lkey}});
-    a->post_send(ga, SendWr()
-                         .op(VIRTIO_RDMA_WR_SEND)
-                         .id(2)
-                         .flags(kSignaled)
-                         .sge(src.addr, 256, src.lkey)
-                         .ud(1, 0x9999, b->gid, b->mac));
-    ASSERT_TRUE(wire.pump());
-    roce::Packet p;
-    ASSERT_EQ(roce::parse_frame(wire.captured.back().data, &p),
-              roce::ParseError::kNone);
-    EXPECT_EQ(p.deth().qkey(), 0x80010000u);
-    EXPECT_EQ(p.deth().sqp(), 1u);
-    const virtio_rdma_cq_req r = b->pop_cqe(cq_b);
-    EXPECT_EQ(r.status, VIRTIO_RDMA_WC_SUCCESS);
-    EXPECT_EQ(r.src_qp, 1u);
-    EXPECT_EQ(r.qp_num, 1u);
-    EXPECT_TRUE(b->check(dst.addr + 40, 256, 3));
+    /* QP1's Q_Key as the MAD layer posts it, or any other. */
+    for (uint32_t qkey : {0x80010000u, 0x9999u}) {
+        b->post_recv(gb, 1, {{dst.addr, 1000, dst.lkey}});
+        a->post_send(ga, SendWr()
+                             .op(VIRTIO_RDMA_WR_SEND)
+                             .id(2)
+                             .flags(kSignaled)
+                             .sge(src.addr, 256, src.lkey)
+                             .ud(1, qkey, b->gid, b->mac));
+        ASSERT_TRUE(wire.pump());
+        EXPECT_EQ(a->pop_cqe(cq_a).status, VIRTIO_RDMA_WC_SUCCESS);
+        roce::Packet p;
+        ASSERT_EQ(roce::parse_frame(wire.captured.back().data, &p),
+                  roce::ParseError::kNone);
+        EXPECT_EQ(p.bth().qpn(), 1u);
+        EXPECT_EQ(p.deth().qkey(), 0x80010000u);
+        EXPECT_EQ(p.deth().sqp(), 1u);
+        const virtio_rdma_cq_req r = b->pop_cqe(cq_b);
+        EXPECT_EQ(r.status, VIRTIO_RDMA_WC_SUCCESS);
+        EXPECT_EQ(r.src_qp, 1u);
+        EXPECT_EQ(r.qp_num, 1u);
+        EXPECT_TRUE(b->check(dst.addr + 40, 256, 3));
+    }
 
-    /* A GSI packet with another Q_Key is dropped. */
-    a->post_send(qa, ud_send(3, 10, 0x5678).ud(1, 0x5678, b->gid, b->mac));
+    /* A GSI packet with another Q_Key (as a peer may send it) is dropped. */
+    Bytes f = wire.captured.back().data;
+    f[bth_of(f) + 12] ^= 1; /* the DETH's Q_Key */
+    fix_icrc(f);
     b->post_recv(gb, 4, {{dst.addr, 1000, dst.lkey}});
-    ASSERT_TRUE(wire.pump());
+    EXPECT_TRUE(b->receive(f));
     EXPECT_EQ(b->drops(VRDMA_DROP_QKEY), 1u);
+    EXPECT_EQ(b->cq_size(cq_b), 0u);
 }
 
 TEST_F(DpUd, MissingSourceGidFailsTheWqe)

@@ -288,6 +288,57 @@ TEST_F(Qp, UdAndGsiTakeQkey)
     }
 }
 
+/*
+ * A Q_Key with bit 31 set is a controlled one (IBA 10.2.5, C10-15): only
+ * the GSI QP holds one (0x80010000, which the guest's MAD layer sets on
+ * QP1); any other QP is refused it, as Linux refuses an unprivileged
+ * process since 6.4.  Otherwise a UD QP could send with QP1's Q_Key.
+ */
+TEST_F(Qp, ControlledQkeyOnlyOnTheGsiQp)
+{
+    const uint32_t ud = new_qp(VIRTIO_RDMA_QPT_UD);
+    virtio_rdma_qp_attr a = good_attrs();
+    a.qp_state = INIT;
+    for (uint32_t bad : {0x80010000u, 0x80000000u, 0xffffffffu}) {
+        a.qkey = bad;
+        expect_refused(VIRTIO_RDMA_CMD_MODIFY_QP,
+                       virtio_rdma_cmd_modify_qp{
+                           .qpn = ud,
+                           .attr_mask = M_STATE | required_attrs(
+                                            VIRTIO_RDMA_QPT_UD, RESET, INIT),
+                           .attrs = a},
+                       VRDMA_ERR_BAD_ARG);
+        ASSERT_FALSE(guest_.errors.empty());
+        EXPECT_EQ(guest_.errors.back().field, "attrs.qkey");
+        EXPECT_EQ(guest_.errors.back().a, bad);
+        EXPECT_EQ(guest_.errors.back().b, 0x7fffffffu) << "the largest allowed";
+    }
+    EXPECT_EQ(state_of(ud), RESET);
+
+    drive(ud, VIRTIO_RDMA_QPT_UD, RTS);
+    const uint32_t before = query_qp(ud).qkey;
+    a.qkey = 0x80010000;
+    expect_refused(VIRTIO_RDMA_CMD_MODIFY_QP,
+                   virtio_rdma_cmd_modify_qp{.qpn = ud, .attr_mask = M_QKEY,
+                                             .attrs = a},
+                   VRDMA_ERR_BAD_ARG);
+    EXPECT_EQ(query_qp(ud).qkey, before) << "RTS->RTS: Q_Key unchanged";
+    a.qkey = 0x7fffffff;
+    EXPECT_EQ(modify_qp(ud, M_QKEY, a), VIRTIO_RDMA_OK);
+    EXPECT_EQ(query_qp(ud).qkey, 0x7fffffffu);
+
+    /* The GSI QP takes QP1's Q_Key, as the kernel's MAD layer sets it. */
+    const uint32_t gsi = new_qp(VIRTIO_RDMA_QPT_GSI);
+    a = good_attrs();
+    a.qp_state = INIT;
+    a.qkey = 0x80010000;
+    EXPECT_EQ(modify_qp(gsi, M_STATE | required_attrs(VIRTIO_RDMA_QPT_GSI,
+                                                      RESET, INIT),
+                        a),
+              VIRTIO_RDMA_OK);
+    EXPECT_EQ(query_qp(gsi).qkey, 0x80010000u);
+}
+
 TEST_F(Qp, ResetForgetsAttributes)
 {
     const uint32_t qpn = new_qp(VIRTIO_RDMA_QPT_RC);

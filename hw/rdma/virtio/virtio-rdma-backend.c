@@ -171,6 +171,20 @@ bool virtio_rdma_backend_check(VirtIORdma *r, Error **errp)
     }
     r->backend = kind;
     if (r->backend == VIRTIO_RDMA_BACKEND_IBVERBS) {
+        /*
+         * netdev= names a host interface, to which libvirt adds every
+         * address the guest's GID events name: on a shared host device
+         * only addresses management allowed may get there.
+         */
+        if (c->netdev && !r->allow.n) {
+            error_setg(errp, "virtio-rdma: backend=ibverbs: netdev=%s needs "
+                       "allowed-gids", c->netdev);
+            error_append_hint(errp, "RDMA_GID_STATUS_CHANGED names netdev= "
+                              "as the host interface for the guest's GID "
+                              "addresses; allowed-gids says which ones the "
+                              "guest may have\n");
+            return false;
+        }
         return virtio_rdma_ibverbs_check(r, errp);
     }
     /* Properties of the other backend would be silently ignored: refuse. */

@@ -41,6 +41,7 @@
  */
 
 #include "qemu/osdep.h"
+#include <arpa/inet.h>
 #include "qapi/qapi-events-rdma-virtio.h"
 #include "qemu/iov.h"
 #include "qemu/lockable.h"
@@ -512,6 +513,22 @@ static void virtio_rdma_engine_guest_error(void *opaque, uint8_t cmd,
                                            VrdmaErr err, const char *field,
                                            uint64_t a, uint64_t b)
 {
+    if (err == VRDMA_ERR_NOT_ALLOWED &&
+        trace_event_get_state_backends(TRACE_VIRTIO_RDMA_ERR_GID)) {
+        /* @a and @b are the GID's halves: name it as the address it is. */
+        static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+        char text[INET6_ADDRSTRLEN] = "?";
+        uint8_t gid[16];
+
+        stq_be_p(gid, a);
+        stq_be_p(gid + 8, b);
+        if (!memcmp(gid, v4mapped, sizeof(v4mapped))) {
+            inet_ntop(AF_INET, gid + 12, text, sizeof(text));
+        } else {
+            inet_ntop(AF_INET6, gid, text, sizeof(text));
+        }
+        trace_virtio_rdma_err_gid(vrdma_cmd_name(cmd), text, field);
+    }
     trace_virtio_rdma_err_cmd(vrdma_cmd_name(cmd), vrdma_err_name(err), field,
                               a, b);
 }
@@ -600,6 +617,10 @@ static void virtio_rdma_gid_event(VirtIORdma *r, const uint8_t gid[16],
      */
     memcpy(&subnet_prefix, gid, 8);
     memcpy(&interface_id, gid + 8, 8);
+    /* Defence in depth: the core refused any other GID at ADD_GID. */
+    if (r->allow.n && !vrdma_gid_allowed(&r->allow, gid)) {
+        return;
+    }
     trace_virtio_rdma_gid_event(r->netdev_name, added);
     r->stage->st.gid_events++;
     qapi_event_send_rdma_gid_status_changed(r->netdev_name, added,

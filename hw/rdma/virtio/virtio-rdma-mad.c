@@ -6,13 +6,23 @@
  * on, so the guest's GSI QP is served here: its sends become MAD_SEND, a
  * MAD_RECV goes to the core (vrdma_core_mad_receive).
  *
- * On every connection: HELLO first; once HELLO_ACK says OK, one claim per
- * distinct GID of the guest's table, then MADs.  The claims follow the
- * guest's GID table (GID_ADD / GID_DEL as it changes); one the mux refuses
- * (the address is not on the host yet: libvirt adds it after
- * RDMA_GID_STATUS_CHANGED) is retried every VRDMA_MAD_RETRY_MS.  A
- * reconnecting chardev (reconnect=) brings a restarted mux back the same
- * way.
+ * On every connection: HELLO first -- with the device's owner name and its
+ * allowed-gids, which the mux authorises claims by -- ; once HELLO_ACK says
+ * OK, one claim per distinct GID of the guest's table, then MADs.  The
+ * claims follow the guest's GID table (GID_ADD / GID_DEL as it changes);
+ * one the mux refuses for now (the address is not on the host yet: libvirt
+ * adds it after RDMA_GID_STATUS_CHANGED; another device holds it or it is
+ * reserved for its previous owner) is retried every VRDMA_MAD_RETRY_MS,
+ * one outside the allow-list (NOT_ALLOWED) not again on this connection.
+ * The core learns which GIDs another device holds (vrdma_core_gid_claim):
+ * the guest does not use them as its source.  A reconnecting chardev
+ * (reconnect=) brings a restarted mux back the same way.
+ *
+ * The owner name is "<VM UUID>/<the device's QOM path>": the same after a
+ * guest reboot and a QEMU restart (libvirt always passes -uuid; the path
+ * follows the device's id), so the mux keeps a released claim for this
+ * device and no other (docs/tools/rdmacm-mux.rst).  Without -uuid the
+ * UUID is a random one of this QEMU process.
  *
  * Threads: the chardev's handlers, the flush bottom half and the claims run
  * in the main loop (BQL).  Sends come from the core, under core_lock, from
@@ -33,6 +43,9 @@
 #include "qemu/lockable.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
+#include "qemu/uuid.h"
+#include "qom/object.h"
+#include "system/system.h"
 #include "chardev/char-fe.h"
 #include "hw/rdma/rdmacm-mux-proto.h"
 #include "hw/virtio/virtio-rdma.h"
@@ -46,7 +59,10 @@ typedef enum {
     VRDMA_CLAIM_SENT,       /* GID_ADD sent, its GID_ACK not yet here */
     VRDMA_CLAIM_HELD,
     VRDMA_CLAIM_REFUSED,    /* until the retry timer */
+    VRDMA_CLAIM_DENIED,     /* NOT_ALLOWED: not asked again on this link */
 } VrdmaClaim;
+
+QEMU_BUILD_BUG_ON(VRDMA_GID_ALLOW_MAX != RDMACM_MUX_ALLOW_MAX);
 
 struct VirtIORdmaMad {
     VirtIORdma *r;
@@ -62,6 +78,8 @@ struct VirtIORdmaMad {
 
     /* Main loop only. */
     bool open, hello_sent;
+    bool hello_warned;              /* closed before HELLO_ACK: said once */
+    char owner[RDMACM_MUX_OWNER_LEN]; /* HELLO's owner */
     uint32_t seq;
     uint8_t out[RDMACM_MUX_MAX_MSG];
     size_t out_len, out_off;        /* the message being written */
@@ -164,6 +182,28 @@ static bool virtio_rdma_mad_next_claim(VirtIORdmaMad *m)
     return false;
 }
 
+/* HELLO: where the device is, who it is, what management allows it. */
+static void virtio_rdma_mad_put_hello(VirtIORdmaMad *m)
+{
+    const VrdmaGidAllow *allow = &m->r->allow;
+    struct rdmacm_mux_hello h = {
+        .port = cpu_to_le32(m->r->ib.port),
+        .version = cpu_to_le32(RDMACM_MUX_VERSION),
+        .allow_n = cpu_to_le32(MIN(allow->n, RDMACM_MUX_ALLOW_MAX)),
+    };
+    unsigned i;
+
+    pstrcpy(h.ibdev, sizeof(h.ibdev), m->r->ib.ibdev);
+    memcpy(h.owner, m->owner, sizeof(h.owner));
+    for (i = 0; i < allow->n && i < RDMACM_MUX_ALLOW_MAX; i++) {
+        memcpy(h.allow[i].gid, allow->prefix[i].gid, RDMACM_MUX_GID_LEN);
+        h.allow[i].len = allow->prefix[i].len;
+    }
+    trace_virtio_rdma_mad_hello(m->owner, allow->n);
+    m->hello_sent = true;
+    virtio_rdma_mad_put(m, RDMACM_MUX_HELLO, &h);
+}
+
 /* The next queued MAD, if any. */
 static bool virtio_rdma_mad_next_send(VirtIORdmaMad *m)
 {
@@ -194,14 +234,7 @@ static void virtio_rdma_mad_pump(VirtIORdmaMad *m)
             return;
         }
         if (!m->hello_sent) {
-            struct rdmacm_mux_hello h = {
-                .port = cpu_to_le32(m->r->ib.port),
-                .version = cpu_to_le32(RDMACM_MUX_VERSION),
-            };
-
-            pstrcpy(h.ibdev, sizeof(h.ibdev), m->r->ib.ibdev);
-            m->hello_sent = true;
-            virtio_rdma_mad_put(m, RDMACM_MUX_HELLO, &h);
+            virtio_rdma_mad_put_hello(m);
             continue;
         }
         WITH_QEMU_LOCK_GUARD(&m->lock) {
@@ -288,6 +321,14 @@ static void virtio_rdma_mad_hello_ack(VirtIORdmaMad *m,
 {
     uint32_t status = le32_to_cpu(a->status);
 
+    if (status == RDMACM_MUX_BAD_VERSION) {
+        warn_report("virtio-rdma: rdmacm-mux refused the device: it speaks "
+                    "protocol version %u, this QEMU %u (update the older)",
+                    le32_to_cpu(a->version), RDMACM_MUX_VERSION);
+        virtio_rdma_mad_reset(m);
+        qemu_chr_fe_disconnect(m->chr);
+        return;
+    }
     if (status != RDMACM_MUX_OK) {
         /* The mux closes; reconnect= would meet the same answer. */
         warn_report("virtio-rdma: rdmacm-mux refused the device (status "
@@ -299,9 +340,56 @@ static void virtio_rdma_mad_hello_ack(VirtIORdmaMad *m,
         return;
     }
     m->connects++;
+    m->hello_warned = false;
     trace_virtio_rdma_mad_connected(le32_to_cpu(a->max_gids));
     virtio_rdma_mad_set_up(m, true);
     virtio_rdma_mad_pump(m);
+}
+
+/* The core learns whether another device holds GID @i's value. */
+static void virtio_rdma_mad_tell_core(VirtIORdmaMad *m, unsigned i, bool ours)
+{
+    VirtIORdma *r = m->r;
+
+    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+        if (r->core) {
+            vrdma_core_gid_claim(r->core, m->claimed[i], ours);
+        }
+    }
+}
+
+static void virtio_rdma_mad_claim_answer(VirtIORdmaMad *m, unsigned i,
+                                         uint32_t status)
+{
+    switch (status) {
+    case RDMACM_MUX_OK:
+        m->claim[i] = VRDMA_CLAIM_HELD;
+        virtio_rdma_mad_tell_core(m, i, true);
+        return;
+    case RDMACM_MUX_NOT_ALLOWED:
+        /* Outside allowed-gids (or none given and the mux wants one): the
+         * same answer for as long as this connection lasts. */
+        trace_virtio_rdma_mad_claim_refused(i, status, "not allowed");
+        m->claim[i] = VRDMA_CLAIM_DENIED;
+        virtio_rdma_mad_tell_core(m, i, false);
+        return;
+    case RDMACM_MUX_CLAIMED:
+    case RDMACM_MUX_RESERVED:
+        /* Another device's, or its previous owner's for the mux's grace
+         * period: asked again, the guest may not send with it meanwhile. */
+        trace_virtio_rdma_mad_claim_refused(
+            i, status, status == RDMACM_MUX_CLAIMED ? "held by another"
+                                                   : "reserved for another");
+        virtio_rdma_mad_tell_core(m, i, false);
+        break;
+    default:
+        /* NOT_ON_HOST, LIMIT, or a status of a newer mux: asked again. */
+        trace_virtio_rdma_mad_claim_refused(i, status, "for now");
+        break;
+    }
+    m->claim[i] = VRDMA_CLAIM_REFUSED;
+    timer_mod(m->retry,
+              qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + VRDMA_MAD_RETRY_MS);
 }
 
 static void virtio_rdma_mad_gid_ack(VirtIORdmaMad *m,
@@ -313,13 +401,7 @@ static void virtio_rdma_mad_gid_ack(VirtIORdmaMad *m,
     for (i = 0; i < VRDMA_GID_TABLE_LEN; i++) {
         if (m->claim[i] == VRDMA_CLAIM_SENT && m->claim_seq[i] == seq) {
             trace_virtio_rdma_mad_claim_ack(i, status);
-            if (status == RDMACM_MUX_OK) {
-                m->claim[i] = VRDMA_CLAIM_HELD;
-            } else {
-                m->claim[i] = VRDMA_CLAIM_REFUSED;
-                timer_mod(m->retry, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
-                          VRDMA_MAD_RETRY_MS);
-            }
+            virtio_rdma_mad_claim_answer(m, i, status);
         }
     }
     /* A released or changed GID may be due now. */
@@ -432,6 +514,16 @@ static void virtio_rdma_mad_event(void *opaque, QEMUChrEvent event)
         break;
     case CHR_EVENT_CLOSED:
         trace_virtio_rdma_mad_open(false);
+        if (m->hello_sent && !m->link_up && !m->hello_warned) {
+            /* A refusal comes with HELLO_ACK; this did not.  Once until
+             * the next good connection: reconnect= retries every second. */
+            m->hello_warned = true;
+            warn_report("virtio-rdma: rdmacm-mux closed the connection "
+                        "before answering HELLO: too many clients, this "
+                        "QEMU's user not allowed (--allow-uid/--allow-gid), "
+                        "or a mux older than protocol version %u",
+                        RDMACM_MUX_VERSION);
+        }
         virtio_rdma_mad_reset(m);
         break;
     default:
@@ -454,6 +546,35 @@ static void virtio_rdma_mad_retry(void *opaque)
 
 /* ---- the device's side ------------------------------------------------------ */
 
+/*
+ * HELLO's owner: "<VM UUID>/<QOM path>", or "<VM UUID>/sha256:<hex>" of the
+ * path when the path does not fit or has a byte the protocol does not take.
+ */
+static void virtio_rdma_mad_set_owner(VirtIORdmaMad *m)
+{
+    static QemuUUID anonymous; /* without -uuid: this process's (BQL) */
+    g_autofree char *path = object_get_canonical_path(OBJECT(m->r));
+    char ustr[UUID_STR_LEN];
+    bool plain = path && strlen(path) + sizeof(ustr) < sizeof(m->owner);
+    const char *c;
+
+    if (!qemu_uuid_set && qemu_uuid_is_null(&anonymous)) {
+        qemu_uuid_generate(&anonymous);
+    }
+    qemu_uuid_unparse(qemu_uuid_set ? &qemu_uuid : &anonymous, ustr);
+    for (c = path; plain && *c; c++) {
+        plain = *c > ' ' && *c <= '~';
+    }
+    if (plain) {
+        snprintf(m->owner, sizeof(m->owner), "%s/%s", ustr, path);
+    } else {
+        g_autofree char *sum =
+            g_compute_checksum_for_string(G_CHECKSUM_SHA256, path ?: "", -1);
+
+        snprintf(m->owner, sizeof(m->owner), "%s/sha256:%s", ustr, sum);
+    }
+}
+
 void virtio_rdma_mad_init(VirtIORdma *r, VrdmaHostOps *ops)
 {
     VirtIORdmaMad *m;
@@ -469,6 +590,7 @@ void virtio_rdma_mad_init(VirtIORdma *r, VrdmaHostOps *ops)
     qemu_mutex_init(&m->lock);
     m->bh = qemu_bh_new(virtio_rdma_mad_bh, m);
     m->retry = timer_new_ms(QEMU_CLOCK_REALTIME, virtio_rdma_mad_retry, m);
+    virtio_rdma_mad_set_owner(m);
     r->mad = m;
     ops->mad.send = virtio_rdma_mad_send;
     qemu_chr_fe_set_handlers(m->chr, virtio_rdma_mad_can_read,
@@ -540,7 +662,8 @@ VirtioRdmaMadLink *virtio_rdma_mad_info(VirtIORdma *r)
     }
     for (i = 0; i < VRDMA_GID_TABLE_LEN; i++) {
         l->gids_claimed += m->claim[i] == VRDMA_CLAIM_HELD;
-        l->gids_refused += m->claim[i] == VRDMA_CLAIM_REFUSED;
+        l->gids_refused += m->claim[i] == VRDMA_CLAIM_REFUSED ||
+                           m->claim[i] == VRDMA_CLAIM_DENIED;
     }
     l->connects = m->connects;
     l->closed_bad = m->closed_bad;

@@ -753,17 +753,14 @@ bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp)
     memcpy(r->mac, nic->nic_conf.macaddr.a, sizeof(r->mac));
     peer = nic->nic_conf.peers.ncs[0];
     /*
-     * The host interface the guest's GID addresses belong on: the host RDMA
-     * device's netdev with backend=ibverbs (its GID table follows that
-     * netdev's addresses), else the NIC's netdev.
+     * The name RDMA_GID_STATUS_CHANGED gives, where libvirt adds the
+     * guest's addresses: a host interface only when management names one
+     * (netdev=; with backend=ibverbs only next to allowed-gids, see
+     * virtio-rdma-backend.c).  Never the host RDMA device's netdev by
+     * default: that would put guest-chosen addresses on the host's link.
+     * Else the NIC's netdev id, which is QEMU's name, not an interface's.
      */
-    if (c->netdev) {
-        r->netdev_name = g_strdup(c->netdev);
-    } else if (r->backend == VIRTIO_RDMA_BACKEND_IBVERBS && *r->ib.netdev) {
-        r->netdev_name = g_strdup(r->ib.netdev);
-    } else {
-        r->netdev_name = g_strdup(peer ? peer->name : "");
-    }
+    r->netdev_name = g_strdup(c->netdev ? c->netdev : peer ? peer->name : "");
 
     lim = (VrdmaLimits) {
         .max_qp = c->max_qp,
@@ -779,6 +776,7 @@ bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp)
         .phys_mtu = nic->net_conf.mtu ? nic->net_conf.mtu :
                     VIRTIO_RDMA_DEFAULT_MTU,
         .max_mapped_pages = c->max_mapped_pages,
+        .allow = r->allow,
     };
     memcpy(lim.mac, r->mac, sizeof(lim.mac));
     /*
@@ -835,6 +833,18 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
         error_append_hint(errp, "Use -device virtio-rdma-pci at function 1 of "
                           "a slot whose function 0 is virtio-net-pci\n");
         return;
+    }
+    if (c->allowed_gids) {
+        char why[160];
+
+        if (!vrdma_gid_allow_parse(c->allowed_gids, &r->allow, why,
+                                   sizeof(why))) {
+            error_setg(errp, "virtio-rdma: allowed-gids: %s", why);
+            error_append_hint(errp, "Give IPv4 or IPv6 addresses or prefixes "
+                              "(a.b.c.d[/n], x:y::z[/n]) separated by ';', "
+                              "at most %d\n", VRDMA_GID_ALLOW_MAX);
+            return;
+        }
     }
     if (!virtio_rdma_backend_check(r, errp)) {
         return;
@@ -959,6 +969,8 @@ static const Property virtio_rdma_properties[] = {
                        VIRTIO_RDMA_MAPPED_PAGES_DEFAULT),
     DEFINE_PROP_UINT64("node-guid", VirtIORdma, conf.node_guid, 0),
     DEFINE_PROP_STRING("netdev", VirtIORdma, conf.netdev),
+    /* GIDs the guest may use: docs/system/devices/virtio-rdma.rst */
+    DEFINE_PROP_STRING("allowed-gids", VirtIORdma, conf.allowed_gids),
     DEFINE_PROP_BIT64("wire-qpn", VirtIORdma, host_features,
                       VIRTIO_RDMA_F_WIRE_QPN, true),
     DEFINE_PROP_BIT64("event-queue", VirtIORdma, host_features,

@@ -143,7 +143,7 @@ enum virtio_rdma_ctrl_cmd {
  */
 enum virtio_rdma_status {
     VIRTIO_RDMA_OK = 0,
-    VIRTIO_RDMA_EPERM = 1,    /* reserved: not returned by this device */
+    VIRTIO_RDMA_EPERM = 1,    /* a GID management does not allow (allowed-gids) */
     VIRTIO_RDMA_ENOENT = 2,   /* no such object (bad or stale handle) */
     VIRTIO_RDMA_EIO = 5,      /* the host RDMA device failed it (backend=ibverbs) */
     VIRTIO_RDMA_ENOMEM = 12,  /* object table full */

@@ -58,6 +58,20 @@ typedef struct VrdmaGidAllow {
     uint32_t n;              /* 0: no allow-list was given */
 } VrdmaGidAllow;
 
+/*
+ * Parses allowed-gids' text into @out: entries separated by ';' and/or
+ * whitespace, each an IPv4 address a.b.c.d[/n] or an IPv6 address [/n]
+ * (no /n: one address).  Refused, with @why (NUL-terminated, cut to
+ * @why_len) naming the entry: an entry that is neither, a prefix length
+ * out of range, bits set past the prefix length, more than
+ * VRDMA_GID_ALLOW_MAX entries, no entry at all.  @returns true on success;
+ * on failure @out is untouched.  Pure: no core, any thread.
+ */
+bool vrdma_gid_allow_parse(const char *text, VrdmaGidAllow *out, char *why,
+                           size_t why_len);
+/* Whether @gid (network order) lies in one of @allow's prefixes. Pure. */
+bool vrdma_gid_allowed(const VrdmaGidAllow *allow, const uint8_t gid[16]);
+
 typedef struct VrdmaLimits {
     uint32_t max_qp;         /* QP numbers 0..max_qp-1; 0 unused, 1 = GSI */
     uint32_t max_cq;         /* CQ numbers 0..max_cq-1 */
@@ -96,6 +110,17 @@ typedef struct VrdmaLimits {
     uint32_t max_qp_init_rd_atom;
     bool no_atomics;
     bool no_fast_reg;
+    /*
+     * The GIDs the guest may add and use as its source (allowed-gids;
+     * n 0: none given).  ADD_GID of a GID outside it is refused
+     * (VRDMA_ERR_NOT_ALLOWED), whatever the backend; backend=ibverbs checks
+     * each use of a source GID against it again, and without a list
+     * refuses ADD_GID of a GID the host's GID table holds already (the
+     * host's own addresses, other tenants').  Each prefix must be
+     * well-formed (len <= 128, no bit set past len), else vrdma_core_new
+     * refuses the limits.
+     */
+    VrdmaGidAllow allow;
 } VrdmaLimits;
 
 /*
@@ -363,6 +388,20 @@ uint64_t vrdma_core_mapped_pages(const VrdmaCore *core);
  */
 void vrdma_core_invalidate_host_range(VrdmaCore *core, const void *host,
                                       uint64_t len);
+
+/*
+ * The MAD link's answer to the device's claim of GID @gid
+ * (backend=ibverbs with mad-chardev=): @ours true, the mux routes it to
+ * this device; false, another of the mux's clients holds it.  From a
+ * "held by another" answer on, until the mux grants the claim or the entry
+ * is deleted or replaced, backend=ibverbs refuses every entry of the GID
+ * table holding @gid as a source (MODIFY_QP's sgid_index: EPERM; a UD or
+ * GSI send's gid_index: LOC_QP_OP_ERR), and a new entry of that value
+ * starts refused: the guest does not send with an address another device
+ * holds.  No entry holding @gid now: ignored (the answer is about an older
+ * value).  Under the core's lock.
+ */
+void vrdma_core_gid_claim(VrdmaCore *core, const uint8_t gid[16], bool ours);
 
 /* CQ number -> armed flags (VIRTIO_RDMA_NOTIFY_*), 0 if not armed/not live. */
 uint32_t vrdma_core_cq_armed(const VrdmaCore *core, uint32_t cqn);

@@ -43,7 +43,9 @@
     X(BAD_PORT, EINVAL, "no such port")                                     \
     X(BAD_INDEX, EINVAL, "GID/P_Key index out of range")                    \
     X(UNSUPPORTED, EOPNOTSUPP, "not something the device's backend does")   \
-    X(HOST, EIO, "the host RDMA device refused or failed it")
+    X(HOST, EIO, "the host RDMA device refused or failed it")              \
+    X(NOT_ALLOWED, EPERM,                                                   \
+      "a GID management does not allow this device (allowed-gids)")
 
 /*
  * Why a received (or looped-back) frame was dropped (VrdmaDrop:

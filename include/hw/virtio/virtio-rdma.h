@@ -36,7 +36,9 @@ typedef struct VirtIORdmaConf {
     uint32_t queue_size;
     uint64_t max_mapped_pages; /* guest pages all MRs may map together */
     uint64_t node_guid;     /* 0: derived from the paired NIC's MAC */
-    char *netdev;           /* NULL: the paired NIC's netdev id */
+    char *netdev;           /* NULL: the paired NIC's netdev id (never a
+                               host interface of backend=ibverbs's) */
+    char *allowed_gids;     /* NULL: no allow-list; parsed into allow */
     IOThread *iothread;     /* NULL: the engine runs under the BQL */
     char *backend;          /* VirtioRdmaBackend by name; NULL: soft-roce */
     char *ibdev;            /* backend=ibverbs: the host RDMA device */
@@ -95,6 +97,7 @@ struct VirtIORdma {
     VrdmaIbHostInfo ib;     /* backend=ibverbs: the host side at realize */
     Error *migration_blocker; /* backend=ibverbs */
     VirtIORdmaMad *mad;     /* backend=ibverbs with mad-chardev: the MAD link */
+    VrdmaGidAllow allow;    /* allowed-gids, parsed at realize (n 0: none) */
     bool discard_disabled;  /* backend=ibverbs: ram_block_discard_disable() */
 };
 

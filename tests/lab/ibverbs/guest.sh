@@ -52,9 +52,18 @@ ibv_devinfo -v > /out/ibv_devinfo.txt 2>&1
 if want probe || want netdev || want probe-port; then
     e=$(realize backend=ibverbs,ibdev=rxe0)
     check probe '"backend": "ibverbs"' "$e"
-    check netdev '"netdev": "eth0"' "$e"  # where the guest's GIDs must go
+    # RDMA_GID_STATUS_CHANGED's interface: the NIC's netdev id, never the
+    # host's eth0 by default (issue 25: libvirt would put the guest's
+    # addresses on the host's link).
+    check netdev '"netdev": "n0"' "$e"
     check probe-port "host device rxe0 port 1 state 4 active mtu 1024" "$e"
 fi
+# netdev= names a host interface: only next to allowed-gids.
+want netdev-needs-allow && check netdev-needs-allow \
+    "backend=ibverbs: netdev=eth0 needs allowed-gids" \
+    "$(realize backend=ibverbs,ibdev=rxe0,netdev=eth0)"
+want netdev-allowed && check netdev-allowed '"netdev": "eth0"' \
+    "$(realize "backend=ibverbs,ibdev=rxe0,netdev=eth0,allowed-gids=10.79.0.11;fd79::11")"
 # rxe's limits are above every property's maximum: nothing is lowered.
 if want no-clamp; then
     e=$(realize backend=ibverbs,ibdev=rxe0,max-qp=400,max-cq=63,max-sge=32,queue-size=1024)
@@ -72,6 +81,9 @@ want private-ram && check private-ram "needs guest RAM that is shared" \
 # The data-path qtests on rxe0: one result per test case.
 ip4=$(ip -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1)
 ip6=$(ip -6 -o addr show dev eth0 scope global | awk '{print $4}' | cut -d/ -f1)
+# The qtests' devices use this guest's (their host's) addresses: management
+# allows them (without allowed-gids the host's own are refused).
+export QVRDMA_ALLOWED_GIDS="$ip4;$ip6"
 paths=
 for p in $LAB_IBV_DP; do paths="$paths -p $p"; done
 rc=0
@@ -155,6 +167,34 @@ start_mux() {
     [ -S $sock ]
 }
 ip4b=10.79.0.21
+# wait_gid IPV4: until rxe0's GID table holds it (the kernel adds it from
+# the address, asynchronously), at most 5 s.
+wait_gid() {
+    hex=$(printf '%s' "$1" | awk -F. '{printf "%02x%02x:%02x%02x", $1, $2, $3, $4}')
+    i=0
+    until grep -qs "ffff:$hex\$" /sys/class/infiniband/rxe0/ports/1/gids/*; do
+        [ $i -ge 50 ] && return 1
+        sleep 0.1; i=$((i + 1))
+    done
+}
+# Two tenants on rxe0: A allowed $ip4, B allowed $ip4b (both on eth0).
+if want tenants; then
+    ip addr add $ip4b/24 dev eth0
+    if ! wait_gid $ip4b; then
+        echo "FAIL tenants $ip4b did not reach rxe0's GID table" >> $out
+    else
+        QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_GID_IPV4=$ip4 QVRDMA_GID_IPV4_B=$ip4b \
+            timeout 300 "$DPTEST" --tap -p /x86_64/virtio-rdma-dp/ibverbs/tenants \
+            > /out/tenants.tap 2> /out/tenants.err
+        trc=$?
+        if grep -q '^ok' /out/tenants.tap; then
+            echo "PASS tenants A and B each refused the other's address (EPERM), RC between their own; without allowed-gids both refused, 192.0.2.77 taken" >> $out
+        else
+            echo "FAIL tenants exit $trc: $(grep -a 'ERROR' /out/tenants.err | tail -1 | cut -c1-240)" >> $out
+        fi
+    fi
+    ip addr del $ip4b/24 dev eth0
+fi
 if want gsi-mux; then
     ip addr add $ip4b/24 dev eth0
     rmmod nvme_rdma nvmet_rdma rdma_ucm rdma_cm iw_cm ib_cm 2>> /out/rmmod.txt
@@ -174,7 +214,7 @@ else
     } > /run/restart-mux.sh
     chmod +x /run/restart-mux.sh
     QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_GID_IPV4=$ip4 QVRDMA_GID_IPV4_B=$ip4b \
-        QVRDMA_MAD_SOCKET=$sock QVRDMA_MAD_RESTART=/run/restart-mux.sh \
+        QVRDMA_ALLOWED_GIDS="$ip4;$ip4b" QVRDMA_MAD_SOCKET=$sock QVRDMA_MAD_RESTART=/run/restart-mux.sh \
         timeout 300 "$DPTEST" --tap -p /x86_64/virtio-rdma-dp/ibverbs/gsi-mux \
         > /out/gsi.tap 2> /out/gsi.err
     grc=$?

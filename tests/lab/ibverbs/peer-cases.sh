@@ -21,6 +21,11 @@ if grep -q rping cases; then
     i=0
     while [ ! -S $sock ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 fi
+# The device's addresses are this guest's own: management allows them
+# (allowed-gids; without it the host's own addresses are refused).
+QVRDMA_ALLOWED_GIDS=$(ip -o addr show dev eth0 scope global | awk '{print $4}' |
+                      cut -d/ -f1 | paste -sd';')
+export QVRDMA_ALLOWED_GIDS
 counters() {
     for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do
         echo "$(basename "$f") $(cat "$f")"

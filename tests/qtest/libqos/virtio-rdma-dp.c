@@ -101,7 +101,9 @@ QVrdmaDev *qvrdma_dev_boot_with(const QVrdmaBoot *b)
      * rdmacm-mux listening there, reconnecting every 200 ms if it goes.
      */
     const char *mad_sock = ib ? g_getenv("QVRDMA_MAD_SOCKET") : NULL;
-    g_autofree char *mad = NULL, *nic = NULL, *rdma = NULL;
+    const char *allow = !ib ? NULL : b->allowed_gids ? b->allowed_gids :
+                        g_getenv("QVRDMA_ALLOWED_GIDS");
+    g_autofree char *mad = NULL, *nic = NULL, *rdma = NULL, *allowed = NULL;
 
     if (mad_sock && !*mad_sock) {
         mad_sock = NULL; /* set but empty: none */
@@ -110,18 +112,22 @@ QVrdmaDev *qvrdma_dev_boot_with(const QVrdmaBoot *b)
                                      "reconnect-ms=200 ", mad_sock)
                    : g_strdup("");
 
+    /* Quoted: the command line goes through sh, and the list has ';'. */
+    allowed = allow && *allow ? g_strdup_printf(",allowed-gids='%s'", allow)
+                              : g_strdup("");
     qvrdma_parse_mac(b->mac, d->mac);
     nic = g_strdup_printf("-device virtio-net-pci,id=nic0,netdev=n0,addr=04.0,"
                           "multifunction=on,mac=%s%s ", b->mac,
                           b->nic_opts ? b->nic_opts : "");
     rdma = g_strdup_printf("-device virtio-rdma-pci,id=rdma0,addr=04.1%s%s%s"
-                           "%s%s%s%s%s ",
+                           "%s%s%s%s%s%s ",
                            io ? ",iothread=vrdma-io0" : "",
                            ioeventfd ? ",ioeventfd=" : "",
                            ioeventfd ? ioeventfd : "",
                            extra ? "," : "", extra ? rdma_opts : "",
                            ib ? ",backend=ibverbs,ibdev=" : "", ib ? ib : "",
-                           mad_sock ? ",mad-chardev=vrdma-mad" : "");
+                           mad_sock ? ",mad-chardev=vrdma-mad" : "",
+                           allowed);
     /* A host RDMA device maps guest RAM from its fd: shared memfd RAM. */
     d->qs = qtest_pc_boot("-M pc %s%s-netdev %s %s%s%s",
                           ib || ram_path ? ram : "", mad, b->netdev,

@@ -104,7 +104,9 @@ bool qvrdma_dp_want_iothread(void);
  * here is backend=ibverbs on it (guest RAM memfd-backed); NULL otherwise.
  * The lab runs the data-path tests so, nested in a guest with rxe.
  * QVRDMA_MAD_SOCKET=<path> as well: each device's MAD link (mad-chardev)
- * goes to the rdmacm-mux listening there.
+ * goes to the rdmacm-mux listening there.  QVRDMA_ALLOWED_GIDS=<list>: each
+ * device's allowed-gids (unless QVrdmaBoot.allowed_gids says otherwise);
+ * without it the device may add no address the host has already.
  */
 const char *qvrdma_dp_ibverbs(void);
 /*
@@ -148,6 +150,11 @@ typedef struct QVrdmaBoot {
     const char *ram_path;
     bool rdma_first;            /* -device virtio-rdma-pci comes first */
     bool iothread;              /* engine in an iothread, whatever the env */
+    /*
+     * allowed-gids of a backend=ibverbs device (NULL: QVRDMA_ALLOWED_GIDS;
+     * "": none, whatever the environment says).
+     */
+    const char *allowed_gids;
 } QVrdmaBoot;
 QVrdmaDev *qvrdma_dev_boot_with(const QVrdmaBoot *b);
 /* Two free UDP ports on 127.0.0.1 (both held until both are known). */

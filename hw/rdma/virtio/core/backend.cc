@@ -53,6 +53,11 @@ void qp_destroyed(VrdmaCore &c, Qp &qp)
     with(c, [&](auto &b) { b.qp_destroyed(c, qp); });
 }
 
+Status gid_adding(VrdmaCore &c, uint32_t index, const GidEntry &gid)
+{
+    return with(c, [&](auto &b) { return b.gid_adding(c, index, gid); });
+}
+
 void qp_to_error(VrdmaCore &c, Qp &qp)
 {
     with(c, [&](auto &b) { b.qp_to_error(c, qp); });

@@ -27,6 +27,9 @@
  *                   applied: a host device is asked here and may refuse.
  *   qp_modified     MODIFY_QP, after the attributes were stored.
  *   qp_destroyed    DESTROY_QP; outstanding work goes without completions.
+ *   gid_adding      ADD_GID of a GID the allow-list (if any) lets
+ *                   through, before the table changes: a backend on a
+ *                   shared host device may refuse it.
  *   mr_registered   GET_DMA_MR, CREATE_MR, REG_USER_MR, after the checks:
  *                   the backend gives the MR its keys (lkey, rkey) -- a
  *                   host device owns them -- or refuses.
@@ -82,6 +85,7 @@ namespace vrdma {
 struct Qp;
 struct Mr;
 struct Cq;
+struct GidEntry;
 
 #if VRDMA_IBVERBS
 using Backend = std::variant<soft_roce::Engine, ib::Backend>;
@@ -109,6 +113,7 @@ Status qp_modifying(VrdmaCore &c, Qp &qp, uint32_t mask,
                     const virtio_rdma_qp_attr &attrs);
 void qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state, uint32_t mask);
 void qp_destroyed(VrdmaCore &c, Qp &qp);
+Status gid_adding(VrdmaCore &c, uint32_t index, const GidEntry &gid);
 Status mr_registered(VrdmaCore &c, uint32_t index, Mr &mr);
 void mr_mapped(VrdmaCore &c, Mr &mr);
 void mr_revoked(VrdmaCore &c, Mr &mr);

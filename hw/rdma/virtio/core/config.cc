@@ -9,6 +9,7 @@
 #include <bit>
 #include <cstring>
 
+#include "gid_allow.h"
 #include "guest_abi.h"
 
 namespace vrdma {
@@ -36,7 +37,8 @@ bool limits_valid(const VrdmaLimits &lim)
            lim.max_sge >= 1 && lim.max_sge <= kMaxSge &&
            lim.queue_size >= 2 && lim.queue_size <= kMaxQueueSize &&
            std::has_single_bit(lim.queue_size) &&
-           lim.max_mr_size >= kPageSize && lim.max_mr_size <= kMaxMrSize;
+           lim.max_mr_size >= kPageSize && lim.max_mr_size <= kMaxMrSize &&
+           gid_allow_valid(lim.allow);
 }
 
 DeviceCaps device_caps(const VrdmaLimits &lim)

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core.h"
+#include "gid_allow.h"
 #include "roce/iba.h"
 
 namespace vrdma {
@@ -39,6 +40,43 @@ Status check_gid_index(uint32_t index)
 }
 
 } // namespace
+
+uint64_t gid_half(const std::array<uint8_t, 16> &gid, unsigned half)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 8; i++) {
+        v = v << 8 | gid[half * 8 + i];
+    }
+    return v;
+}
+
+const GidEntry *source_gid(const VrdmaCore &c, uint32_t index)
+{
+    const GidEntry *e = c.port.gid(index);
+    if (!e || e->foreign ||
+        (c.lim.allow.n && !gid_allowed(c.lim.allow, e->gid.data()))) {
+        return nullptr;
+    }
+    return e;
+}
+
+Status source_gid_refused(const VrdmaCore &c, uint32_t index)
+{
+    const GidEntry *e = c.port.gid(index);
+    if (!e) {
+        return fail(VRDMA_ERR_BAD_INDEX, "attrs.ah_attr.grh.sgid_index",
+                    index);
+    }
+    if (e->foreign) {
+        return fail(VRDMA_ERR_NOT_ALLOWED,
+                    "attrs.ah_attr.grh.sgid_index: GID held by another "
+                    "device (rdmacm-mux)", gid_half(e->gid, 0),
+                    gid_half(e->gid, 1));
+    }
+    return fail(VRDMA_ERR_NOT_ALLOWED,
+                "attrs.ah_attr.grh.sgid_index: GID not in allowed-gids",
+                gid_half(e->gid, 0), gid_half(e->gid, 1));
+}
 
 uint32_t active_mtu_for(uint32_t phys_mtu)
 {
@@ -114,6 +152,18 @@ Status cmd_add_gid(VrdmaCore &c, const virtio_rdma_cmd_add_gid &req,
     if (e.valid && e.gid == next.gid && e.type == next.type) {
         return kOk; /* already there: nothing changes, no event */
     }
+    /* Management's list first, whatever the backend: the guest may not have it. */
+    if (c.lim.allow.n && !gid_allowed(c.lim.allow, next.gid.data())) {
+        return fail(VRDMA_ERR_NOT_ALLOWED, "gid: not in allowed-gids",
+                    gid_half(next.gid, 0), gid_half(next.gid, 1));
+    }
+    if (Status s = backend::gid_adding(c, req.index, next); !s.ok()) {
+        return s;
+    }
+    /* The mux's answer is about the value: a second entry shares it. */
+    for (const GidEntry &o : c.port.gids) {
+        next.foreign |= o.valid && o.gid == next.gid && o.foreign;
+    }
     if (e.valid) {
         c.gid_changed(req.index, e, false);
     }
@@ -142,3 +192,13 @@ Status cmd_del_gid(VrdmaCore &c, const virtio_rdma_cmd_del_gid &req,
 }
 
 } // namespace vrdma
+
+extern "C" void vrdma_core_gid_claim(VrdmaCore *core, const uint8_t gid[16],
+                                     bool ours)
+{
+    for (vrdma::GidEntry &e : core->port.gids) {
+        if (e.valid && std::memcmp(e.gid.data(), gid, 16) == 0) {
+            e.foreign = !ours;
+        }
+    }
+}

@@ -32,6 +32,11 @@ struct GidEntry {
     bool valid = false;
     std::array<uint8_t, 16> gid{};
     uint32_t type = 0; /* enum virtio_rdma_gid_type */
+    /*
+     * The MAD link says another device holds this GID in the mux
+     * (vrdma_core_gid_claim): not a source while set.
+     */
+    bool foreign = false;
 };
 
 struct Port {
@@ -58,6 +63,23 @@ struct Port {
     bool link_up = true;
     uint32_t max_msg_sz = roce::kMaxMsgSize;
 };
+
+/*
+ * The entry at @index if the guest may send from it: valid, inside the
+ * allow-list (when there is one), not held by another device of the mux.
+ * nullptr otherwise.  Every use of a source GID by a backend on a shared
+ * host device goes through it (the check at ADD_GID is the first line;
+ * this one keeps a table entry from outliving what made it acceptable).
+ */
+const GidEntry *source_gid(const VrdmaCore &c, uint32_t index);
+/*
+ * MODIFY_QP's refusal of source GID attrs.ah_attr.grh.sgid_index = @index
+ * (source_gid() gave nullptr), naming the GID in the trace (its two
+ * halves) and why.
+ */
+Status source_gid_refused(const VrdmaCore &c, uint32_t index);
+/* The first (@half 0) or last 8 bytes of @gid as a number: a trace's a, b. */
+uint64_t gid_half(const std::array<uint8_t, 16> &gid, unsigned half);
 
 Status cmd_query_port(VrdmaCore &c, const virtio_rdma_cmd_query_port &req,
                       virtio_rdma_port_attr &rsp);

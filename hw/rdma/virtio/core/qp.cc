@@ -71,8 +71,8 @@ Status check_av(const VrdmaCore &c, const virtio_rdma_ah_attr &ah)
     return kOk;
 }
 
-/* Value checks of the attributes in @mask (IBA 11.2.4.2). */
-Status check_values(const VrdmaCore &c, uint32_t mask,
+/* Value checks of the attributes in @mask for a QP of @type (IBA 11.2.4.2). */
+Status check_values(const VrdmaCore &c, uint8_t type, uint32_t mask,
                     const virtio_rdma_qp_attr &a)
 {
     struct Bound {
@@ -114,6 +114,17 @@ Status check_values(const VrdmaCore &c, uint32_t mask,
         (a.path_mtu < VIRTIO_RDMA_MTU_256 || a.path_mtu > c.port.active_mtu)) {
         return fail(VRDMA_ERR_BAD_ARG, "attrs.path_mtu", a.path_mtu,
                     c.port.active_mtu);
+    }
+    /*
+     * A Q_Key with bit 31 set is a controlled one (IBA 10.2.5, C10-15): a
+     * privileged holder only (Linux: CAP_NET_RAW since 6.4).  The GSI QP's
+     * is QP1's, 0x80010000, which the guest's MAD layer sets; with it a UD
+     * QP could send as QP1 to any peer's QP1.
+     */
+    if ((mask & VIRTIO_RDMA_QP_QKEY) && type != VIRTIO_RDMA_QPT_GSI &&
+        (a.qkey & roce::kQkeyUseQp)) {
+        return fail(VRDMA_ERR_BAD_ARG, "attrs.qkey", a.qkey,
+                    roce::kQkeyUseQp - 1);
     }
     if ((mask & VIRTIO_RDMA_QP_ACCESS_FLAGS) &&
         (a.qp_access_flags & ~kQpAccess)) {
@@ -303,7 +314,7 @@ Status cmd_modify_qp(VrdmaCore &c, const virtio_rdma_cmd_modify_qp &req,
         !s.ok()) {
         return s;
     }
-    if (Status s = check_values(c, req.attr_mask, a); !s.ok()) {
+    if (Status s = check_values(c, qp->type, req.attr_mask, a); !s.ok()) {
         return s;
     }
     /*

@@ -14,10 +14,11 @@
 #include "backend.h"
 #include "errors.h"
 #include "guest_abi.h"
+#include "roce/iba.h"
 
 namespace vrdma {
 
-inline constexpr uint32_t kGsiQpn = 1;
+using roce::kGsiQpn; /* the GSI QP: its queue index and its wire QPN */
 inline constexpr uint32_t kFirstQpn = 2; /* of the other QPs */
 
 struct Qp {

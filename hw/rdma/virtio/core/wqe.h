@@ -4,14 +4,15 @@
  *
  * The host copied the descriptor's bytes once (data_path.cc).  These read
  * them into host order and check them against the QP with no side effect
- * (rdma-core's rxe provider: validate, then queue); a backend decides only
- * what to do with a request that passed, and completes one that did not
- * with the status given here.  What is checked, and the completion status
- * of a failure:
+ * but a trace (rdma-core's rxe provider: validate, then queue); a backend
+ * decides only what to do with a request that passed, and completes one
+ * that did not with the status given here.  What is checked, and the
+ * completion status of a failure:
  *
  *   length below the header, num_sge above the QP's cap, length not exactly
  *   header + num_sge SGEs, unknown send flag, IB_SEND_INLINE (unsupported),
- *   opcode unknown or not valid for the QP type      -> LOC_QP_OP_ERR
+ *   opcode unknown or not valid for the QP type, a UD QP's request to
+ *   QPN 1 (also traced: guest_error)                -> LOC_QP_OP_ERR
  *   SGE lengths adding up to more than 2^31, an atomic's local buffer not
  *   8 bytes                                          -> LOC_LEN_ERR
  *
@@ -41,6 +42,7 @@
 #include <cstring>
 
 #include "guest_abi.h"
+#include "host.h"
 #include "roce/iba.h"
 #include "wr_opcode.h"
 
@@ -141,8 +143,16 @@ bool wqe_length_ok(size_t len, uint32_t num_sge)
            len == sizeof(Header) + uint64_t{num_sge} * sizeof(virtio_rdma_sge);
 }
 
-/* The header checks of a send request: SUCCESS or LOC_QP_OP_ERR. */
-inline uint8_t check_send(const virtio_rdma_qp_cap &cap, uint8_t qp_type,
+/*
+ * The header checks of a send request to QP @qpn (queue index): SUCCESS or
+ * LOC_QP_OP_ERR.  QP1 is the GSI QP's to address (IBA 13.5.1: MADs go
+ * between QP1s; with backend=ibverbs, only through rdmacm-mux): a UD QP's
+ * request to it would put a MAD of any class on the wire, so it is refused
+ * like an invalid address vector and reported (field wr.ud.remote_qpn, the
+ * QPN, the sending QP).
+ */
+inline uint8_t check_send(const Host &host, uint32_t qpn,
+                          const virtio_rdma_qp_cap &cap, uint8_t qp_type,
                           const virtio_rdma_sq_req &h, size_t len,
                           const WrOpcodeInfo &op)
 {
@@ -152,7 +162,31 @@ inline uint8_t check_send(const virtio_rdma_qp_cap &cap, uint8_t qp_type,
         (h.send_flags & VIRTIO_RDMA_SEND_INLINE) || !op.valid_on(qp_type)) {
         return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }
+    if (qp_type == VIRTIO_RDMA_QPT_UD) {
+        const uint32_t dest = le(h.wr.ud.remote_qpn) & roce::kQpnMask;
+        if (dest == roce::kGsiQpn) {
+            host.guest_error(0, VRDMA_ERR_BAD_ARG, "wr.ud.remote_qpn", dest,
+                             qpn);
+            return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
+        }
+    }
     return VIRTIO_RDMA_WC_SUCCESS;
+}
+
+/*
+ * The Q_Key a UD or GSI request goes out with: the GSI QP's is QP1's (IBA
+ * 13.5.3.2); a request's Q_Key with bit 31 set is a controlled one and
+ * means the QP's own (IBA C10-15).  Linux rxe sends a UD request's Q_Key as
+ * it is, so the rule is applied here for both backends; MODIFY_QP gives no
+ * other QP a controlled Q_Key (qp.cc), so no UD QP sends with QP1's.
+ */
+inline uint32_t ud_send_qkey(uint8_t qp_type, uint32_t qp_qkey,
+                             uint32_t wr_qkey)
+{
+    if (qp_type == VIRTIO_RDMA_QPT_GSI) {
+        return roce::kGsiQkey;
+    }
+    return (wr_qkey & roce::kQkeyUseQp) ? qp_qkey : wr_qkey;
 }
 
 /* The header checks of a receive request: SUCCESS or LOC_QP_OP_ERR. */

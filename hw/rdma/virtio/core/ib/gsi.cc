@@ -66,7 +66,8 @@ void Backend::gsi_send(VrdmaCore &c, Qp &qp, const virtio_rdma_sq_req &h,
          total > VRDMA_MAD_LEN)) {
         status = VIRTIO_RDMA_WC_LOC_LEN_ERR;
     }
-    const GidEntry *src = c.port.gid(av.gid_index);
+    /* The mux sends from it: a source like any other (port.h). */
+    const GidEntry *src = source_gid(c, av.gid_index);
     if (status == VIRTIO_RDMA_WC_SUCCESS && !src) {
         status = VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }

@@ -67,6 +67,34 @@ Status host_refused(int err, const char *field, uint64_t b)
     }
 }
 
+namespace {
+
+/*
+ * The host's GID table entry on the backend's port holding @gid (any type
+ * when @type is negative), or nullptr; @tab holds the table.
+ */
+const ibv_gid_entry *host_gid_entry(const HostDevice &dev,
+                                    std::vector<ibv_gid_entry> &tab,
+                                    const std::array<uint8_t, 16> &gid,
+                                    int type)
+{
+    const size_t n = dev.gid_table_len();
+    tab.assign(n ? n : 1, ibv_gid_entry{});
+    const ssize_t got = ibv_query_gid_table(dev.context(), tab.data(),
+                                            tab.size(), 0);
+    for (ssize_t i = 0; i < got; i++) {
+        const ibv_gid_entry &e = tab[i];
+        if (e.port_num == dev.port() &&
+            (type < 0 || e.gid_type == static_cast<uint32_t>(type)) &&
+            std::memcmp(e.gid.raw, gid.data(), 16) == 0) {
+            return &e;
+        }
+    }
+    return nullptr;
+}
+
+} // namespace
+
 /*
  * The guest's GIDs are its NIC's addresses; the host has them once the
  * management plane added them to the host netdev (RDMA_GID_STATUS_CHANGED).
@@ -74,24 +102,47 @@ Status host_refused(int err, const char *field, uint64_t b)
 bool host_gid_index(const VrdmaCore &c, const HostDevice &dev,
                     uint32_t index, uint8_t *out)
 {
-    const GidEntry *g = c.port.gid(index);
+    const GidEntry *g = source_gid(c, index);
     if (!g) {
         return false;
     }
-    const size_t n = dev.gid_table_len();
-    std::vector<ibv_gid_entry> tab(n ? n : 1);
-    const ssize_t got = ibv_query_gid_table(dev.context(), tab.data(),
-                                            tab.size(), 0);
-    for (ssize_t i = 0; i < got; i++) {
-        const ibv_gid_entry &e = tab[i];
-        if (e.port_num == dev.port() && e.gid_type == g->type &&
-            std::memcmp(e.gid.raw, g->gid.data(), 16) == 0 &&
-            e.gid_index <= UINT8_MAX) {
-            *out = static_cast<uint8_t>(e.gid_index);
-            return true;
+    std::vector<ibv_gid_entry> tab;
+    const ibv_gid_entry *e = host_gid_entry(dev, tab, g->gid,
+                                            static_cast<int>(g->type));
+    if (!e || e->gid_index > UINT8_MAX) {
+        return false;
+    }
+    *out = static_cast<uint8_t>(e->gid_index);
+    return true;
+}
+
+/*
+ * Without an allow-list the host cannot tell whose address a GID is, but
+ * one its GID table holds before the guest adds it is not the guest's: an
+ * address of the host's own interfaces, or one management put there for
+ * another tenant.  The guest's own appear there only after it added them
+ * (management answers RDMA_GID_STATUS_CHANGED).  The same value the guest
+ * holds at another index already (RoCE v1 and v2 entries of one address)
+ * passed this check when it was first added.
+ */
+Status Backend::gid_adding(VrdmaCore &c, uint32_t index, const GidEntry &gid)
+{
+    if (c.lim.allow.n) {
+        return kOk; /* the core checked the list: management decided */
+    }
+    for (uint32_t i = 0; i < VRDMA_GID_TABLE_LEN; i++) {
+        const GidEntry *e = c.port.gid(i);
+        if (i != index && e && e->gid == gid.gid) {
+            return kOk;
         }
     }
-    return false;
+    std::vector<ibv_gid_entry> tab;
+    if (host_gid_entry(*dev_, tab, gid.gid, -1)) {
+        return fail(VRDMA_ERR_NOT_ALLOWED,
+                    "gid: the host has it already (no allowed-gids)",
+                    gid_half(gid.gid, 0), gid_half(gid.gid, 1));
+    }
+    return kOk;
 }
 
 /* ---- PDs and CQs ---- */
@@ -238,6 +289,9 @@ Status Backend::qp_modifying(VrdmaCore &c, Qp &qp, uint32_t mask,
         h.ah_attr.grh.traffic_class = g.traffic_class;
         h.ah_attr.sl = a.ah_attr.sl;
         h.ah_attr.port_num = static_cast<uint8_t>(dev_->port());
+        if (!source_gid(c, g.sgid_index)) {
+            return source_gid_refused(c, g.sgid_index);
+        }
         if (!host_gid_index(c, *dev_, g.sgid_index,
                             &h.ah_attr.grh.sgid_index)) {
             return fail(VRDMA_ERR_BAD_INDEX, "attrs.ah_attr.grh.sgid_index",

@@ -104,7 +104,7 @@ void Backend::post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
     const auto *p = static_cast<const uint8_t *>(bytes);
     const auto h = read_header<virtio_rdma_sq_req>(p, len);
     const WrOpcodeInfo &op = wr_opcode_info(h.opcode);
-    uint8_t status = check_send(qp.cap, qp.type, h, len, op);
+    uint8_t status = check_send(c.host, qp.index, qp.cap, qp.type, h, len, op);
 
     const Admit admit = send_queue_admits(qp.state());
     if (admit == Admit::kFlush) {
@@ -167,7 +167,9 @@ void Backend::post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
         HeldSend u{wr, sg, h.wr.ud.av, op.wc_opcode, status};
         u.wr.wr_id = h.wr_id; /* also for a refused one */
         u.wr.wr.ud.remote_qpn = le(h.wr.ud.remote_qpn) & roce::kQpnMask;
-        u.wr.wr.ud.remote_qkey = le(h.wr.ud.remote_qkey);
+        /* The rule for a controlled Q_Key applied here, not by the host. */
+        u.wr.wr.ud.remote_qkey =
+            ud_send_qkey(qp.type, qp.attr.qkey, le(h.wr.ud.remote_qkey));
         if (!qs->held.empty()) {
             /* Behind a send whose address handle is being made: in order. */
             if (qs->held.size() >= qp.cap.max_send_wr) {
@@ -307,7 +309,8 @@ uint8_t Backend::ud_ah(VrdmaCore &c, Qp &qp, const virtio_rdma_av &av,
                        ibv_ah **out)
 {
     const uint32_t stf = le(av.sl_tclass_flowlabel);
-    const GidEntry *src = c.port.gid(av.gid_index);
+    /* Checked before the cache: a cached handle outlives no refusal. */
+    const GidEntry *src = source_gid(c, av.gid_index);
     if (!src) {
         return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }

@@ -42,6 +42,7 @@ namespace vrdma {
 struct Qp;
 struct Mr;
 struct Cq;
+struct GidEntry;
 } // namespace vrdma
 
 namespace vrdma::ib {
@@ -157,7 +158,8 @@ Status host_refused(int err, const char *field, uint64_t b = 0);
 /*
  * The host GID table index of guest GID @index (objects.cc): the host
  * entry of the same GID and type on the backend's port.  @returns false if
- * the host has none (yet).
+ * the host has none (yet), or if the guest may not send from that entry
+ * (source_gid(), port.h: allowed-gids, another device's claim).
  */
 bool host_gid_index(const VrdmaCore &c, const HostDevice &dev,
                     uint32_t index, uint8_t *out);
@@ -201,6 +203,11 @@ public:
     void qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state, uint32_t mask);
     void qp_destroyed(VrdmaCore &c, Qp &qp);
     void qp_to_error(VrdmaCore &c, Qp &qp);
+    /*
+     * Without allowed-gids: a GID the host's table holds already is the
+     * host's own or another tenant's (objects.cc).
+     */
+    Status gid_adding(VrdmaCore &c, uint32_t index, const GidEntry &gid);
     Status mr_registered(VrdmaCore &c, uint32_t index, Mr &mr);
     void mr_mapped(VrdmaCore &, Mr &) {} /* no fast-reg MR is made */
     void mr_revoked(VrdmaCore &c, Mr &mr);

@@ -40,6 +40,7 @@ inline constexpr uint8_t kRnrRetryInfinite = 7; /* IBA 9.7.5.2.8 */
 
 /* ---- messages, keys, headers ---- */
 inline constexpr uint32_t kMaxMsgSize = 1u << 31;  /* 2^31 bytes */
+inline constexpr uint32_t kGsiQpn = 1;             /* IBA 13.5.1: QP1 */
 inline constexpr uint32_t kGsiQkey = 0x80010000;   /* IBA 13.5.3.2 */
 inline constexpr uint32_t kQkeyUseQp = 0x80000000; /* IBA C10-15 */
 inline constexpr uint16_t kDefaultPkey = VRDMA_DEFAULT_PKEY;

@@ -172,13 +172,7 @@ uint8_t send_packet(VrdmaCore &c, Qp &qp, SendWqe &w, uint32_t mtu,
         f.ieth().set_rkey(le(w.ex));
     }
     if (info.has(Hdr::kDeth)) {
-        uint32_t qkey = w.remote_qkey;
-        if (qp.type == VIRTIO_RDMA_QPT_GSI) {
-            qkey = kGsiQkey;
-        } else if (qkey & kQkeyUseQp) {
-            qkey = qp.attr.qkey;
-        }
-        f.deth().set_qkey(qkey);
+        f.deth().set_qkey(ud_send_qkey(qp.type, qp.attr.qkey, w.remote_qkey));
         f.deth().set_sqp(qp.wire_qpn);
     }
     if (payload) {

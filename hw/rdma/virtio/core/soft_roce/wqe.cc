@@ -42,7 +42,7 @@ void Engine::post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
     const auto h = read_header<virtio_rdma_sq_req>(p, len);
     /* Valid on which QP types, completes as what: wr_opcode.cc. */
     const WrOpcodeInfo &op = wr_opcode_info(h.opcode);
-    uint8_t status = check_send(qp.cap, qp.type, h, len, op);
+    uint8_t status = check_send(c.host, qp.index, qp.cap, qp.type, h, len, op);
 
     const uint32_t state = qp.state();
     const Admit admit = send_queue_admits(state);

@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tap.h"
+
 #define BUF_SIZE (64 * 1024)
 #define CQ_DEPTH 256
 
@@ -33,33 +35,6 @@ static struct ibv_mr *mr;
 static char *buf;
 static union ibv_gid gid;
 static int gid_index = -1;
-static int ntest, nfail;
-
-static void result(int ok, const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntest++;
-	printf("%s %d - %s", ok ? "ok" : "not ok", ntest, name);
-	if (fmt) {
-		printf(": ");
-		va_start(ap, fmt);
-		vprintf(fmt, ap);
-		va_end(ap);
-	}
-	printf("\n");
-	fflush(stdout);
-	if (!ok)
-		nfail++;
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* One completion within timeout_ms; 0 if none came. */
 static int wait_wc(struct ibv_cq *c, struct ibv_wc *wc, int timeout_ms)

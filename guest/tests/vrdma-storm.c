@@ -25,31 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tap.h"
+
 static const char *dev_name;
-static int ntest, nfail;
-
-static void result(int ok, const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntest++;
-	printf("%s %d - %s: ", ok ? "ok" : "not ok", ntest, name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (!ok)
-		nfail++;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static struct ibv_context *open_dev(void)
 {

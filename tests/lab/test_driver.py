@@ -101,15 +101,16 @@ def check_built(ko, prov):
 
 
 def build_program(env, name='vrdma-abuse'):
-    """guest/tests/NAME.c, built (at most 300 s) against the host's
-    libibverbs -- the guests' root is the host's -- into the kernel's lab
-    directory when missing or older than its source; its path.  Raises
+    """guest/tests/NAME.c (with tap.h), built (at most 300 s) against the
+    host's libibverbs -- the guests' root is the host's -- into the kernel's
+    lab directory when missing or older than its sources; its path.  Raises
     LabSetupError when it cannot be built."""
     src = paths.TOP / 'guest' / 'tests' / f'{name}.c'
     exe, log = env.dir / name, env.dir / f'{name}.log'
     if not src.is_file():
         raise LabSetupError(f'{name} did not build: no {src}')
-    if os.access(exe, os.X_OK) and exe.stat().st_mtime >= src.stat().st_mtime:
+    newest = max(src.stat().st_mtime, (src.parent / 'tap.h').stat().st_mtime)
+    if os.access(exe, os.X_OK) and exe.stat().st_mtime >= newest:
         return exe
     tmp = exe.with_name(f'{name}.{os.getpid()}')
     try:
@@ -450,6 +451,18 @@ STORM_KERNEL_ARGS = 'watchdog_thresh=3 rcupdate.rcu_cpu_stall_timeout=5'
 STORM_LIMIT = 240
 
 
+def run_alone(cls, name, append, mac, env_text, limit, **kw):
+    """One guest with the device on a wire to nowhere, /out/env holding
+    ENV_TEXT for its lab.run job, as cls.guest; returns when it ended."""
+    g = Guest(cls.env, cls.part_dir / name, append,
+              net.dgram(net.free_port('udp'), net.free_port('udp')), mac,
+              vrdma=True, **kw)
+    (g.out / 'env').write_text(env_text)
+    cls.addClassCleanup(g.kill)
+    cls.guest = g.start(limit=limit)
+    g.wait()
+
+
 class Storm(LabTest):
     """ctrl-storm: one guest, two vCPUs, our driver under a control-queue
     storm (guest/tests/vrdma-storm.c through driver/storm.sh).
@@ -469,16 +482,12 @@ class Storm(LabTest):
         ko, prov = module_path(cls.env), provider_dir()
         check_built(ko, prov)
         exe = build_program(cls.env, 'vrdma-storm')
-        g = Guest(cls.env, cls.part_dir / 'ctrl-storm',
+        run_alone(cls, 'ctrl-storm',
                   f'lab.ip=10.77.1.31/24 lab.rdma=vrdma lab.ko={ko} lab.prov={prov} '
                   f'lab.run=/lab/driver/storm.sh {STORM_KERNEL_ARGS}'.strip(),
-                  net.dgram(net.free_port('udp'), net.free_port('udp')),
-                  '52:54:00:77:01:31', vrdma=True, smp=STORM_SMP, mem=STORM_MEM)
-        (g.out / 'env').write_text(
-            f'STORM={exe}\nARGS="{STORM_SECONDS} {STORM_ARMERS} {STORM_MR_MIB}"\n')
-        cls.addClassCleanup(g.kill)
-        cls.guest = g.start(limit=STORM_LIMIT)
-        g.wait()
+                  '52:54:00:77:01:31',
+                  f'STORM={exe}\nARGS="{STORM_SECONDS} {STORM_ARMERS} {STORM_MR_MIB}"\n',
+                  STORM_LIMIT, smp=STORM_SMP, mem=STORM_MEM)
 
     @quick
     @timeout(STORM_LIMIT + 30)
@@ -517,14 +526,9 @@ class DirectDma(LabTest):
             raise unittest.SkipTest('LAB_DRV_AS=rxe: the check is the driver\'s')
         ko = module_path(cls.env)
         check_built(ko, provider_dir())
-        g = Guest(cls.env, cls.part_dir / 'no-direct-dma',
+        run_alone(cls, 'no-direct-dma',
                   'lab.ip=10.77.1.32/24 lab.run=/lab/driver/dma.sh swiotlb=force',
-                  net.dgram(net.free_port('udp'), net.free_port('udp')),
-                  '52:54:00:77:01:32', vrdma=True)
-        (g.out / 'env').write_text(f'KO={ko}\n')
-        cls.addClassCleanup(g.kill)
-        cls.guest = g.start(limit=BOOT)
-        g.wait()
+                  '52:54:00:77:01:32', f'KO={ko}\n', BOOT)
 
     @quick
     @timeout(BOOT + 30)

@@ -1550,28 +1550,36 @@ static void test_discard_refill(const void *opaque)
 /* ---- netdev_del / object-del while attached ------------------------------------------- */
 
 /*
- * Unplug the device's slot (PIIX4 ACPI PCI hotplug: device_del, then the
- * guest's eject, one bit per slot at 0xae08) and wait for both functions'
- * DEVICE_DELETED: the device's unrealize runs, and QEMU answers after it.
+ * Both functions' DEVICE_DELETED: the device's unrealize ran, and QEMU
+ * answers after it.
  */
-static void eject_slot(QVrdmaDev *d)
+static void wait_slot_gone(QTestState *qts)
 {
     int deleted = 0;
     QDict *ev, *rsp;
 
-    qtest_qmp_device_del_send(d->qts, "nic0");
-    qtest_outl(d->qts, 0xae00 + 0x8, 1 << QVRDMA_SLOT);
     while (deleted < 2) {
-        ev = qtest_qmp_receive_dict(d->qts);
+        ev = qtest_qmp_receive_dict(qts);
         if (!g_strcmp0(qdict_get_try_str(ev, "event"), "DEVICE_DELETED") &&
             qdict_haskey(qdict_get_qdict(ev, "data"), "device")) {
             deleted++;
         }
         qobject_unref(ev);
     }
-    rsp = qtest_qmp(d->qts, "{'execute': 'query-status'}");
+    rsp = qtest_qmp(qts, "{'execute': 'query-status'}");
     g_assert_true(qdict_haskey(rsp, "return"));
     qobject_unref(rsp);
+}
+
+/*
+ * Unplug the device's slot (PIIX4 ACPI PCI hotplug: device_del, then the
+ * guest's eject, one bit per slot at 0xae08).
+ */
+static void eject_slot(QVrdmaDev *d)
+{
+    qtest_qmp_device_del_send(d->qts, "nic0");
+    qtest_outl(d->qts, 0xae00 + 0x8, 1 << QVRDMA_SLOT);
+    wait_slot_gone(d->qts);
 }
 
 /*
@@ -1737,22 +1745,12 @@ static void slot_power_off(QVrdmaDev *a)
 {
     uint8_t cap = qpci_find_capability(native_rp, PCI_CAP_ID_EXP, 0);
     uint16_t ctl;
-    int deleted = 0;
-    QDict *ev;
 
     g_assert_cmpuint(cap, !=, 0);
     ctl = qpci_config_readw(native_rp, cap + PCI_EXP_SLTCTL);
     qpci_config_writew(native_rp, cap + PCI_EXP_SLTCTL,
                        ctl | PCI_EXP_SLTCTL_PCC | PCI_EXP_SLTCTL_PWR_IND_OFF);
-    while (deleted < 2) {
-        ev = qtest_qmp_receive_dict(a->qts);
-        if (!g_strcmp0(qdict_get_try_str(ev, "event"), "DEVICE_DELETED") &&
-            qdict_haskey(qdict_get_qdict(ev, "data"), "device")) {
-            deleted++;
-        }
-        qobject_unref(ev);
-    }
-    qobject_unref(qtest_qmp(a->qts, "{'execute': 'query-status'}"));
+    wait_slot_gone(a->qts);
 }
 
 static void test_unplug_native(const void *opaque)

@@ -86,6 +86,10 @@ using AllowList = std::vector<Prefix>;
 
 /* Every GID: what the tests that are not about allow-lists send. */
 inline const AllowList kAllowAll = {{Gid{}, 0}};
+/* ::ffff:10.0.0.0/120, gid_of(0..255): the fake port's 10.0.0.1..3. */
+inline const AllowList kTenNet = {{gid_of(0), 120}};
+/* One second of the injected clocks (Config::now_ns, wall_ns). */
+inline constexpr uint64_t kSec = 1000000000ull;
 
 /* HELLO's payload: @owner and @allow as given, the rest as @ibdev etc. */
 inline rdmacm_mux_hello hello_payload(const char *ibdev = "rxe0",

@@ -11,11 +11,6 @@
 namespace rdmacm_mux::test {
 namespace {
 
-constexpr uint64_t kSec = 1000000000ull;
-
-/* ::ffff:10.0.0.0/120, gid_of(0..255): the fake port's 10.0.0.1..3. */
-const AllowList kTenNet = {{gid_of(0), 120}};
-
 class ClaimAuth : public MuxTest {
 protected:
     void SetUp() override

@@ -20,9 +20,6 @@
 namespace rdmacm_mux::test {
 namespace {
 
-constexpr uint64_t kSec = 1000000000ull;
-const AllowList kTenNet = {{gid_of(0), 120}};
-
 class ClaimState : public MuxTest {
 protected:
     void SetUp() override

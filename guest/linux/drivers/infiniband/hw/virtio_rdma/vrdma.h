@@ -84,6 +84,8 @@ struct vrdma_dev {
 	struct vrdma_cq **cqs;
 	/* wire QPN -> live QP, for completions (xa_lock taken irqsave). */
 	struct xarray qps;
+	/* CQEs dropped for naming no request outstanding on their CQ. */
+	atomic64_t bad_cqes;
 	/* queue index -> in use, so a QP's rings are never shared. */
 	unsigned long *qp_busy;
 
@@ -123,7 +125,19 @@ struct vrdma_cq {
 
 struct vrdma_slot;
 
-/* One work queue (SQ or RQ) of a QP: a pool of request buffers. */
+/* An outstanding work request: the device is given its tag, not wr_id. */
+struct vrdma_wr_ent {
+	u64 tag;	/* 0: free; | VRDMA_WR_DUE */
+	u64 wr_id;	/* the ULP's (a kernel ULP's is its wr_cqe pointer) */
+};
+/* In vrdma_wr_ent.tag: a CQE is due (a signaled send, a receive). */
+#define VRDMA_WR_DUE BIT_ULL(63)
+
+/*
+ * One work queue (SQ or RQ) of a QP: a pool of request buffers, and the
+ * table of its outstanding requests by tag (vrdma_qp.c, "Tags"); lock
+ * covers both, vrdma_wc() takes it inside the CQ's lock.
+ */
 struct vrdma_wq {
 	struct virtqueue *vq;
 	spinlock_t lock;
@@ -132,7 +146,16 @@ struct vrdma_wq {
 	unsigned int nfree, nslots;
 	u32 max_sge;
 	u32 slot_len;		/* header + max_sge SGEs */
+	struct vrdma_wr_ent *ents;	/* [nents], by tag & (nents - 1) */
+	u32 nents;		/* a power of two, >= 2 * max_wr */
+	u64 next_tag;		/* from 1, never reused */
 };
+
+/* The wr_id the device is given for the request posted next (wq->lock). */
+static inline u64 vrdma_wq_tag(const struct vrdma_wq *wq)
+{
+	return wq->next_tag;
+}
 
 struct vrdma_qp {
 	struct ib_qp ibqp;
@@ -140,6 +163,7 @@ struct vrdma_qp {
 	u32 wire_qpn;		/* ibqp.qp_num: what peers and CQEs name */
 	u32 pdn;
 	struct vrdma_wq sq, rq;
+	struct vrdma_cq *scq, *rcq;	/* the only CQs their CQEs may come on */
 	struct ib_qp_cap cap;
 	enum ib_sig_type sig_type;
 	/*
@@ -259,12 +283,14 @@ void vrdma_cq_vq_done(struct virtqueue *vq);
 void vrdma_cq_late_events(struct work_struct *w);
 void vrdma_event_vq_done(struct virtqueue *vq);
 int vrdma_event_init(struct vrdma_dev *dev);
-/* vrdma_qp.c: request buffers of a work queue (wq->lock held) */
+/* vrdma_qp.c: request buffers and tags of a work queue (wq->lock held) */
 void vrdma_wq_reclaim(struct vrdma_wq *wq);
 struct vrdma_slot *vrdma_wq_get(struct vrdma_wq *wq);
 void vrdma_wq_put(struct vrdma_wq *wq, struct vrdma_slot *s);
 void *vrdma_wq_wqe(struct vrdma_slot *s);
-int vrdma_wq_post(struct vrdma_wq *wq, struct vrdma_slot *s, size_t len);
+int vrdma_wq_post(struct vrdma_wq *wq, struct vrdma_slot *s, size_t len,
+		  u64 wr_id, bool due);
+bool vrdma_wq_complete(struct vrdma_wq *wq, u64 tag, u64 *wr_id);
 int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,

@@ -12,10 +12,22 @@
  * The pool holds max_wr buffers and the device takes a request before it
  * completes it: a pool still empty after reclaiming means max_wr requests
  * outstanding, a full queue, and the post fails at once with -ENOMEM
- * instead of waiting for the device.
+ * instead of waiting for the device.  So does a post whose tag's entry
+ * still waits for its CQE: a ULP more than max_wr requests ahead of its
+ * polls (vrdma_qp.c, "Tags").
  * Values from user space arrive here through uverbs, already copied into
  * kernel structures; what the device cannot take is refused here with
  * -EINVAL and bad_wr, before anything is posted.
+ *
+ * The device never sees a ULP's wr_id (a kernel ULP's is a pointer): a
+ * request carries its queue's next tag and the wr_id stays in the queue's
+ * table (vrdma_qp.c, "Tags"), kernel and user QPs alike, ib_drain_qp()'s
+ * requests included (the core posts them here).  Polling hands back the
+ * wr_id of the request a CQE's tag names, only if it is outstanding on
+ * that QP's queue, on the CQ polled; any other CQE is dropped, counted in
+ * dev->bad_cqes and reported (rate-limited).  Locks: a post holds
+ * wq->lock; a poll holds cq->lock and takes dev->qps' lock, then the
+ * queue's wq->lock, inside it (nothing takes them the other way round).
  */
 #include <linux/scatterlist.h>
 
@@ -89,7 +101,7 @@ static int vrdma_build_send(struct vrdma_qp *qp, const struct ib_send_wr *wr,
 	r->num_sge = cpu_to_le32(wr->num_sge);
 	r->send_flags = cpu_to_le32(flags);
 	r->opcode = cpu_to_le32(op);
-	r->wr_id = cpu_to_le64(wr->wr_id);
+	r->wr_id = cpu_to_le64(vrdma_wq_tag(&qp->sq));	/* not wr->wr_id */
 
 	switch (wr->opcode) {
 	case IB_WR_SEND_WITH_IMM:
@@ -173,7 +185,9 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			err = len;
 			break;
 		}
-		err = vrdma_wq_post(wq, s, len);
+		err = vrdma_wq_post(wq, s, len, wr->wr_id,
+				    qp->sig_type == IB_SIGNAL_ALL_WR ||
+				    (wr->send_flags & IB_SEND_SIGNALED));
 		if (err) {
 			vrdma_wq_put(wq, s);
 			break;
@@ -223,10 +237,11 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		r = vrdma_wq_wqe(s);
 		memset(r, 0, sizeof(*r));
 		r->num_sge = cpu_to_le32(wr->num_sge);
-		r->wr_id = cpu_to_le64(wr->wr_id);
+		r->wr_id = cpu_to_le64(vrdma_wq_tag(wq));	/* not wr->wr_id */
 		vrdma_sges((struct virtio_rdma_sge *)(r + 1), wr->sg_list, wr->num_sge);
 		err = vrdma_wq_post(wq, s, sizeof(*r) +
-				    wr->num_sge * sizeof(struct virtio_rdma_sge));
+				    wr->num_sge * sizeof(struct virtio_rdma_sge),
+				    wr->wr_id, true);
 		if (err) {
 			vrdma_wq_put(wq, s);
 			break;
@@ -341,18 +356,65 @@ static int vrdma_wc_opcode(u32 op, enum ib_wc_opcode *out)
 	return 0;
 }
 
-/* Fill wc from a CQE; false if the CQE names no live QP (dropped). */
+/* A CQE naming no request outstanding on its CQ: the device is wrong. */
+static void vrdma_bad_cqe(struct vrdma_dev *dev, struct vrdma_cq *cq,
+			  u32 qpn, bool recv, u64 tag, const char *why)
+{
+	s64 n = atomic64_inc_return(&dev->bad_cqes);
+
+	ibdev_warn_ratelimited(&dev->ib,
+			       "CQ %u: CQE for QP %u's %s queue, wr_id %#llx: %s, dropped (%lld so far)\n",
+			       cq->cqn, qpn, recv ? "receive" : "send", tag,
+			       why, n);
+}
+
+/*
+ * Fill wc from a CQE (cq->lock held); false if it is dropped: it names no
+ * live QP (one destroyed before its CQEs were polled), or no request of
+ * the QP outstanding on this CQ.
+ */
 static bool vrdma_wc(struct vrdma_dev *dev, struct vrdma_cq *cq,
 		     const struct virtio_rdma_cq_req *c, struct ib_wc *wc)
 {
 	u32 status = le32_to_cpu(c->status), f = le32_to_cpu(c->wc_flags);
+	u32 qpn = le32_to_cpu(c->qp_num);
+	u64 tag = le64_to_cpu(c->wr_id), wr_id;
+	/* Only receive WQEs complete with these (a flushed one included). */
+	bool recv = c->opcode == cpu_to_le32(VIRTIO_RDMA_WC_RECV) ||
+		    c->opcode == cpu_to_le32(VIRTIO_RDMA_WC_RECV_RDMA_WITH_IMM);
 	struct vrdma_qp *qp;
+	struct vrdma_wq *wq;
+	bool ours, ok;
 
-	qp = xa_load(&dev->qps, le32_to_cpu(c->qp_num));
+	/*
+	 * A QP found under the xarray's lock whose queue completes to this CQ
+	 * stays alive while cq->lock is held: destroy_qp() takes it out of
+	 * the xarray, then waits for cq->lock.  Another CQ's lock would not
+	 * keep it, so its fields are read only under the xarray's lock.
+	 */
+	xa_lock(&dev->qps);
+	qp = xa_load(&dev->qps, qpn);
+	ours = qp && (recv ? qp->rcq : qp->scq) == cq;
+	xa_unlock(&dev->qps);
 	if (!qp)
 		return false;
+	if (!ours) {
+		vrdma_bad_cqe(dev, cq, qpn, recv, tag, "not the queue's CQ");
+		return false;
+	}
+	wq = recv ? &qp->rq : &qp->sq;
+	spin_lock(&wq->lock);	/* interrupts are off: cq->lock is irqsave */
+	ok = vrdma_wq_complete(wq, tag, &wr_id);
+	spin_unlock(&wq->lock);
+	if (!ok) {
+		vrdma_bad_cqe(dev, cq, qpn, recv, tag, "no such request outstanding");
+		return false;
+	}
+	if (recv)
+		atomic_dec_if_positive(&qp->rq_posted);
+
 	memset(wc, 0, sizeof(*wc));
-	wc->wr_id = le64_to_cpu(c->wr_id);
+	wc->wr_id = wr_id;
 	wc->status = status < ARRAY_SIZE(vrdma_wc_status) ?
 		vrdma_wc_status[status] : IB_WC_GENERAL_ERR;
 	if (vrdma_wc_opcode(le32_to_cpu(c->opcode), &wc->opcode) &&
@@ -361,10 +423,6 @@ static bool vrdma_wc(struct vrdma_dev *dev, struct vrdma_cq *cq,
 	wc->vendor_err = le32_to_cpu(c->vendor_err);
 	wc->byte_len = le32_to_cpu(c->byte_len);
 	wc->qp = &qp->ibqp;
-	/* Only receive WQEs complete with these (a flushed one included). */
-	if (c->opcode == cpu_to_le32(VIRTIO_RDMA_WC_RECV) ||
-	    c->opcode == cpu_to_le32(VIRTIO_RDMA_WC_RECV_RDMA_WITH_IMM))
-		atomic_dec_if_positive(&qp->rq_posted);
 	wc->src_qp = le32_to_cpu(c->src_qp);
 	wc->pkey_index = le16_to_cpu(c->pkey_index);
 	wc->slid = le16_to_cpu(c->slid);

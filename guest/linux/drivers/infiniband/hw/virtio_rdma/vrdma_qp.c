@@ -20,6 +20,34 @@ struct vrdma_slot {
 	u64 wqe[];		/* request header + SGEs, what the device reads */
 };
 
+/*
+ * Tags.  The device returns in each CQE the wr_id it was given, and a
+ * kernel ULP's wr_id is a pointer (wr_cqe: ib_cq's poller calls
+ * wr_cqe->done), so the device is never given the ULP's: a work queue
+ * numbers its requests (the tag: from 1, one per post, never reused in
+ * 2^64 posts) and keeps each one's wr_id at ents[tag & (nents - 1)]; the
+ * request carries the tag.  A CQE is taken only if its wr_id is the tag of
+ * a live entry of the queue its opcode belongs to, on the CQ that queue
+ * completes to (vrdma_wc()); the entry is then freed, so a CQE replayed or
+ * made up by the device (a confidential VM's host, a buggy device) is
+ * dropped instead of calling through a stale or arbitrary pointer, and no
+ * kernel address reaches the device.
+ *
+ * A request's entry is taken again nents posts later.  A ULP keeps at most
+ * max_wr requests between post and poll (the verbs contract for sends, an
+ * unsignaled one counting until a later signaled one is polled;
+ * rq_posted enforces it for receives), and nents >= 2 * max_wr, so the
+ * entry is free by then or holds an unsignaled send the ULP already counts
+ * as done (a later signaled one was polled): it is overwritten.  A ULP
+ * past max_wr -- the device returns request buffers at once, so the pool
+ * does not stop it -- finds the entry still holding a request whose CQE
+ * is due (VRDMA_WR_DUE: a signaled send, a receive): the post fails with
+ * -ENOMEM, a full queue, until that CQE is polled, instead of losing it.
+ * RESET discards the posted requests: their entries stop being due (a CQE
+ * from before it that is still in the CQ is still taken).
+ * The table is under wq->lock: the posters hold it, vrdma_wc() takes it
+ * inside cq->lock (the only order the two are ever held in).
+ */
 static int vrdma_wq_init(struct vrdma_wq *wq, struct virtqueue *vq,
 			 u32 max_wr, u32 max_sge, size_t hdr)
 {
@@ -32,7 +60,11 @@ static int vrdma_wq_init(struct vrdma_wq *wq, struct virtqueue *vq,
 	wq->nslots = min_t(u32, max(max_wr, 1u), virtqueue_get_vring_size(vq));
 	wq->free = kcalloc(wq->nslots, sizeof(*wq->free), GFP_KERNEL);
 	wq->all = kcalloc(wq->nslots, sizeof(*wq->all), GFP_KERNEL);
-	if (!wq->free || !wq->all)
+	/* max_wr <= max_qp_wr, clamped to 32768 at probe: no overflow. */
+	wq->nents = roundup_pow_of_two(2 * max(max_wr, 1u));
+	wq->ents = kvcalloc(wq->nents, sizeof(*wq->ents), GFP_KERNEL);
+	wq->next_tag = 1;
+	if (!wq->free || !wq->all || !wq->ents)
 		return -ENOMEM;
 	for (i = 0; i < wq->nslots; i++) {
 		struct vrdma_slot *s;
@@ -79,17 +111,56 @@ void vrdma_wq_put(struct vrdma_wq *wq, struct vrdma_slot *s)
 	wq->free[wq->nfree++] = s;
 }
 
-/* Hand a filled slot to the device (wq->lock held). */
-int vrdma_wq_post(struct vrdma_wq *wq, struct vrdma_slot *s, size_t len)
+/*
+ * Hand a filled slot to the device (wq->lock held): its wr_id field holds
+ * vrdma_wq_tag(), and the ULP's wr_id goes under that tag; due: a CQE will
+ * come for it.  Nothing to undo if the add fails: the entry is written only
+ * after it, and no poller reads it before wq->lock is released.
+ */
+int vrdma_wq_post(struct vrdma_wq *wq, struct vrdma_slot *s, size_t len,
+		  u64 wr_id, bool due)
 {
+	struct vrdma_wr_ent *e = &wq->ents[wq->next_tag & (wq->nents - 1)];
 	struct scatterlist sg;
 	int err;
 
+	if (e->tag & VRDMA_WR_DUE)
+		return -ENOMEM;	/* nents posts unpolled: past max_wr ("Tags") */
 	sg_init_one(&sg, s->wqe, len);
 	err = virtqueue_add_outbuf(wq->vq, &sg, 1, s, GFP_ATOMIC);
-	if (!err)
-		s->posted = true;
-	return err;
+	if (err)
+		return err;
+	s->posted = true;
+	e->tag = wq->next_tag++ | (due ? VRDMA_WR_DUE : 0);
+	e->wr_id = wr_id;
+	return 0;
+}
+
+/* RESET discarded the queue's requests: no CQE is due for any of them. */
+static void vrdma_wq_reset(struct vrdma_wq *wq)
+{
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&wq->lock, flags);
+	for (i = 0; i < wq->nents; i++)
+		wq->ents[i].tag &= ~VRDMA_WR_DUE;
+	spin_unlock_irqrestore(&wq->lock, flags);
+}
+
+/*
+ * The ULP's wr_id of the request a CQE names by tag, its entry freed; false
+ * if no outstanding request of this queue has the tag (wq->lock held).
+ */
+bool vrdma_wq_complete(struct vrdma_wq *wq, u64 tag, u64 *wr_id)
+{
+	struct vrdma_wr_ent *e = &wq->ents[tag & (wq->nents - 1)];
+
+	if (!tag || (e->tag & ~VRDMA_WR_DUE) != tag)
+		return false;
+	e->tag = 0;
+	*wr_id = e->wr_id;
+	return true;
 }
 
 /* Free what is ours; orphan what the device still holds. */
@@ -98,6 +169,8 @@ static void vrdma_wq_fini(struct vrdma_wq *wq)
 	unsigned long flags;
 	unsigned int i, out = 0;
 
+	kvfree(wq->ents);	/* no poller: the QP has left dev->qps */
+	wq->ents = NULL;
 	if (!wq->all || !wq->free) {	/* creation failed before the ring */
 		kfree(wq->all);
 		kfree(wq->free);
@@ -195,6 +268,8 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->cap = *cap;
 	qp->sig_type = init->sq_sig_type;
 	qp->state = IB_QPS_RESET;
+	qp->scq = to_vcq(init->send_cq);
+	qp->rcq = to_vcq(init->recv_cq);
 	atomic_set(&qp->rq_posted, 0);
 	err = vrdma_wq_init(&qp->sq, dev->vqs[vrdma_vq_sq(dev, qp->qpn)],
 			    cap->max_send_wr, cap->max_send_sge,
@@ -316,9 +391,12 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			sizeof(*cmd), NULL, 0);
 	kfree(cmd);
 	if (!err && (mask & IB_QP_STATE)) {
-		/* RESET discarded the posted receives: no CQE will come. */
-		if (attr->qp_state == IB_QPS_RESET)
+		/* RESET discarded the posted requests: no CQE will come. */
+		if (attr->qp_state == IB_QPS_RESET) {
 			atomic_set(&qp->rq_posted, 0);
+			vrdma_wq_reset(&qp->sq);
+			vrdma_wq_reset(&qp->rq);
+		}
 		WRITE_ONCE(qp->state, attr->qp_state);
 	}
 	return err;

@@ -294,8 +294,9 @@ static void virtio_rdma_engine_fd_watch(void *opaque, int fd,
  * under core_lock from a control command (main loop) or the data path
  * (the engine's context: the main loop or the iothread); the completion
  * comes back to the context that asked and runs the core's done under
- * core_lock.  Every done runs: reset and unrealize wait for them
- * (virtio_rdma_engine_drain_deferred).
+ * core_lock.  Every done runs: a reset does not wait for them (the core
+ * orphans the work, whose done then undoes it); unrealize does, before the
+ * core is freed (virtio_rdma_engine_drain_deferred).
  */
 typedef struct VrdmaDeferred {
     VirtIORdma *r;

@@ -41,6 +41,10 @@ static VirtioRdmaIbverbs *virtio_rdma_ib_info(VirtIORdma *r)
     ib->mads_sent = st.mads_sent;
     ib->mads_received = st.mads_received;
     ib->mads_dropped = st.mads_dropped;
+    ib->dma_pages = st.dma_pages;
+    ib->host_jobs = st.host_jobs;
+    ib->graveyard = st.graveyard;
+    ib->purged_cqes = st.purged_cqes;
     ib->mad_link = virtio_rdma_mad_info(r);
     return ib;
 }
@@ -188,6 +192,10 @@ void hmp_info_rdma(Monitor *mon, const QDict *qdict)
             monitor_printf(mon, "  mads: sent %" PRIu64 " received %" PRIu64
                            " dropped %" PRIu64 "\n", i->ibverbs->mads_sent,
                            i->ibverbs->mads_received, i->ibverbs->mads_dropped);
+            monitor_printf(mon, "  dma pages %" PRIu64 ", host jobs %u, "
+                           "graveyard %u, purged cqes %" PRIu64 "\n",
+                           i->ibverbs->dma_pages, i->ibverbs->host_jobs,
+                           i->ibverbs->graveyard, i->ibverbs->purged_cqes);
         }
         if (i->ibverbs && i->ibverbs->mad_link) {
             VirtioRdmaMadLink *ml = i->ibverbs->mad_link;

@@ -365,12 +365,18 @@ static VrdmaCtrlResult virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
 }
 
 /* loop.ctrl_done (under core_lock, main loop): ctrl_bh answers it. */
-static void virtio_rdma_ctrl_done(void *opaque, uint8_t status)
+static void virtio_rdma_ctrl_done(void *opaque, uint8_t status,
+                                  const void *rsp, size_t rsp_len)
 {
     VirtIORdma *r = opaque;
 
     assert(bql_locked() && r->ctrl_held);
+    assert(rsp_len <= sizeof(r->ctrl_held_rsp));
     r->ctrl_held_status = status;
+    memcpy(r->ctrl_held_rsp, rsp, rsp_len);
+    r->ctrl_held_rsp_len = MIN(rsp_len,
+                               iov_size(r->ctrl_held->in_sg,
+                                        r->ctrl_held->in_num) - 1);
     r->ctrl_held_done = true;
     qemu_bh_schedule(r->ctrl_bh);
 }
@@ -416,8 +422,8 @@ static void virtio_rdma_ctrl_bh(void *opaque)
             return; /* the host is still at it; commands wait in order */
         }
         trace_virtio_rdma_ctrl_resumed(r->ctrl_held_status);
-        virtio_rdma_ctrl_answer(vq, r->ctrl_held, r->ctrl_held_status, NULL,
-                                0);
+        virtio_rdma_ctrl_answer(vq, r->ctrl_held, r->ctrl_held_status,
+                                r->ctrl_held_rsp, r->ctrl_held_rsp_len);
         g_clear_pointer(&r->ctrl_held, g_free);
         r->ctrl_held_done = false;
         done++;
@@ -595,9 +601,11 @@ static void virtio_rdma_reset(VirtIODevice *vdev)
     VrdmaStats st;
 
     assert(bql_locked());
-    if (r->core) {
-        virtio_rdma_engine_drain_deferred(r); /* before core_lock */
-    }
+    /*
+     * Blocking host work in flight (backend=ibverbs: an address nobody
+     * answers, guest RAM being pinned) is not waited for: the core's reset
+     * orphans it, and it undoes itself when it ends.
+     */
     qemu_bh_cancel(r->ctrl_bh);
     virtio_rdma_ctrl_drop_held(r);
     bitmap_zero(r->dp_pending, r->num_data_vqs);

@@ -278,9 +278,12 @@ typedef struct VrdmaHostOps {
                       void (*done)(void *ctx, int ret), void *ctx);
         /*
          * The command vrdma_core_ctrl() answered VRDMA_CTRL_PENDING is done:
-         * its status byte (no response payload).  Called from a @done.
+         * its status byte and @rsp_len bytes of response (at most
+         * VRDMA_CTRL_RSP_MAX, guest order, copied before the call returns).
+         * Called from a @done; never for a command a reset ended.
          */
-        void (*ctrl_done)(void *opaque, uint8_t status);
+        void (*ctrl_done)(void *opaque, uint8_t status, const void *rsp,
+                          size_t rsp_len);
     } loop;
 
     /*
@@ -343,8 +346,9 @@ void vrdma_core_get_config(const VrdmaCore *core, struct virtio_rdma_config *cfg
  */
 /*
  * vrdma_core_ctrl()'s answer when the command is not done yet: a backend
- * runs blocking host work for it (loop.defer; today MODIFY_QP with an
- * address on backend=ibverbs, whose host modify resolves the destination).
+ * runs blocking host work for it (loop.defer; on backend=ibverbs, MODIFY_QP
+ * with an address, whose host modify resolves the destination, and the
+ * first GET_DMA_MR of a PD, which registers guest RAM with the host).
  * The host keeps the command's buffer, sends no other command, and answers
  * it when loop.ctrl_done() says how it ended.  Only where the host has
  * loop.defer and loop.ctrl_done.

@@ -67,6 +67,10 @@ typedef struct VrdmaIbStats {
     uint64_t async_events;              /* host async events seen */
     uint64_t mads_sent, mads_received;  /* GSI QP through the MAD link */
     uint64_t mads_dropped;
+    uint64_t dma_pages;                 /* pinned for DMA MRs (shared per PD) */
+    uint32_t host_jobs;                 /* in flight on the worker thread */
+    uint32_t graveyard;                 /* host objects waiting for a job */
+    uint64_t purged_cqes;               /* of destroyed QPs, dropped */
 } VrdmaIbStats;
 
 /* @returns false (and leaves @st alone) if @core is not on ibverbs. */

@@ -92,6 +92,8 @@ struct VirtIORdma {
     VirtQueueElement *ctrl_held;
     bool ctrl_held_done;
     uint8_t ctrl_held_status;
+    uint8_t ctrl_held_rsp[VRDMA_CTRL_RSP_MAX]; /* and its response */
+    size_t ctrl_held_rsp_len;
 
     VirtioRdmaBackend backend; /* conf.backend, parsed at realize */
     VrdmaIbHostInfo ib;     /* backend=ibverbs: the host side at realize */

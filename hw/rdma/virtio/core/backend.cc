@@ -78,9 +78,9 @@ void mr_revoked(VrdmaCore &c, Mr &mr)
     with(c, [&](auto &b) { b.mr_revoked(c, mr); });
 }
 
-void mr_deregistered(VrdmaCore &c, Mr &mr)
+Status mr_deregistered(VrdmaCore &c, Mr &mr)
 {
-    with(c, [&](auto &b) { b.mr_deregistered(c, mr); });
+    return with(c, [&](auto &b) { return b.mr_deregistered(c, mr); });
 }
 
 void reset(VrdmaCore &c)

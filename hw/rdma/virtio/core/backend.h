@@ -36,7 +36,9 @@
  *   mr_mapped       MAP_MR_SG gave a fast-registration MR new pages.
  *   mr_revoked      guest memory under the MR went away (its pages are
  *                   unmapped already).
- *   mr_deregistered DEREG_MR, before the MR is freed.
+ *   mr_deregistered DEREG_MR, before the MR is freed: a host device may
+ *                   refuse (the MR then stays, and so does DEREG_MR's
+ *                   answer: the error).
  *   post_send/recv  one work request from a QP's send / receive queue.
  *   frame_receive   a frame from the paired NIC (soft-RoCE only: another
  *                   backend takes none and @returns false).
@@ -117,7 +119,7 @@ Status gid_adding(VrdmaCore &c, uint32_t index, const GidEntry &gid);
 Status mr_registered(VrdmaCore &c, uint32_t index, Mr &mr);
 void mr_mapped(VrdmaCore &c, Mr &mr);
 void mr_revoked(VrdmaCore &c, Mr &mr);
-void mr_deregistered(VrdmaCore &c, Mr &mr);
+Status mr_deregistered(VrdmaCore &c, Mr &mr);
 void qp_to_error(VrdmaCore &c, Qp &qp);
 void reset(VrdmaCore &c);
 void detach(VrdmaCore &c);

@@ -39,7 +39,7 @@ VrdmaCore::~VrdmaCore()
 
 void VrdmaCore::reset()
 {
-    /* The host let deferred work finish first; its answer is moot now. */
+    /* Deferred host work still running answers nothing (its seq is stale). */
     pending = Pending{};
     /* QPs first: they hold references on CQs and PDs, MRs on PDs. */
     qps.for_each([this](uint32_t qpn, const vrdma::Qp &) {
@@ -257,21 +257,29 @@ uint8_t vrdma_core_ctrl(VrdmaCore *core, uint8_t cmd, const void *req,
     return vrdma::status_of(s.err);
 }
 
-void VrdmaCore::resume_pending(vrdma::Status s)
+void VrdmaCore::resume_pending(uint64_t seq, vrdma::Status s)
 {
-    if (!pending.active) {
-        return;
+    if (!pending.active || pending.seq != seq) {
+        return; /* a reset ended the command: nothing to answer */
     }
-    const Pending p = pending;
+    Pending p = std::move(pending);
     pending = Pending{};
-    if (s.ok()) {
+    virtio_rdma_rsp_mr mr_rsp{};
+    size_t rsp_len = 0;
+    if (s.ok() && p.cmd == VIRTIO_RDMA_CMD_MODIFY_QP) {
         vrdma::modify_apply(*this, p.qpn, p.mask, p.attrs);
-    } else {
+    } else if (s.ok() && p.cmd == VIRTIO_RDMA_CMD_GET_DMA_MR) {
+        s = vrdma::dma_mr_resume(*this, p.mr_index, p.pdn, std::move(p.mr),
+                                 mr_rsp);
+        vrdma::le_fields(mr_rsp);
+        rsp_len = s.ok() ? sizeof(mr_rsp) : 0;
+    }
+    if (!s.ok()) {
         cmd_errors++;
         err_count[s.err]++;
         host.guest_error(p.cmd, s.err, s.field ? s.field : "?", s.a, s.b);
     }
-    host.ctrl_done(vrdma::status_of(s.err));
+    host.ctrl_done(vrdma::status_of(s.err), &mr_rsp, rsp_len);
 }
 
 void vrdma_core_get_stats(const VrdmaCore *core, VrdmaStats *stats)

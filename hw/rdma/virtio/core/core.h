@@ -7,6 +7,7 @@
 #define HW_RDMA_VIRTIO_CORE_CORE_H
 
 #include <array>
+#include <memory>
 #include <utility>
 #include <variant>
 #include <cstdint>
@@ -99,19 +100,35 @@ struct VrdmaCore {
     vrdma::Backend backend;
 
     /*
-     * The one command a backend deferred (MODIFY_QP whose host modify may
-     * block): the host holds its buffer and sends no other command until
+     * The one command a backend deferred -- MODIFY_QP whose host modify may
+     * block, GET_DMA_MR whose host registration of guest RAM takes its
+     * time: the host holds its buffer and sends no other command until
      * resume_pending() answers it (vrdma_core_ctrl, VRDMA_CTRL_PENDING).
+     * @seq names the deferral: host work that ends after a reset ended its
+     * command answers nothing (the host does not wait for it).
      */
     struct Pending {
         bool active = false;
         uint8_t cmd = 0;
-        uint32_t qpn = 0;
+        uint64_t seq = 0;
+        uint32_t qpn = 0;                 /* MODIFY_QP */
         uint32_t mask = 0;
         virtio_rdma_qp_attr attrs{};
+        uint32_t mr_index = 0;            /* GET_DMA_MR: the slot kept, */
+        uint32_t pdn = 0;                 /* its PD's handle, */
+        std::unique_ptr<vrdma::Mr> mr;    /* the MR, without keys yet */
     } pending;
-    /* The deferred command's host work is done with @s: finish and answer it. */
-    void resume_pending(vrdma::Status s);
+    /*
+     * A backend is about to defer the command being run: @returns the seq
+     * its host work reports back with (resume_pending()).
+     */
+    uint64_t begin_deferral() { return ++pending_seq; }
+    uint64_t pending_seq = 0;
+    /*
+     * Deferral @seq's host work is done with @s: finish the command and
+     * answer it; nothing if the command ended meanwhile (reset).
+     */
+    void resume_pending(uint64_t seq, vrdma::Status s);
 
     uint64_t cmds = 0;
     uint64_t cmd_errors = 0;

@@ -112,10 +112,13 @@ public:
     {
         ops_.loop.defer(ops_.opaque, work, done, ctx);
     }
-    /* The command vrdma_core_ctrl() left pending is answered with @status. */
-    void ctrl_done(uint8_t status) const
+    /*
+     * The command vrdma_core_ctrl() left pending is answered with @status
+     * and @rsp_len bytes of response (guest order).
+     */
+    void ctrl_done(uint8_t status, const void *rsp, size_t rsp_len) const
     {
-        ops_.loop.ctrl_done(ops_.opaque, status);
+        ops_.loop.ctrl_done(ops_.opaque, status, rsp, rsp_len);
     }
 
     /* ---- the MAD link (rdmacm-mux), for the ibverbs backend's GSI QP ---- */

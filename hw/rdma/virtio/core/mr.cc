@@ -201,6 +201,41 @@ Status in_pages(Status s)
 }
 
 /*
+ * The backend gives @mr its keys; then it goes in slot @index, referencing
+ * its PD.  A refusal frees it (unmapping its pages).
+ */
+Status commit(VrdmaCore &c, uint32_t index, uint32_t pdn, Pd &pd,
+              std::unique_ptr<Mr> mr, virtio_rdma_rsp_mr &rsp)
+{
+    mr->pd_index = pdn & kHandleIndexMask;
+    if (Status s = backend::mr_registered(c, index, *mr); s.deferred) {
+        /*
+         * The host registers guest RAM on a worker thread (a DMA MR on
+         * backend=ibverbs): the MR waits, its slot kept -- no other
+         * command runs meanwhile -- until dma_mr_resume().
+         */
+        c.pending = VrdmaCore::Pending{};
+        c.pending.active = true;
+        c.pending.cmd = VIRTIO_RDMA_CMD_GET_DMA_MR;
+        c.pending.seq = c.pending_seq;
+        c.pending.mr_index = index;
+        c.pending.pdn = pdn;
+        c.pending.mr = std::move(mr);
+        return s;
+    } else if (!s.ok()) {
+        return s;
+    }
+    pd.refs++;
+    rsp.lkey = mr->lkey;
+    rsp.rkey = mr->rkey;
+    c.mrs.objects().insert(index, std::move(mr));
+    rsp.mrn = c.mrs.objects().handle_of(index);
+    return kOk;
+}
+
+} // namespace
+
+/*
  * Mapping @npages more data pages must keep the core's total within
  * VrdmaLimits.max_mapped_pages (0: no cap).  MAP_MR_SG counts its new
  * pages on top of the MR's current ones: both are mapped while it runs.
@@ -214,27 +249,6 @@ Status check_page_cap(VrdmaCore &c, uint64_t npages)
     }
     return kOk;
 }
-
-/*
- * The backend gives @mr its keys; then it goes in slot @index, referencing
- * its PD.  A refusal frees it (unmapping its pages).
- */
-Status commit(VrdmaCore &c, uint32_t index, uint32_t pdn, Pd &pd,
-              std::unique_ptr<Mr> mr, virtio_rdma_rsp_mr &rsp)
-{
-    mr->pd_index = pdn & kHandleIndexMask;
-    if (Status s = backend::mr_registered(c, index, *mr); !s.ok()) {
-        return s;
-    }
-    pd.refs++;
-    rsp.lkey = mr->lkey;
-    rsp.rkey = mr->rkey;
-    c.mrs.objects().insert(index, std::move(mr));
-    rsp.mrn = c.mrs.objects().handle_of(index);
-    return kOk;
-}
-
-} // namespace
 
 Status cmd_get_dma_mr(VrdmaCore &c, const virtio_rdma_cmd_get_dma_mr &req,
                       virtio_rdma_rsp_mr &rsp)
@@ -255,6 +269,21 @@ Status cmd_get_dma_mr(VrdmaCore &c, const virtio_rdma_cmd_get_dma_mr &req,
     mr->access = req.access_flags;
     mr->length = UINT64_MAX;
     return commit(c, *index, req.pdn, *pd, std::move(mr), rsp);
+}
+
+Status dma_mr_resume(VrdmaCore &c, uint32_t index, uint32_t pdn,
+                     std::unique_ptr<Mr> mr, virtio_rdma_rsp_mr &rsp)
+{
+    Pd *pd = c.pds.find(pdn);
+    if (!pd || c.mrs.objects().at(index)) {
+        /* Nothing else ran meanwhile: only a broken backend gets here. */
+        return fail(VRDMA_ERR_HOST, "pdn", pdn, index);
+    }
+    const Status s = commit(c, index, pdn, *pd, std::move(mr), rsp);
+    if (s.deferred) {
+        return fail(VRDMA_ERR_HOST, "pdn", pdn, index); /* never twice */
+    }
+    return s;
 }
 
 Status cmd_create_mr(VrdmaCore &c, const virtio_rdma_cmd_create_mr &req,
@@ -394,7 +423,9 @@ Status cmd_dereg_mr(VrdmaCore &c, const virtio_rdma_cmd_dereg_mr &req,
     if (!mr) {
         return fail(VRDMA_ERR_BAD_HANDLE, "mrn", req.mrn);
     }
-    backend::mr_deregistered(c, *mr);
+    if (Status s = backend::mr_deregistered(c, *mr); !s.ok()) {
+        return s; /* the host keeps it registered: so does the device */
+    }
     c.pds.at(mr->pd_index)->refs--;
     c.mrs.objects().erase(req.mrn & kHandleIndexMask); /* unmaps its pages */
     return kOk;

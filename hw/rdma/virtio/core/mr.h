@@ -24,6 +24,7 @@
 #define HW_RDMA_VIRTIO_CORE_MR_H
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -143,6 +144,18 @@ private:
 
 Status cmd_get_dma_mr(VrdmaCore &c, const virtio_rdma_cmd_get_dma_mr &req,
                       virtio_rdma_rsp_mr &rsp);
+/*
+ * Mapping @npages more guest pages keeps the core within
+ * VrdmaLimits.max_mapped_pages (0: no cap): else TABLE_FULL on "npages".
+ */
+Status check_page_cap(VrdmaCore &c, uint64_t npages);
+
+/*
+ * GET_DMA_MR's end once the backend's deferred host work is done
+ * (VrdmaCore::resume_pending): the MR into slot @index of PD @pdn.
+ */
+Status dma_mr_resume(VrdmaCore &c, uint32_t index, uint32_t pdn,
+                     std::unique_ptr<Mr> mr, virtio_rdma_rsp_mr &rsp);
 Status cmd_create_mr(VrdmaCore &c, const virtio_rdma_cmd_create_mr &req,
                      virtio_rdma_rsp_mr &rsp);
 Status cmd_map_mr_sg(VrdmaCore &c, const virtio_rdma_cmd_map_mr_sg &req,

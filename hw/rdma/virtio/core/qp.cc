@@ -323,8 +323,13 @@ Status cmd_modify_qp(VrdmaCore &c, const virtio_rdma_cmd_modify_qp &req,
      */
     if (Status s = backend::qp_modifying(c, *qp, req.attr_mask, a);
         s.deferred) {
-        c.pending = VrdmaCore::Pending{true, VIRTIO_RDMA_CMD_MODIFY_QP,
-                                       req.qpn, req.attr_mask, a};
+        c.pending = VrdmaCore::Pending{};
+        c.pending.active = true;
+        c.pending.cmd = VIRTIO_RDMA_CMD_MODIFY_QP;
+        c.pending.seq = c.pending_seq;
+        c.pending.qpn = req.qpn;
+        c.pending.mask = req.attr_mask;
+        c.pending.attrs = a;
         return s;
     } else if (!s.ok()) {
         return s;

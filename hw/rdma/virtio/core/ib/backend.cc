@@ -37,7 +37,8 @@ uint64_t max_map_count()
 
 Backend::Backend(std::unique_ptr<HostDevice> dev, const VrdmaLimits &lim)
     : dev_(std::move(dev)), pds_(lim.max_pd, nullptr),
-      cqs_(lim.max_cq, nullptr), mrs_(lim.max_mr), pending_(lim.max_cq)
+      cqs_(lim.max_cq, nullptr), mrs_(lim.max_mr), pending_(lim.max_cq),
+      dma_(lim.max_pd)
 {
     max_map_runs = max_map_count() / 2;
     async_ok_ = async_nonblocking();
@@ -54,21 +55,40 @@ Backend::Backend(std::unique_ptr<HostDevice> dev, const VrdmaLimits &lim)
 
 Backend::~Backend()
 {
-    /* The core's reset (its destructor runs one) released every host object. */
+    /*
+     * The core's reset (its destructor runs one) released every host
+     * object; the host let every job finish first, so the graveyard is
+     * empty (a host object the host still refuses to destroy goes with the
+     * device's context).
+     */
     if (channel_) {
         ibv_destroy_comp_channel(channel_);
     }
 }
 
+/*
+ * Without waiting for the jobs in flight on the worker thread (a host
+ * call may take seconds: an address nobody answers, RAM being pinned):
+ * each is orphaned and undoes its own work when it ends; what the host
+ * cannot destroy before then (a modify job's QP holds its CQs and PD)
+ * waits in the graveyard (bury()).
+ */
 void Backend::release_all(VrdmaCore &c)
 {
     /* The core freed its QPs first (their host QPs went with them). */
     for (uint32_t i = 0; i < mrs_.size(); i++) {
         release_mr(c, i);
     }
+    for (DmaJob *j : dma_jobs_) {
+        if (!j->orphaned) {
+            j->orphaned = true;
+            *c.mrs.mapped_counter() -= std::min(j->reg.pages,
+                                                c.mrs.mapped_pages());
+        }
+    }
     for (ibv_cq *&cq : cqs_) {
         if (cq) {
-            ibv_destroy_cq(cq); /* every event was acked when it came */
+            entomb(cq); /* every event was acked when it came */
             cq = nullptr;
         }
     }
@@ -76,10 +96,10 @@ void Backend::release_all(VrdmaCore &c)
         ibv_destroy_ah(e.ah);
     }
     ahs_.clear();
+    ah_fails_.clear();
     for (ibv_pd *&pd : pds_) {
-        /* The host waits for deferred work first: no job is left, normally. */
-        if (pd && !orphan_ah_jobs(pd)) {
-            ibv_dealloc_pd(pd);
+        if (pd) {
+            entomb(pd);
         }
         pd = nullptr;
     }
@@ -101,7 +121,7 @@ void Backend::host_stats(const VrdmaCore &c, VrdmaIbStats &st) const
         st.cqs += cq != nullptr;
     }
     for (const HostMr &m : mrs_) {
-        st.mrs += m.mr != nullptr || !m.dma.empty(); /* a DMA MR's ranges: one */
+        st.mrs += m.mr != nullptr || m.dma; /* a DMA MR: its PD's registration */
     }
     c.qps.for_each([&st](uint32_t, const Qp &qp) {
         const QpState *s = std::get_if<QpState>(&qp.backend);
@@ -114,6 +134,14 @@ void Backend::host_stats(const VrdmaCore &c, VrdmaIbStats &st) const
     st.mads_sent = mads_sent;
     st.mads_received = mads_received;
     st.mads_dropped = mads_dropped;
+    for (const DmaReg &r : dma_) {
+        st.dma_pages += r.pages;
+    }
+    st.host_jobs = static_cast<uint32_t>(ah_jobs_.size() + dma_jobs_.size() +
+                                         modify_jobs);
+    st.graveyard = static_cast<uint32_t>(tomb_mrs_.size() + tomb_cqs_.size() +
+                                         tomb_pds_.size());
+    st.purged_cqes = purged_cqes;
 }
 
 namespace {

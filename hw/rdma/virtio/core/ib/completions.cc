@@ -120,11 +120,7 @@ bool Backend::poll_pending(VrdmaCore &c, unsigned budget)
                 std::min<unsigned>(budget, kPollBatch));
             const int got = ibv_poll_cq(cqs_[cqn], want, wc);
             for (int i = 0; i < got; i++) {
-                if (wc[i].status != IBV_WC_SUCCESS) {
-                    qp_failed(c, wc[i].qp_num);
-                }
-                cq_deliver(c, cqn, to_guest(wc[i]),
-                           (wc[i].opcode & IBV_WC_RECV) != 0, stats);
+                deliver(c, cqn, wc[i]);
             }
             budget -= static_cast<unsigned>(std::max(got, 0));
             drained = got < want; /* < 0: the host failed; nothing to wait for */
@@ -136,6 +132,45 @@ bool Backend::poll_pending(VrdmaCore &c, unsigned budget)
         }
     }
     return more;
+}
+
+void Backend::deliver(VrdmaCore &c, uint32_t cqn, const ibv_wc &wc)
+{
+    if (wc.status != IBV_WC_SUCCESS) {
+        qp_failed(c, wc.qp_num);
+    }
+    cq_deliver(c, cqn, to_guest(wc), (wc.opcode & IBV_WC_RECV) != 0, stats);
+}
+
+/*
+ * At DESTROY_QP, after the host QP is gone (so no CQE of it comes later):
+ * the CQ holds at most its depth, so this ends.  The others' CQEs go to
+ * the guest in their order, as a later poll would have delivered them.
+ */
+void Backend::purge_qp_cqes(VrdmaCore &c, uint32_t cqn, uint32_t wire_qpn)
+{
+    const Cq *gcq = c.cqs.at(cqn);
+    ibv_cq *cq = this->cq(cqn);
+    if (!gcq || !cq) {
+        return;
+    }
+    uint64_t left = uint64_t{gcq->cqe} + 1;
+    while (left) {
+        ibv_wc wc[kPollBatch];
+        const int want = static_cast<int>(std::min<uint64_t>(left, kPollBatch));
+        const int got = ibv_poll_cq(cq, want, wc);
+        for (int i = 0; i < got; i++) {
+            if (wc[i].qp_num == wire_qpn) {
+                purged_cqes++;
+            } else {
+                deliver(c, cqn, wc[i]);
+            }
+        }
+        if (got < want) {
+            break; /* empty (< 0: the host failed; nothing to wait for) */
+        }
+        left -= static_cast<uint64_t>(got);
+    }
 }
 
 } // namespace vrdma::ib

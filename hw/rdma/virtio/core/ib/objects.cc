@@ -8,6 +8,8 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -48,6 +50,13 @@ constexpr uint32_t kHostQpMask =
     IBV_QP_RNR_RETRY | IBV_QP_RQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC |
     IBV_QP_MIN_RNR_TIMER | IBV_QP_SQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
     IBV_QP_PATH_MIG_STATE | IBV_QP_DEST_QPN | IBV_QP_RATE_LIMIT;
+
+/*
+ * Window mappings (VMAs) of every ibverbs device's MRs in this process:
+ * vm.max_map_count is the process's, so one cap serves them all (devices
+ * in several iothreads: atomic).
+ */
+std::atomic<uint64_t> process_map_runs{0};
 
 } // namespace
 
@@ -171,22 +180,58 @@ void Backend::release_ahs(uint32_t pd)
 void Backend::pd_destroyed(VrdmaCore &, uint32_t index)
 {
     release_ahs(index); /* no QP of the PD is left to use them */
-    if (!orphan_ah_jobs(pds_[index])) {
-        ibv_dealloc_pd(pds_[index]);
-    }
+    entomb(pds_[index]);
     pds_[index] = nullptr;
 }
 
-bool Backend::orphan_ah_jobs(ibv_pd *pd)
+bool Backend::pd_in_use(const ibv_pd *pd) const
 {
-    bool any = false;
+    return std::any_of(ah_jobs_.begin(), ah_jobs_.end(),
+                       [pd](const DeferredAh *j) { return j->pd == pd; }) ||
+           std::any_of(dma_jobs_.begin(), dma_jobs_.end(),
+                       [pd](const DmaJob *j) { return j->pd == pd; });
+}
+
+/*
+ * A PD goes when nothing uses it: now, or after the last job on it.  Its
+ * address-handle jobs are told (pd_gone: they destroy what they made).
+ */
+void Backend::entomb(ibv_pd *pd)
+{
     for (DeferredAh *j : ah_jobs_) {
         if (j->pd == pd) {
-            j->pd_gone = true; /* its done frees the AH, the last one the PD */
-            any = true;
+            j->pd_gone = true;
         }
     }
-    return any;
+    if (pd_in_use(pd) || ibv_dealloc_pd(pd)) {
+        tomb_pds_.push_back(pd);
+    }
+}
+
+/* A CQ a QP still holds (a modify job's): destroyed after the job. */
+void Backend::entomb(ibv_cq *cq)
+{
+    if (ibv_destroy_cq(cq)) {
+        tomb_cqs_.push_back(cq);
+    }
+}
+
+/*
+ * After each job (and at the end): what the graveyard holds, in the order
+ * the host needs -- MRs, then CQs (their QPs are gone), then PDs.  Each
+ * list is as long as what one reset found busy: bounded by the tables.
+ */
+void Backend::bury(VrdmaCore &c)
+{
+    std::vector<TombMr> mrs;
+    mrs.swap(tomb_mrs_);
+    for (const TombMr &m : mrs) {
+        end_host_mr(c, m); /* back in the list if still refused */
+    }
+    std::erase_if(tomb_cqs_, [](ibv_cq *cq) { return ibv_destroy_cq(cq) == 0; });
+    std::erase_if(tomb_pds_, [this](ibv_pd *pd) {
+        return !pd_in_use(pd) && ibv_dealloc_pd(pd) == 0;
+    });
 }
 
 Status Backend::cq_created(VrdmaCore &, uint32_t index, Cq &cq)
@@ -252,7 +297,7 @@ Status Backend::qp_created(VrdmaCore &c, Qp &qp)
     if (!h) {
         return host_refused(errno, "qp_type", qp.type);
     }
-    qp.backend.emplace<QpState>().qp.reset(h);
+    qp.backend.emplace<QpState>().qp = std::shared_ptr<ibv_qp>(h, HostQpDeleter{});
     qp.wire_qpn = h->qp_num;
     return kOk;
 }
@@ -316,9 +361,10 @@ Status Backend::qp_modifying(VrdmaCore &c, Qp &qp, uint32_t mask,
      * the command answered when it is done.
      */
     if ((mask & VIRTIO_RDMA_QP_AV) && c.host.can_defer()) {
-        auto *m = new DeferredModify{&c, s->qp.get(), h,
+        auto *m = new DeferredModify{&c, s->qp, h,
                                      static_cast<int>(mask & kHostQpMask),
-                                     mask};
+                                     mask, c.begin_deferral()};
+        modify_jobs++;
         c.host.defer(DeferredModify::work, DeferredModify::done, m);
         return kDeferred;
     }
@@ -332,14 +378,19 @@ Status Backend::qp_modifying(VrdmaCore &c, Qp &qp, uint32_t mask,
 int DeferredModify::work(void *ctx)
 {
     auto *m = static_cast<DeferredModify *>(ctx);
-    return ibv_modify_qp(m->qp, &m->attr, m->host_mask);
+    return ibv_modify_qp(m->qp.get(), &m->attr, m->host_mask);
 }
 
 void DeferredModify::done(void *ctx, int ret)
 {
     std::unique_ptr<DeferredModify> m(static_cast<DeferredModify *>(ctx));
-    m->core->resume_pending(ret ? host_refused(ret, "attr_mask", m->mask)
-                                : kOk);
+    VrdmaCore &c = *m->core;
+    c.resume_pending(m->seq, ret ? host_refused(ret, "attr_mask", m->mask)
+                                 : kOk);
+    m.reset(); /* a QP a reset left to the job is destroyed here, */
+    Backend &b = std::get<Backend>(c.backend);
+    b.modify_jobs--;
+    b.bury(c); /* and then what it held */
 }
 
 void Backend::qp_modified(VrdmaCore &, Qp &qp, uint32_t, uint32_t)
@@ -350,11 +401,24 @@ void Backend::qp_modified(VrdmaCore &, Qp &qp, uint32_t, uint32_t)
     }
 }
 
-void Backend::qp_destroyed(VrdmaCore &, Qp &qp)
+void Backend::qp_destroyed(VrdmaCore &c, Qp &qp)
 {
     /* Now, not when the core frees the Qp: the CQs may go next. */
-    if (QpState *s = std::get_if<QpState>(&qp.backend)) {
-        *s = QpState{};
+    QpState *s = std::get_if<QpState>(&qp.backend);
+    if (!s) {
+        return;
+    }
+    const bool host = s->qp != nullptr;
+    *s = QpState{};
+    if (host) {
+        /*
+         * The host leaves the QP's CQEs in its CQs (rxe does): they must
+         * not reach the guest later, where a new QP may have the number.
+         */
+        purge_qp_cqes(c, qp.send_cqn, qp.wire_qpn);
+        if (qp.recv_cqn != qp.send_cqn) {
+            purge_qp_cqes(c, qp.recv_cqn, qp.wire_qpn);
+        }
     }
 }
 
@@ -393,15 +457,20 @@ Status Backend::mr_registered(VrdmaCore &c, uint32_t index, Mr &mr)
     }
     /* Refused before the process runs out of mappings, not when it does. */
     const uint32_t runs = window_runs(mr.pages);
-    if (map_runs + runs > max_map_runs) {
-        return fail(VRDMA_ERR_TABLE_FULL, "pages", map_runs + runs,
+    const uint64_t before = process_map_runs.fetch_add(runs);
+    if (before + runs > max_map_runs) {
+        process_map_runs -= runs;
+        return fail(VRDMA_ERR_TABLE_FULL, "pages", before + runs,
                     max_map_runs);
     }
     Window w;
     if (!window_map(mr.pages, &w)) {
+        process_map_runs -= runs;
         return host_refused(errno == EINVAL ? EFAULT : errno, "pages",
                             mr.pages.count());
     }
+    process_map_runs += w.runs; /* what the window really took */
+    process_map_runs -= runs;
     /* The window starts at the page of the MR's first byte. */
     void *start = static_cast<uint8_t *>(w.base) +
                   (mr.iova & (VIRTIO_RDMA_PAGE_SIZE - 1));
@@ -410,9 +479,10 @@ Status Backend::mr_registered(VrdmaCore &c, uint32_t index, Mr &mr)
     if (!h) {
         const int e = errno;
         window_unmap(w.base, w.len);
+        process_map_runs -= w.runs;
         return host_refused(e, "access_flags", mr.access);
     }
-    mrs_[index] = HostMr{h, w.base, w.len, w.runs, {}};
+    mrs_[index] = HostMr{h, w.base, w.len, w.runs, false, 0};
     map_runs += w.runs;
     /* The lkey is the core's (SGEs are checked here first), the rkey the host's. */
     mr.lkey = c.mrs.next_key(index);
@@ -420,16 +490,41 @@ Status Backend::mr_registered(VrdmaCore &c, uint32_t index, Mr &mr)
     return kOk;
 }
 
-void Backend::release_mr(VrdmaCore &c, uint32_t index)
+bool Backend::release_mr(VrdmaCore &c, uint32_t index, bool may_refuse)
 {
     HostMr &m = mrs_[index];
     if (m.mr) {
-        ibv_dereg_mr(m.mr); /* no peer reaches the pages after this */
+        /* No peer reaches the pages after this: the rkey is dead. */
+        if (ibv_dereg_mr(m.mr) == 0) {
+            window_unmap(m.window, m.window_len);
+            process_map_runs -= m.runs;
+        } else if (may_refuse) {
+            return false; /* (rxe: a memory window still bound to it) */
+        } else {
+            tomb_mrs_.push_back(TombMr{m.mr, m.window, m.window_len, false,
+                                       m.runs});
+        }
+        map_runs -= m.runs;
     }
-    window_unmap(m.window, m.window_len);
-    map_runs -= m.runs;
-    dma_mr_release(c, m);
+    if (m.dma) {
+        dma_unref(c, m.dma_pd);
+    }
     m = HostMr{};
+    return true;
+}
+
+void Backend::end_host_mr(VrdmaCore &c, const TombMr &m)
+{
+    if (ibv_dereg_mr(m.mr)) {
+        tomb_mrs_.push_back(m);
+        return;
+    }
+    if (m.ram) {
+        c.host.unmap(m.window, m.len, true);
+    } else {
+        window_unmap(m.window, m.len);
+        process_map_runs -= m.runs;
+    }
 }
 
 void Backend::mr_revoked(VrdmaCore &c, Mr &mr)
@@ -438,10 +533,17 @@ void Backend::mr_revoked(VrdmaCore &c, Mr &mr)
     mr.held.clear();
 }
 
-void Backend::mr_deregistered(VrdmaCore &c, Mr &mr)
+/*
+ * A host MR the host will not deregister stays registered -- its rkey
+ * still works for peers -- so the guest's MR stays too, and DEREG_MR fails.
+ */
+Status Backend::mr_deregistered(VrdmaCore &c, Mr &mr)
 {
-    release_mr(c, mr.lkey >> 8);
+    if (!release_mr(c, mr.lkey >> 8, true)) {
+        return host_refused(EBUSY, "mrn", mr.lkey >> 8);
+    }
     mr.held.clear();
+    return kOk;
 }
 
 bool Backend::host_lkey(VrdmaCore &c, const Qp &qp, const Sge &s,
@@ -453,7 +555,7 @@ bool Backend::host_lkey(VrdmaCore &c, const Qp &qp, const Sge &s,
     }
     const HostMr &m = mrs_[s.lkey >> 8];
     if (mr->kind == MrKind::kDma) {
-        return dma_lkey(m, s.addr, s.length, out);
+        return m.dma && dma_lkey(m.dma_pd, s.addr, s.length, out);
     }
     if (!m.mr) {
         return false;

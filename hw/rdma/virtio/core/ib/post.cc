@@ -285,7 +285,12 @@ void Backend::release_held(VrdmaCore &c, Qp &qp, QpState &s)
         HeldSend &u = s.held.front();
         uint8_t status = u.status;
         ibv_ah *ah = nullptr;
-        if (status == VIRTIO_RDMA_WC_SUCCESS) {
+        /*
+         * A QP in ERR flushes what waits without asking the host anything
+         * (ud_post): no address is resolved for a send that cannot go.
+         */
+        if (status == VIRTIO_RDMA_WC_SUCCESS &&
+            send_queue_admits(qp.state()) != Admit::kFlush) {
             status = ud_ah(c, qp, u.av, &ah);
             if (status == kAhPending) {
                 return; /* the next destination's handle is being made */
@@ -337,6 +342,9 @@ uint8_t Backend::ud_ah(VrdmaCore &c, Qp &qp, const virtio_rdma_av &av,
     if (ahs_.size() + ah_jobs_.size() >= c.lim.max_ah) {
         return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }
+    if (ah_failed(c, qp.pd_index, src->gid, a)) {
+        return VIRTIO_RDMA_WC_LOC_QP_OP_ERR; /* resolved in vain just now */
+    }
     const ibv_ah_attr key = a;
     if (!host_gid_index(c, *dev_, av.gid_index, &a.grh.sgid_index)) {
         return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
@@ -372,19 +380,44 @@ void DeferredAh::done(void *ctx, int ret)
     std::get<Backend>(j->core->backend).ah_done(*j->core, *j, ret);
 }
 
+bool Backend::ah_failed(const VrdmaCore &c, uint32_t pd,
+                        const std::array<uint8_t, 16> &sgid,
+                        const ibv_ah_attr &attr) const
+{
+    if (ah_fails_.empty() || !c.host.has_timer()) {
+        return false;
+    }
+    const uint64_t now = c.host.now_ns();
+    return std::any_of(ah_fails_.begin(), ah_fails_.end(),
+                       [&](const AhFail &f) {
+        return f.pd == pd && f.sgid == sgid && now < f.until_ns &&
+               std::memcmp(&f.attr, &attr, sizeof(attr)) == 0;
+    });
+}
+
 void Backend::ah_done(VrdmaCore &c, DeferredAh &j, int ret)
 {
     std::erase(ah_jobs_, &j);
     if (j.pd_gone) {
-        /* The PD was destroyed meanwhile: the last job on it frees it. */
+        /* The PD was destroyed meanwhile (or the device reset). */
         if (j.ah) {
             ibv_destroy_ah(j.ah);
         }
-        if (std::none_of(ah_jobs_.begin(), ah_jobs_.end(),
-                         [&j](const DeferredAh *o) { return o->pd == j.pd; })) {
-            ibv_dealloc_pd(j.pd);
-        }
+        bury(c);
         return;
+    }
+    if (!j.ah && c.host.has_timer()) {
+        /* Sends to it fail at once for a while (state.h: AhFail). */
+        const AhFail f{j.pd_index, j.sgid, j.key,
+                       c.host.now_ns() + kAhFailTtlNs};
+        if (ah_fails_.size() < kAhFailMax) {
+            ah_fails_.push_back(f);
+        } else {
+            *std::min_element(ah_fails_.begin(), ah_fails_.end(),
+                              [](const AhFail &x, const AhFail &y) {
+                                  return x.until_ns < y.until_ns;
+                              }) = f;
+        }
     }
     if (j.ah) {
         /* Another QP's job may have made the same one first. */

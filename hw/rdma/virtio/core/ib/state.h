@@ -85,7 +85,8 @@ struct HeldSend {
  * handle is made on a worker thread (at most max_send_wr).
  */
 struct QpState {
-    std::unique_ptr<ibv_qp, HostQpDeleter> qp;
+    /* Shared with a modify job in flight (DeferredModify), which may outlive it. */
+    std::shared_ptr<ibv_qp> qp;
     bool gsi = false;
     std::deque<GsiRecv> gsi_rq;
     std::deque<HeldSend> held;
@@ -105,7 +106,7 @@ struct DeferredAh {
     ibv_ah_attr attr;             /* what the host is asked for */
     uint32_t qpn;
     uint16_t epoch;
-    bool pd_gone = false;
+    bool pd_gone = false;         /* a reset or DESTROY_PD: nothing to resume */
     ibv_ah *ah = nullptr;
 
     static int work(void *ctx);                 /* worker thread */
@@ -113,28 +114,58 @@ struct DeferredAh {
 };
 
 /*
- * A host modify_qp run on the host's worker thread (objects.cc): the QP
- * cannot go away meanwhile -- the host sends no other command until this
- * one is answered, and waits for it before a reset.
+ * A host modify_qp run on the host's worker thread (objects.cc): no other
+ * command runs until it is answered; a reset does not wait for it -- the
+ * job keeps the host QP alive until it is done (the QP's CQs and PD wait
+ * in the graveyard), and answers nothing then (its seq is stale).
  */
 struct DeferredModify {
     VrdmaCore *core;
-    ibv_qp *qp;
+    std::shared_ptr<ibv_qp> qp;
     ibv_qp_attr attr;
     int host_mask;
     uint32_t mask;            /* the guest's, for the refusal */
+    uint64_t seq;             /* VrdmaCore::pending's */
 
     static int work(void *ctx);                 /* worker thread */
     static void done(void *ctx, int ret);       /* core's context */
 };
 
-/* One range of guest RAM registered for a DMA MR (dma_mr.cc). */
+/* One range of guest RAM registered for DMA MRs (dma_mr.cc). */
 struct DmaRange {
     uint64_t gpa;
     uint64_t len;
     void *host;                   /* mapped through the host's map op */
-    bool write;                   /* ... for writing */
     ibv_mr *mr;                   /* IOVA = gpa */
+};
+
+/*
+ * Guest RAM registered with host PD of guest PD @pd_index, for writing,
+ * once, shared by every DMA MR of that PD (dma_mr.cc); its pages count
+ * in the core's mapped pages (max-mapped-pages) while it lasts.
+ */
+struct DmaReg {
+    std::vector<DmaRange> ranges;
+    uint64_t pages = 0;
+    uint32_t refs = 0;            /* DMA MRs on it */
+};
+
+/*
+ * The registration of guest RAM with the host, on the host's worker
+ * thread: it pins every page, which takes about a second per few GiB.
+ * Started by a PD's first GET_DMA_MR, which waits for it (deferred); a
+ * reset does not: the job is orphaned, and undoes its work when done.
+ */
+struct DmaJob {
+    VrdmaCore *core;
+    ibv_pd *pd;
+    uint32_t pd_index;
+    uint64_t seq;                 /* VrdmaCore::pending's */
+    DmaReg reg;                   /* mapped; registered by work() */
+    bool orphaned = false;        /* the device was reset meanwhile */
+
+    static int work(void *ctx);                 /* worker thread */
+    static void done(void *ctx, int ret);       /* core's context */
 };
 
 /* The guest RAM ranges a DMA MR may span (a PC has two or three). */
@@ -142,14 +173,24 @@ constexpr size_t kMaxDmaRanges = 32;
 
 /*
  * An MR's host MR over its window (window.h): registered together; or, a
- * DMA MR, a host MR per range of guest RAM.
+ * DMA MR, a reference on its PD's registration of guest RAM.
  */
 struct HostMr {
     ibv_mr *mr = nullptr;
     void *window = nullptr;
     size_t window_len = 0;
     uint32_t runs = 0;            /* mappings (VMAs) of the window */
-    std::vector<DmaRange> dma;
+    bool dma = false;             /* holds a ref on dma_[dma_pd] */
+    uint32_t dma_pd = 0;
+};
+
+/* A host MR a reset or revocation could not deregister yet (Backend::bury). */
+struct TombMr {
+    ibv_mr *mr;
+    void *window;             /* unmapped once the host let go */
+    size_t len;
+    bool ram;                 /* @window is guest RAM's (host.unmap) */
+    uint32_t runs;            /* else a window of that many VMAs */
 };
 
 /* A host call failed with @err (errno): the guest's status for it (objects.cc). */
@@ -186,8 +227,9 @@ public:
 
     VrdmaDpStats stats{};
     /*
-     * Window mappings (VMAs) of the live MRs, and their cap: half the
-     * process's vm.max_map_count, so that QEMU's own mappings never run out.
+     * Window mappings (VMAs) of this device's live MRs; those of every
+     * ibverbs device of the process count against one cap (objects.cc:
+     * half of vm.max_map_count, so that QEMU's own mappings never run out).
      */
     uint64_t map_runs = 0;
     uint64_t max_map_runs = 0;
@@ -211,7 +253,7 @@ public:
     Status mr_registered(VrdmaCore &c, uint32_t index, Mr &mr);
     void mr_mapped(VrdmaCore &, Mr &) {} /* no fast-reg MR is made */
     void mr_revoked(VrdmaCore &c, Mr &mr);
-    void mr_deregistered(VrdmaCore &c, Mr &mr);
+    Status mr_deregistered(VrdmaCore &c, Mr &mr);
     void post_send(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
     void post_recv(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
     /* A MAD from the MAD link into the GSI QP's next receive (gsi.cc). */
@@ -237,6 +279,8 @@ public:
     uint64_t async_count = 0;     /* events seen, for QMP */
     /* The MAD link: MADs sent, delivered, and lost (link full/down, no receive). */
     uint64_t mads_sent = 0, mads_received = 0, mads_dropped = 0;
+    uint64_t purged_cqes = 0;     /* of destroyed QPs (purge_qp_cqes) */
+    uint32_t modify_jobs = 0;     /* DeferredModify in flight */
 
     const HostDevice &device() const { return *dev_; }
     void host_stats(const VrdmaCore &c, VrdmaIbStats &st) const;
@@ -244,6 +288,8 @@ public:
 private:
     friend struct BackendAccess;
     friend struct DeferredAh; /* its done is ah_done */
+    friend struct DeferredModify; /* its done buries what it held */
+    friend struct DmaJob;     /* its done is dma_done */
 
     /* The host CQ of guest CQ @cqn, or nullptr. */
     ibv_cq *cq(uint32_t cqn) const
@@ -276,6 +322,17 @@ private:
     /* The held sends whose address handles exist now, in order. */
     void release_held(VrdmaCore &c, Qp &qp, QpState &s);
     void ah_done(VrdmaCore &c, DeferredAh &job, int ret);
+    void dma_done(VrdmaCore &c, DmaJob &job, int ret);
+    /*
+     * Host objects a reset could not destroy yet, because a job in flight
+     * still uses them or an object under them (a modify job's QP holds its
+     * CQs and PD): destroyed by bury(), after each job, CQs first.
+     */
+    void entomb(ibv_cq *cq);
+    void entomb(ibv_pd *pd);
+    void bury(VrdmaCore &c);
+    /* A job in flight uses host PD @pd (an address handle, a DMA registration). */
+    bool pd_in_use(const ibv_pd *pd) const;
     /* The GSI QP's work requests (gsi.cc): MADs through the MAD link. */
     void gsi_send(VrdmaCore &c, Qp &qp, const virtio_rdma_sq_req &h,
                   const uint8_t *sges, uint8_t status);
@@ -284,18 +341,32 @@ private:
     /* Flushes (ERR) or drops (destroy, reset) the receives gsi_recv kept. */
     void gsi_flush(VrdmaCore &c, Qp &qp, QpState &s, bool complete);
     void release_ahs(uint32_t pd);
-    /* Address-handle jobs on host PD @pd are told it is gone: any? */
-    bool orphan_ah_jobs(ibv_pd *pd);
     /* DMA MRs (dma_mr.cc): all of guest RAM, local access only. */
     Status dma_mr_registered(VrdmaCore &c, uint32_t index, Mr &mr);
-    static void dma_mr_release(VrdmaCore &c, HostMr &m);
+    void dma_unref(VrdmaCore &c, uint32_t pd_index);
+    void dma_reg_release(VrdmaCore &c, DmaReg &reg);
     /* The host lkey of the range [addr, addr + len) lies in; false if none. */
-    static bool dma_lkey(const HostMr &m, uint64_t addr, uint32_t len,
-                         uint32_t *out);
-    void release_mr(VrdmaCore &c, uint32_t index);
+    bool dma_lkey(uint32_t pd_index, uint64_t addr, uint32_t len,
+                  uint32_t *out) const;
+    /*
+     * Ends slot @index's host MR (or its share of a DMA registration).
+     * @returns false, with nothing changed, if the host refused to
+     * deregister it and @may_refuse; else a refused host MR waits in the
+     * graveyard, its window still mapped.
+     */
+    bool release_mr(VrdmaCore &c, uint32_t index, bool may_refuse = false);
+    /* Deregisters @mr, then unmaps what it covered; later if the host refuses. */
+    void end_host_mr(VrdmaCore &c, const TombMr &m);
     void release_all(VrdmaCore &c);
     /* Polls the CQs marked in pending_, at most @budget CQEs in all. */
     bool poll_pending(VrdmaCore &c, unsigned budget);
+    /* One host CQE to guest CQ @cqn. */
+    void deliver(VrdmaCore &c, uint32_t cqn, const ibv_wc &wc);
+    /*
+     * Host CQ of guest CQ @cqn: the CQEs of (destroyed) QP @wire_qpn are
+     * dropped, the others delivered; at most the CQ's depth.
+     */
+    void purge_qp_cqes(VrdmaCore &c, uint32_t cqn, uint32_t wire_qpn);
     void qp_failed(VrdmaCore &c, uint32_t wire_qpn);
     bool async_nonblocking();
 
@@ -314,6 +385,28 @@ private:
     };
     std::vector<Ah> ahs_;         /* UD destinations, at most max_ah */
     std::vector<DeferredAh *> ah_jobs_; /* in flight on the worker thread */
+    std::vector<DmaReg> dma_;     /* by guest PD index: DMA MRs' RAM */
+    std::vector<DmaJob *> dma_jobs_; /* in flight (one, or orphans too) */
+    std::vector<TombMr> tomb_mrs_;
+    std::vector<ibv_cq *> tomb_cqs_;
+    std::vector<ibv_pd *> tomb_pds_;
+    /*
+     * Destinations whose address handle the host failed to make lately
+     * (post.cc): a send to one fails at once for kAhFailTtlNs, not after
+     * another second's resolution.  At most kAhFailMax, oldest replaced.
+     */
+    struct AhFail {
+        uint32_t pd;
+        std::array<uint8_t, 16> sgid;
+        ibv_ah_attr attr;
+        uint64_t until_ns;
+    };
+    static constexpr size_t kAhFailMax = 64;
+    static constexpr uint64_t kAhFailTtlNs = 3'000'000'000;
+    std::vector<AhFail> ah_fails_;
+    bool ah_failed(const VrdmaCore &c, uint32_t pd,
+                   const std::array<uint8_t, 16> &sgid,
+                   const ibv_ah_attr &attr) const;
 };
 
 } // namespace vrdma::ib

@@ -67,8 +67,9 @@ void Engine::mr_revoked(VrdmaCore &, Mr &)
 {
 }
 
-void Engine::mr_deregistered(VrdmaCore &, Mr &)
+Status Engine::mr_deregistered(VrdmaCore &, Mr &)
 {
+    return kOk;
 }
 
 } // namespace vrdma::soft_roce

@@ -290,7 +290,7 @@ struct Engine {
     Status mr_registered(VrdmaCore &c, uint32_t index, Mr &mr);
     void mr_mapped(VrdmaCore &c, Mr &mr);
     void mr_revoked(VrdmaCore &c, Mr &mr);
-    void mr_deregistered(VrdmaCore &c, Mr &mr);
+    Status mr_deregistered(VrdmaCore &c, Mr &mr);
     void post_send(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
     void post_recv(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
     bool frame_receive(VrdmaCore &c, std::span<const uint8_t> frame);

@@ -2652,6 +2652,189 @@ static void test_ib_reg_time(void)
     qvrdma_dev_quit(d);
 }
 
+/* A "Vm...:" line of QEMU's /proc/PID/status, in KiB (VmPin: pinned pages). */
+static uint64_t proc_status_kib(QVrdmaDev *d, const char *key)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/status",
+                                            qtest_pid(d->qts));
+    g_autofree char *text = NULL;
+    const char *p;
+
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    p = strstr(text, key);
+    g_assert_nonnull(p);
+    return g_ascii_strtoull(p + strlen(key), NULL, 10);
+}
+
+/*
+ * Issue 25, item 3: GET_DMA_MR on backend=ibverbs registers all of guest
+ * RAM with the host, which pins it -- about a second per few GiB, and host
+ * kernel memory per page.  DMA_MR_KICK of them on one PD in one kick (a
+ * guest with several vCPUs can send that many): the PD's RAM is registered
+ * once, on the host's worker thread, and shared, while QEMU's main loop
+ * answers; the pinned pages count in max-mapped-pages (2.5 x RAM here), so
+ * a third PD's DMA MR is refused with ENOMEM until the first PD's are
+ * deregistered.  Measured: the longest main-loop stall, the whole kick's
+ * time, host MRs and pinned memory (VmPin).  Before: DMA_MR_KICK
+ * registrations of all of RAM in one main-loop turn, charged to nothing.
+ */
+#define DMA_MR_KICK 64
+
+static uint32_t dma_mr_ok(QVrdmaDev *d, uint32_t pdn, const char *want)
+{
+    struct virtio_rdma_rsp_mr mr = { 0 };
+
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_get_dma_mr(
+                        &d->r, pdn, VIRTIO_RDMA_ACCESS_LOCAL_WRITE, &mr)),
+                    ==, want);
+    return le32_to_cpu(mr.mrn);
+}
+
+static void test_ib_dma_mr_kick(void)
+{
+    const uint64_t ram_pages = atoi(g_getenv("QVRDMA_RAM_MB") ?: "128") * 256;
+    g_autofree char *opts = g_strdup_printf(
+        "max-cq=8,max-qp=8,max-pd=8,max-mr=%u,max-mapped-pages=%" PRIu64,
+        DMA_MR_KICK + 8, ram_pages * 5 / 2);
+    QVrdmaDev *d = qvrdma_dev_boot_features("user,id=n0", MAC_A, opts,
+                                            dev_features());
+    struct virtio_rdma_cmd_get_dma_mr req = {
+        .access_flags = cpu_to_le32(VIRTIO_RDMA_ACCESS_LOCAL_WRITE),
+    };
+    const size_t rsp_len = sizeof(struct virtio_rdma_rsp_mr);
+    uint64_t pin0, pin1, dma_pages;
+    uint32_t pd[3], mr2, mr3;
+    unsigned i, ok = 0;
+    QVrdmaBatch b;
+
+    for (i = 0; i < 3; i++) {
+        g_assert_cmpstr(qvrdma_status_name(qvrdma_create_pd(&d->r, &pd[i])),
+                        ==, "OK");
+    }
+    req.pdn = cpu_to_le32(pd[0]);
+    pin0 = proc_status_kib(d, "VmPin:");
+    b = qvrdma_cmd_batch(&d->r, VIRTIO_RDMA_CMD_GET_DMA_MR, &req, sizeof(req),
+                         rsp_len, DMA_MR_KICK, 240);
+    pin1 = proc_status_kib(d, "VmPin:");
+    for (i = 0; i < DMA_MR_KICK; i++) {
+        ok += b.status[i] == VIRTIO_RDMA_OK;
+    }
+    dma_pages = ib_info(d, false, "dma-pages");
+    printf("IBV-DMA-MR-KICK n=%u ok=%u ram_mib=%" PRIu64 " max_stall_ms=%.1f"
+           " total_ms=%.1f dma_pages=%" PRIu64 " pinned_mib=%" PRIu64 "\n",
+           DMA_MR_KICK, ok, ram_pages / 256, b.max_stall_us / 1e3,
+           b.total_us / 1e3, dma_pages, (pin1 - MIN(pin0, pin1)) / 1024);
+    g_assert_cmpuint(ok, ==, DMA_MR_KICK);
+    /* One registration of RAM (all but a PC's holes), not 64. */
+    g_assert_cmpuint(dma_pages, <=, ram_pages);
+    g_assert_cmpuint(dma_pages, >=, ram_pages * 9 / 10);
+    g_assert_cmpuint(pin1 - MIN(pin0, pin1), <=, ram_pages * 4 + 16 * 1024);
+    /* The main loop answered while the host pinned. */
+    g_assert_cmpint(b.max_stall_us, <, 250 * 1000);
+
+    /* Charged: a second PD's registration fits 2.5 x RAM, a third not. */
+    mr2 = dma_mr_ok(d, pd[1], "OK");
+    dma_mr_ok(d, pd[2], "ENOMEM");
+    for (i = 0; i < DMA_MR_KICK; i++) {
+        const struct virtio_rdma_rsp_mr *m =
+            (const void *)(b.rsp + i * rsp_len);
+
+        g_assert_cmpstr(qvrdma_status_name(qvrdma_dereg_mr(
+                            &d->r, le32_to_cpu(m->mrn))), ==, "OK");
+        /* The registration lasts as long as one of its MRs. */
+        g_assert_cmpuint(ib_info(d, false, "dma-pages"), ==,
+                         (i + 1 < DMA_MR_KICK ? 2 : 1) * dma_pages);
+    }
+    mr3 = dma_mr_ok(d, pd[2], "OK");
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_dereg_mr(&d->r, mr2)), ==,
+                    "OK");
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_dereg_mr(&d->r, mr3)), ==,
+                    "OK");
+    g_assert_cmpuint(ib_info(d, false, "dma-pages"), ==, 0);
+    g_assert_cmpuint(ib_info(d, false, "mrs"), ==, 0);
+    g_assert_cmpuint(proc_status_kib(d, "VmPin:"), <=, pin0 + 1024);
+    qvrdma_batch_free(&b);
+    qvrdma_dev_quit(d);
+}
+
+/*
+ * Issue 25, item 8: QVRDMA_HELD (default 1024: a full queue) UD sends held
+ * behind an address handle the host cannot make (QVRDMA_UNREACHABLE_IPV4:
+ * each resolution waits about a second), then system_reset while the
+ * first resolution runs: QMP answers within 2 s.  The reset does not wait
+ * for the host call, which ends on its own (orphaned: host jobs and the
+ * graveyard back to 0, no host object left); and a QP in ERR flushes what
+ * it holds without asking the host.  Before: each held send started a
+ * resolution of its own, one after the other, also once the QP was in
+ * ERR, and the reset waited for all of them -- QVRDMA_HELD seconds.
+ */
+static void test_ib_held_reset(void)
+{
+    const char *ip = g_getenv("QVRDMA_UNREACHABLE_IPV4");
+    const uint32_t n = atoi(g_getenv("QVRDMA_HELD") ?: "1024");
+    struct virtio_rdma_sge src;
+    struct virtio_rdma_sq_req wr;
+    uint8_t dgid[16], a4[4];
+    uint32_t objs[4], i;
+    gint64 t0, reset_us, settle_us;
+    QVrdmaQp *ud;
+    Side a, b;
+
+    g_assert_nonnull(ip);
+    g_assert_cmpint(inet_pton(AF_INET, ip, a4), ==, 1);
+    qvrdma_gid_ipv4(dgid, a4[0], a4[1], a4[2], a4[3]);
+    loopback_setup(&a, &b);
+    side_add_ud(&b, 0x888);
+    ud = qvrdma_dp_qp_create_wr(a.d, a.pdn, VIRTIO_RDMA_QPT_UD, a.cq, a.cq, 1,
+                                VIRTIO_RDMA_SIGNAL_ALL_WR, n);
+    qvrdma_dp_ud_ready(a.d, ud, QKEY, 0x777);
+    a.ud = ud;
+    src = sge_of(&a, 0x200, 64);
+    wr = ud_wr(&a, &b, dgid, 0);
+    qvrdma_dp_batch_begin(&ud->sq);
+    for (i = 0; i < n; i++) {
+        wr.wr_id = 0xa000 + i;
+        qvrdma_dp_post_send(ud, &wr, &src, 1);
+    }
+    qvrdma_dp_batch_end(&ud->sq);
+    qvrdma_dp_wait_ring_idle(&ud->sq);
+    for (i = 0; i < 500 && ib_info(a.d, false, "host-jobs") < 1; i++) {
+        g_usleep(10 * 1000);
+    }
+    g_assert_cmpuint(ib_info(a.d, false, "host-jobs"), >=, 1);
+
+    t0 = g_get_monotonic_time();
+    qobject_unref(qtest_qmp(a.d->qts, "{'execute': 'system_reset'}"));
+    qobject_unref(qtest_qmp(a.d->qts, "{'execute': 'query-status'}"));
+    reset_us = g_get_monotonic_time() - t0;
+    /* The orphaned resolution ends (about a second), and what it held. */
+    for (i = 0; i < 1000 && (ib_info(a.d, false, "host-jobs") ||
+                             ib_info(a.d, false, "graveyard")); i++) {
+        g_usleep(10 * 1000);
+    }
+    settle_us = g_get_monotonic_time() - t0;
+    qvrdma_dp_objects(a.d, true, objs);
+    printf("IBV-HELD-RESET held=%u reset_ms=%" PRId64 " settled_ms=%" PRId64
+           " host_left=%u/%u/%u/%u\n", n, reset_us / 1000, settle_us / 1000,
+           objs[0], objs[1], objs[2], objs[3]);
+    g_assert_cmpint(reset_us, <, 2 * G_USEC_PER_SEC);
+    g_assert_cmpuint(ib_info(a.d, false, "host-jobs"), ==, 0);
+    g_assert_cmpuint(ib_info(a.d, false, "graveyard"), ==, 0);
+    for (i = 0; i < 4; i++) {
+        g_assert_cmpuint(objs[i], ==, 0);
+    }
+    /* The device forgot everything: only the test's own memory is freed. */
+    qvrdma_dp_qp_free(ud);
+    qvrdma_dp_qp_free(b.ud);
+    qvrdma_dp_qp_free(b.qp);
+    qvrdma_dp_qp_free(a.qp);
+    qvrdma_dp_cq_free(b.cq);
+    qvrdma_dp_cq_free(a.cq);
+    g_free(a.shadow);
+    g_free(b.shadow);
+    qvrdma_dev_quit(a.d);
+}
+
 /*
  * A test whose device/engine support has not landed yet carries the reason
  * in @pending and is skipped with it, unless QTEST_VRDMA_DP_ALL=1 (how it is
@@ -2808,6 +2991,12 @@ int main(int argc, char **argv)
                        test_ib_rtr_unresolved);
         qtest_add_func("/virtio-rdma-dp/ibverbs/ud-unresolved",
                        test_ib_ud_unresolved);
+        qtest_add_func("/virtio-rdma-dp/ibverbs/held-reset",
+                       test_ib_held_reset);
+    }
+    if (qvrdma_dp_ibverbs()) {
+        qtest_add_func("/virtio-rdma-dp/ibverbs/dma-mr-kick",
+                       test_ib_dma_mr_kick);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_MAD_SOCKET")) {
         qtest_add_func("/virtio-rdma-dp/ibverbs/gsi-mux", test_ib_gsi_mux);

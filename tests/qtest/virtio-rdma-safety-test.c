@@ -1255,89 +1255,41 @@ static struct virtio_rdma_cmd_reg_user_mr big_mr_req(uint32_t pdn,
  */
 static void test_work_kick(const void *opaque)
 {
-    const size_t req_len = 1 + sizeof(struct virtio_rdma_cmd_reg_user_mr);
-    const size_t rsp_len = 1 + sizeof(struct virtio_rdma_rsp_mr);
     QVrdmaDev *d = boot_loopback(RDMA_OPTS);
-    QVirtQueue *vq = d->r.ctrl;
-    uint64_t l1 = big_table(d), bufs, rss0, rss1;
-    uint16_t avail_idx, used0;
+    uint64_t l1 = big_table(d), rss0, rss1;
     uint32_t pdn;
     struct virtio_rdma_cmd_reg_user_mr req;
-    gint64 t, dt, max_us = 0, t0, kick_us;
-    unsigned i, ok = 0, enomem = 0, reads = 0;
+    QVrdmaBatch b;
+    unsigned i, ok = 0, enomem = 0;
 
-    g_assert_cmpuint(vq->size, >=, 2 * WORK_CHAINS);
     g_assert_cmpuint(qvrdma_create_pd(&d->r, &pdn), ==, 0);
     req = big_mr_req(pdn, l1);
-    bufs = guest_alloc(&d->qs->alloc, WORK_CHAINS * 256);
-    avail_idx = qtest_readw(d->qts, vq->avail + 2);
-    used0 = qtest_readw(d->qts, vq->used + 2);
-    g_assert_cmpuint(used0, ==, vq->last_used_idx);
-    for (i = 0; i < WORK_CHAINS; i++) {
-        uint64_t out = bufs + i * 256, in = out + 128;
-        uint64_t desc = vq->desc + 16ull * 2 * i;
-
-        qtest_writeb(d->qts, out, VIRTIO_RDMA_CMD_REG_USER_MR);
-        qtest_memwrite(d->qts, out + 1, &req, sizeof(req));
-        qtest_memset(d->qts, in, 0xff, rsp_len);
-        qtest_writeq(d->qts, desc, out);
-        qtest_writel(d->qts, desc + 8, req_len);
-        qtest_writew(d->qts, desc + 12, VRING_DESC_F_NEXT);
-        qtest_writew(d->qts, desc + 14, 2 * i + 1);
-        qtest_writeq(d->qts, desc + 16, in);
-        qtest_writel(d->qts, desc + 24, rsp_len);
-        qtest_writew(d->qts, desc + 28, VRING_DESC_F_WRITE);
-        qtest_writew(d->qts, desc + 30, 0);
-        qtest_writew(d->qts, vq->avail + 4 + 2 * ((avail_idx + i) % vq->size),
-                     2 * i);
-    }
     rss0 = rss_kib(d->qts);
-    qtest_writew(d->qts, vq->avail + 2, avail_idx + WORK_CHAINS);
-
-    t0 = g_get_monotonic_time();
-    d->vpci->vdev.bus->virtqueue_kick(&d->vpci->vdev, vq);
-    kick_us = max_us = g_get_monotonic_time() - t0;
-    for (;;) {
-        uint16_t used;
-
-        t = g_get_monotonic_time();
-        used = qtest_readw(d->qts, vq->used + 2);
-        dt = g_get_monotonic_time() - t;
-        max_us = MAX(max_us, dt);
-        reads++;
-        if ((uint16_t)(used - used0) >= WORK_CHAINS) {
-            break;
-        }
-        g_assert_cmpint(g_get_monotonic_time() - t0, <,
-                        200 * G_USEC_PER_SEC);
-    }
+    b = qvrdma_cmd_batch(&d->r, VIRTIO_RDMA_CMD_REG_USER_MR, &req, sizeof(req),
+                         sizeof(struct virtio_rdma_rsp_mr), WORK_CHAINS, 200);
     rss1 = rss_kib(d->qts);
-    vq->last_used_idx = used0 + WORK_CHAINS;
     for (i = 0; i < WORK_CHAINS; i++) {
-        uint64_t in = bufs + i * 256 + 128;
-        uint8_t st = qtest_readb(d->qts, in);
-
-        if (st == VIRTIO_RDMA_OK) {
+        if (b.status[i] == VIRTIO_RDMA_OK) {
             ok++;
-        } else if (st == VIRTIO_RDMA_ENOMEM) {
+        } else if (b.status[i] == VIRTIO_RDMA_ENOMEM) {
             enomem++;
         } else {
-            note("chain %u: %s", i, qvrdma_status_name(st));
+            note("chain %u: %s", i, qvrdma_status_name(b.status[i]));
         }
     }
     note("%u maximal REG_USER_MRs (262144 pages each) in one kick: %u OK, "
          "%u ENOMEM in %.2f s; the kick took %.3f s, the longest main-loop "
          "stall %.3f s (%u reads); RSS %" PRIu64 " -> %" PRIu64 " MiB (+%"
-         PRId64 " MiB)", WORK_CHAINS, ok, enomem,
-         (g_get_monotonic_time() - t0) / 1e6, kick_us / 1e6, max_us / 1e6,
-         reads, rss0 / 1024, rss1 / 1024,
-         ((int64_t)rss1 - (int64_t)rss0) / 1024);
+         PRId64 " MiB)", WORK_CHAINS, ok, enomem, b.total_us / 1e6,
+         b.kick_us / 1e6, b.max_stall_us / 1e6, b.reads, rss0 / 1024,
+         rss1 / 1024, ((int64_t)rss1 - (int64_t)rss0) / 1024);
     g_assert_cmpuint(ok, >=, 1);
     g_assert_cmpuint(ok, <=, 4);
     g_assert_cmpuint(ok + enomem, ==, WORK_CHAINS);
-    g_assert_cmpint(max_us, <, WORK_STALL_MAX_US);
+    g_assert_cmpint(b.max_stall_us, <, WORK_STALL_MAX_US);
     g_assert_cmpint(((int64_t)rss1 - (int64_t)rss0) / 1024, <,
                     WORK_RSS_MAX_MIB);
+    qvrdma_batch_free(&b);
 
     /*
      * The chains were written into the ring behind libqos's back, so its

@@ -36,7 +36,11 @@ while read -r role name tmo cmd; do
     mad=
     case $name in *rping*) mad=$sock ;; esac
     counters > "/tmp/$name.c0"
-    QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_MAD_SOCKET=$mad timeout -k 5 "$tmo" \
+    # One VM (one -uuid, as libvirt gives it), started again per case: its
+    # GIDs' claims at the mux stay its own (a new owner would find them
+    # reserved for the last one, rdmacm-mux's --claim-grace).
+    QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_MAD_SOCKET=$mad \
+        QVRDMA_UUID=0a79e5e1-25aa-4b1e-9d6c-6c1a8e0a7901 timeout -k 5 "$tmo" \
         bash -c "$cmd" > "$name.out" 2>&1
     rc=$?
     counters > "/tmp/$name.c1"

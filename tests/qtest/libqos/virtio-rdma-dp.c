@@ -101,6 +101,13 @@ QVrdmaDev *qvrdma_dev_boot_with(const QVrdmaBoot *b)
      * rdmacm-mux listening there, reconnecting every 200 ms if it goes.
      */
     const char *mad_sock = ib ? g_getenv("QVRDMA_MAD_SOCKET") : NULL;
+    /*
+     * QVRDMA_UUID: the VM's -uuid, which names the owner of its claims at
+     * the mux (without it each QEMU is a new owner, as a VM without one).
+     */
+    const char *uuid = g_getenv("QVRDMA_UUID");
+    g_autofree char *uuid_arg = uuid ? g_strdup_printf("-uuid %s ", uuid)
+                                     : g_strdup("");
     const char *allow = !ib ? NULL : b->allowed_gids ? b->allowed_gids :
                         g_getenv("QVRDMA_ALLOWED_GIDS");
     g_autofree char *mad = NULL, *nic = NULL, *rdma = NULL, *allowed = NULL;
@@ -129,7 +136,7 @@ QVrdmaDev *qvrdma_dev_boot_with(const QVrdmaBoot *b)
                            mad_sock ? ",mad-chardev=vrdma-mad" : "",
                            allowed);
     /* A host RDMA device maps guest RAM from its fd: shared memfd RAM. */
-    d->qs = qtest_pc_boot("-M pc %s%s-netdev %s %s%s%s",
+    d->qs = qtest_pc_boot("-M pc %s%s%s-netdev %s %s%s%s", uuid_arg,
                           ib || ram_path ? ram : "", mad, b->netdev,
                           io ? "-object iothread,id=vrdma-io0 " : "",
                           b->rdma_first ? rdma : nic,
@@ -425,11 +432,25 @@ QVrdmaQp *qvrdma_dp_qp_create(QVrdmaDev *d, uint32_t pdn, uint8_t type,
                               QVrdmaCq *send_cq, QVrdmaCq *recv_cq,
                               uint32_t max_sge, uint8_t sq_sig_type)
 {
+    return qvrdma_dp_qp_create_wr(d, pdn, type, send_cq, recv_cq, max_sge,
+                                  sq_sig_type, 0);
+}
+
+QVrdmaQp *qvrdma_dp_qp_create_wr(QVrdmaDev *d, uint32_t pdn, uint8_t type,
+                                 QVrdmaCq *send_cq, QVrdmaCq *recv_cq,
+                                 uint32_t max_sge, uint8_t sq_sig_type,
+                                 uint32_t max_wr)
+{
     QVrdmaQp *qp = g_new0(QVrdmaQp, 1);
     struct virtio_rdma_cmd_create_qp req =
         qvrdma_qp_req(pdn, type, send_cq->cqn);
+    const uint32_t slots = MAX(max_wr, QVRDMA_DP_WQ_SLOTS);
     uint8_t st;
 
+    if (max_wr) {
+        req.max_send_wr = max_wr;
+        req.max_recv_wr = max_wr;
+    }
     req.recv_cqn = recv_cq->cqn;
     req.sq_sig_type = sq_sig_type;
     req.max_send_sge = max_sge;
@@ -439,9 +460,9 @@ QVrdmaQp *qvrdma_dp_qp_create(QVrdmaDev *d, uint32_t pdn, uint8_t type,
     qp->type = type;
     qp->max_send_sge = max_sge;
     qp->max_recv_sge = max_sge;
-    ring_init(&qp->sq, d, qvrdma_sq_vq_index(d, qp->qpn), QVRDMA_DP_WQ_SLOTS,
+    ring_init(&qp->sq, d, qvrdma_sq_vq_index(d, qp->qpn), slots,
               QVRDMA_DP_WQE_SLOT);
-    ring_init(&qp->rq, d, qvrdma_rq_vq_index(d, qp->qpn), QVRDMA_DP_WQ_SLOTS,
+    ring_init(&qp->rq, d, qvrdma_rq_vq_index(d, qp->qpn), slots,
               QVRDMA_DP_WQE_SLOT);
     return qp;
 }

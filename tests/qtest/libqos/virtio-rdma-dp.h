@@ -104,7 +104,9 @@ bool qvrdma_dp_want_iothread(void);
  * here is backend=ibverbs on it (guest RAM memfd-backed); NULL otherwise.
  * The lab runs the data-path tests so, nested in a guest with rxe.
  * QVRDMA_MAD_SOCKET=<path> as well: each device's MAD link (mad-chardev)
- * goes to the rdmacm-mux listening there.  QVRDMA_ALLOWED_GIDS=<list>: each
+ * goes to the rdmacm-mux listening there; QVRDMA_UUID=<uuid>, the VM's
+ * -uuid, makes every QEMU booted here the same owner of its GIDs' claims
+ * there (a VM restarted).  QVRDMA_ALLOWED_GIDS=<list>: each
  * device's allowed-gids (unless QVrdmaBoot.allowed_gids says otherwise);
  * without it the device may add no address the host has already.
  */
@@ -193,6 +195,11 @@ QVrdmaCq *qvrdma_dp_cq_create(QVrdmaDev *d, uint32_t cqe);
 QVrdmaQp *qvrdma_dp_qp_create(QVrdmaDev *d, uint32_t pdn, uint8_t type,
                               QVrdmaCq *send_cq, QVrdmaCq *recv_cq,
                               uint32_t max_sge, uint8_t sq_sig_type);
+/* The same with @max_wr work requests each way (and as many ring slots). */
+QVrdmaQp *qvrdma_dp_qp_create_wr(QVrdmaDev *d, uint32_t pdn, uint8_t type,
+                                 QVrdmaCq *send_cq, QVrdmaCq *recv_cq,
+                                 uint32_t max_sge, uint8_t sq_sig_type,
+                                 uint32_t max_wr);
 void qvrdma_dp_cq_free(QVrdmaCq *cq);
 void qvrdma_dp_qp_free(QVrdmaQp *qp);
 

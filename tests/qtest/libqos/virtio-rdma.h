@@ -120,6 +120,27 @@ bool qvrdma_submit(QVirtioRdma *r, const QVrdmaFrame *f, void *in,
 uint8_t qvrdma_cmd(QVirtioRdma *r, uint8_t cmd, const void *req,
                    size_t req_len, void *rsp, size_t rsp_len);
 
+/*
+ * @n chains of the same command (@req_len bytes of request after the
+ * command byte; room for @rsp_len response bytes after the status) posted
+ * with one kick, as a guest with several vCPUs could.  Waits, reading the
+ * used index back-to-back, until the device used them all (at most
+ * @timeout_s).  Each chain is two descriptors; 2 * @n must fit the ring.
+ */
+typedef struct QVrdmaBatch {
+    gint64 kick_us;             /* the kick (an MMIO write) took */
+    gint64 max_stall_us;        /* the longest of it and every read: how
+                                   long QEMU's main loop did not answer */
+    gint64 total_us;            /* until every chain was used */
+    unsigned reads;
+    uint8_t *status;            /* n status bytes (g_free) */
+    uint8_t *rsp;               /* n * rsp_len response bytes (g_free) */
+} QVrdmaBatch;
+QVrdmaBatch qvrdma_cmd_batch(QVirtioRdma *r, uint8_t cmd, const void *req,
+                             size_t req_len, size_t rsp_len, unsigned n,
+                             int timeout_s);
+void qvrdma_batch_free(QVrdmaBatch *b);
+
 /* ---- typed commands (each @returns the status byte) ------------------- */
 
 uint8_t qvrdma_query_port(QVirtioRdma *r, uint32_t port,

@@ -2758,6 +2758,67 @@ static void test_ib_dma_mr_kick(void)
 }
 
 /*
+ * Issue 25, items 3 and 8: a device reset while the host pins guest RAM for
+ * a GET_DMA_MR does not wait for it: the registration is orphaned, ends on
+ * its own and undoes itself (no pinned page, no host MR, no page charged
+ * afterwards); the next GET_DMA_MR waits for it (one registration at a
+ * time, however often a guest resets) and then works.
+ */
+static void test_ib_dma_mr_reset(void)
+{
+    const uint64_t ram_pages = atoi(g_getenv("QVRDMA_RAM_MB") ?: "128") * 256;
+    QVrdmaDev *d = qvrdma_dev_boot_features("user,id=n0", MAC_A, RDMA_OPTS,
+                                            dev_features());
+    struct virtio_rdma_cmd_get_dma_mr req = {
+        .access_flags = cpu_to_le32(VIRTIO_RDMA_ACCESS_LOCAL_WRITE),
+    };
+    uint8_t out[1 + sizeof(req)], in[1 + sizeof(struct virtio_rdma_rsp_mr)];
+    QVrdmaFrame f = {
+        .out = out, .out_len = sizeof(out), .in_len = sizeof(in),
+        .timeout_us = 1000,
+    };
+    uint64_t pin0 = proc_status_kib(d, "VmPin:");
+    uint32_t pdn, mrn, i;
+    gint64 t0, reset_us, again_us;
+
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_create_pd(&d->r, &pdn)), ==,
+                    "OK");
+    req.pdn = cpu_to_le32(pdn);
+    out[0] = VIRTIO_RDMA_CMD_GET_DMA_MR;
+    memcpy(out + 1, &req, sizeof(req));
+    /* Not answered within 1 ms: the host is pinning. */
+    g_assert_false(qvrdma_submit(&d->r, &f, in, NULL));
+    g_assert_cmpuint(ib_info(d, false, "host-jobs"), ==, 1);
+    t0 = g_get_monotonic_time();
+    qvrdma_reset(&d->r); /* the status write of 0: the device resets in it */
+    reset_us = g_get_monotonic_time() - t0;
+    qvrdma_dp_reinit(d);
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_create_pd(&d->r, &pdn)), ==,
+                    "OK");
+    t0 = g_get_monotonic_time();
+    mrn = dma_mr_ok(d, pdn, "OK");
+    again_us = g_get_monotonic_time() - t0;
+    printf("IBV-DMA-MR-RESET ram_mib=%" PRIu64 " reset_ms=%.1f "
+           "next_dma_mr_ms=%.1f\n", ram_pages / 256, reset_us / 1e3,
+           again_us / 1e3);
+    /* The reset did not wait for the host's pinning. */
+    g_assert_cmpint(reset_us, <, 250 * 1000);
+    g_assert_cmpuint(ib_info(d, false, "dma-pages"), <=, ram_pages);
+    g_assert_cmpuint(ib_info(d, false, "host-jobs"), ==, 0);
+    g_assert_cmpuint(ib_info(d, false, "graveyard"), ==, 0);
+    g_assert_cmpuint(proc_status_kib(d, "VmPin:"), <=,
+                     pin0 + ram_pages * 4 + 1024);
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_dereg_mr(&d->r, mrn)), ==,
+                    "OK");
+    g_assert_cmpuint(ib_info(d, false, "dma-pages"), ==, 0);
+    for (i = 0; i < 100 && proc_status_kib(d, "VmPin:") > pin0 + 1024; i++) {
+        g_usleep(10 * 1000);
+    }
+    g_assert_cmpuint(proc_status_kib(d, "VmPin:"), <=, pin0 + 1024);
+    qvrdma_dev_quit(d);
+}
+
+/*
  * Issue 25, item 8: QVRDMA_HELD (default 1024: a full queue) UD sends held
  * behind an address handle the host cannot make (QVRDMA_UNREACHABLE_IPV4:
  * each resolution waits about a second), then system_reset while the
@@ -2997,6 +3058,8 @@ int main(int argc, char **argv)
     if (qvrdma_dp_ibverbs()) {
         qtest_add_func("/virtio-rdma-dp/ibverbs/dma-mr-kick",
                        test_ib_dma_mr_kick);
+        qtest_add_func("/virtio-rdma-dp/ibverbs/dma-mr-reset",
+                       test_ib_dma_mr_reset);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_MAD_SOCKET")) {
         qtest_add_func("/virtio-rdma-dp/ibverbs/gsi-mux", test_ib_gsi_mux);

@@ -269,15 +269,9 @@ static void dev_detach(QVrdmaDev *d)
     g_free(d);
 }
 
-/* After a device reset the old control queue's MSI-X cell is gone. */
 static void dev_reinit(QVrdmaDev *d)
 {
-    if (d->ctrl_msix) {
-        guest_free(&d->qs->alloc,
-                   container_of(d->r.ctrl, QVirtQueuePCI, vq)->msix_addr);
-        d->ctrl_msix = false;
-    }
-    qvrdma_reinit(&d->r);
+    qvrdma_dp_reinit(d);
 }
 
 static uint8_t dev_status(QVrdmaDev *d)

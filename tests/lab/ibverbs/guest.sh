@@ -164,6 +164,9 @@ want held-reset && dp_case held-reset held-reset IBV-HELD-RESET \
 # 64 GET_DMA_MRs of one PD in one kick: one registration of guest RAM (256
 # MiB), off the main loop, charged to max-mapped-pages.
 want dma-mr-kick && dp_case dma-mr-kick dma-mr-kick IBV-DMA-MR-KICK QVRDMA_RAM_MB=256
+# A reset while the host pins RAM for a GET_DMA_MR: not waited for; the
+# next GET_DMA_MR waits for the orphaned registration, then works.
+want dma-mr-reset && dp_case dma-mr-reset dma-mr-reset IBV-DMA-MR-RESET QVRDMA_RAM_MB=256
 
 # Registration time of a 1 GiB MR (a measurement: the figures in the line),
 # with guest RAM untouched (the pin faults it in) and allocated at start.

@@ -1011,3 +1011,13 @@ char *qvrdma_cqe_str(const struct virtio_rdma_cq_req *c)
                            le32_to_cpu(c->qp_num), le32_to_cpu(c->src_qp),
                            le32_to_cpu(c->wc_flags), c->port_num);
 }
+
+void qvrdma_dp_reinit(QVrdmaDev *d)
+{
+    if (d->ctrl_msix) {
+        guest_free(&d->qs->alloc,
+                   container_of(d->r.ctrl, QVirtQueuePCI, vq)->msix_addr);
+        d->ctrl_msix = false;
+    }
+    qvrdma_reinit(&d->r);
+}

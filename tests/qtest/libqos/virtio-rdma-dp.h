@@ -165,6 +165,13 @@ void qvrdma_free_udp_ports(int *p1, int *p2);
 char *qvrdma_dgram_netdev(int local, int remote);
 /* RFC 1071 checksum of @len bytes (an IPv4 header: 0 when it is right). */
 uint16_t qvrdma_ip_checksum(const uint8_t *p, size_t len);
+/*
+ * Resets the device (the driver's status write of 0) and sets up its
+ * control queue again (qvrdma_reinit); the old control queue's MSI-X cell
+ * is freed.  The device then has no object: the test's CQs and QPs are
+ * only its own memory (qvrdma_dp_cq_free, qvrdma_dp_qp_free).
+ */
+void qvrdma_dp_reinit(QVrdmaDev *d);
 /* Quits QEMU (if still running) and frees @d; CQs/QPs must be freed first. */
 void qvrdma_dev_quit(QVrdmaDev *d);
 /* Kill QEMU (SIGTERM + wait) but keep @d for a later qvrdma_dev_quit(). */

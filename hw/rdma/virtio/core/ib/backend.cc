@@ -108,7 +108,32 @@ void Backend::release_all(VrdmaCore &c)
 
 void Backend::reset(VrdmaCore &c)
 {
+    if (queued_) {
+        const QueuedJob j = *queued_;
+        queued_.reset();
+        j.cancel(c, j.ctx); /* never started: nothing to wait for */
+    }
     release_all(c);
+}
+
+void Backend::start_cmd_job(VrdmaCore &c, const QueuedJob &j)
+{
+    if (cmd_jobs) {
+        queued_ = j; /* one command at a time: there is no other */
+        return;
+    }
+    cmd_jobs++;
+    c.host.defer(j.work, j.done, j.ctx);
+}
+
+void Backend::cmd_job_ended(VrdmaCore &c)
+{
+    cmd_jobs--;
+    if (queued_) {
+        const QueuedJob j = *queued_;
+        queued_.reset();
+        start_cmd_job(c, j);
+    }
 }
 
 void Backend::host_stats(const VrdmaCore &c, VrdmaIbStats &st) const

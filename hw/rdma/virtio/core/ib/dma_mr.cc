@@ -113,7 +113,13 @@ Status Backend::dma_mr_registered(VrdmaCore &c, uint32_t index, Mr &mr)
     job->reg.pages = pages;
     *c.mrs.mapped_counter() += pages;
     dma_jobs_.push_back(job);
-    c.host.defer(DmaJob::work, DmaJob::done, job);
+    start_cmd_job(c, QueuedJob{DmaJob::work, DmaJob::done, job,
+                               [](VrdmaCore &core, void *ctx) {
+        std::unique_ptr<DmaJob> j(static_cast<DmaJob *>(ctx));
+        Backend &b = std::get<Backend>(core.backend);
+        std::erase(b.dma_jobs_, j.get());
+        b.dma_reg_release(core, j->reg); /* unmapped, uncharged */
+    }});
     return kDeferred;
 }
 
@@ -139,6 +145,7 @@ void DmaJob::done(void *ctx, int ret)
 void Backend::dma_done(VrdmaCore &c, DmaJob &j, int ret)
 {
     std::erase(dma_jobs_, &j);
+    cmd_job_ended(c); /* a queued one may start: it is another PD's or device's */
     if (j.orphaned) {
         /* A reset came meanwhile: its pages were uncharged then. */
         j.reg.pages = 0;

@@ -365,7 +365,11 @@ Status Backend::qp_modifying(VrdmaCore &c, Qp &qp, uint32_t mask,
                                      static_cast<int>(mask & kHostQpMask),
                                      mask, c.begin_deferral()};
         modify_jobs++;
-        c.host.defer(DeferredModify::work, DeferredModify::done, m);
+        start_cmd_job(c, QueuedJob{DeferredModify::work, DeferredModify::done,
+                                   m, [](VrdmaCore &core, void *ctx) {
+            delete static_cast<DeferredModify *>(ctx);
+            std::get<Backend>(core.backend).modify_jobs--;
+        }});
         return kDeferred;
     }
     if (const int e = ibv_modify_qp(s->qp.get(), &h, static_cast<int>(
@@ -391,6 +395,7 @@ void DeferredModify::done(void *ctx, int ret)
     Backend &b = std::get<Backend>(c.backend);
     b.modify_jobs--;
     b.bury(c); /* and then what it held */
+    b.cmd_job_ended(c);
 }
 
 void Backend::qp_modified(VrdmaCore &, Qp &qp, uint32_t, uint32_t)

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -281,6 +282,23 @@ public:
     uint64_t mads_sent = 0, mads_received = 0, mads_dropped = 0;
     uint64_t purged_cqes = 0;     /* of destroyed QPs (purge_qp_cqes) */
     uint32_t modify_jobs = 0;     /* DeferredModify in flight */
+    /*
+     * A command's host job (a modify with an address, a registration of
+     * RAM) starts only when no other is running: one a reset orphaned may
+     * still be (it ends on its own), and then the new one waits here.  So
+     * a guest that resets in a loop keeps at most one such host call in
+     * flight; address-handle jobs count against max-ah, orphans included.
+     */
+    struct QueuedJob {
+        int (*work)(void *);
+        void (*done)(void *, int);
+        void *ctx;
+        void (*cancel)(VrdmaCore &, void *); /* a reset before it started */
+    };
+    void start_cmd_job(VrdmaCore &c, const QueuedJob &j);
+    void cmd_job_ended(VrdmaCore &c);
+    uint32_t cmd_jobs = 0;        /* command jobs in flight, orphans included */
+    std::optional<QueuedJob> queued_;
 
     const HostDevice &device() const { return *dev_; }
     void host_stats(const VrdmaCore &c, VrdmaIbStats &st) const;

@@ -127,11 +127,14 @@ struct vrdma_slot;
 
 /* An outstanding work request: the device is given its tag, not wr_id. */
 struct vrdma_wr_ent {
-	u64 tag;	/* 0: free; | VRDMA_WR_DUE */
+	u64 tag;	/* 0: free; | VRDMA_WR_DUE | VRDMA_WR_SIGNALED */
 	u64 wr_id;	/* the ULP's (a kernel ULP's is its wr_cqe pointer) */
 };
 /* In vrdma_wr_ent.tag: a CQE is due (a signaled send, a receive). */
 #define VRDMA_WR_DUE BIT_ULL(63)
+/* ... and stays so after RESET: only such a request completes successfully. */
+#define VRDMA_WR_SIGNALED BIT_ULL(62)
+#define VRDMA_WR_FLAGS (VRDMA_WR_DUE | VRDMA_WR_SIGNALED)
 
 /*
  * One work queue (SQ or RQ) of a QP: a pool of request buffers, and the
@@ -290,7 +293,8 @@ void vrdma_wq_put(struct vrdma_wq *wq, struct vrdma_slot *s);
 void *vrdma_wq_wqe(struct vrdma_slot *s);
 int vrdma_wq_post(struct vrdma_wq *wq, struct vrdma_slot *s, size_t len,
 		  u64 wr_id, bool due);
-bool vrdma_wq_complete(struct vrdma_wq *wq, u64 tag, u64 *wr_id);
+bool vrdma_wq_complete(struct vrdma_wq *wq, u64 tag, bool success,
+		       u64 *wr_id);
 int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,

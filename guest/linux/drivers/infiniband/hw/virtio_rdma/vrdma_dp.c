@@ -404,7 +404,7 @@ static bool vrdma_wc(struct vrdma_dev *dev, struct vrdma_cq *cq,
 	}
 	wq = recv ? &qp->rq : &qp->sq;
 	spin_lock(&wq->lock);	/* interrupts are off: cq->lock is irqsave */
-	ok = vrdma_wq_complete(wq, tag, &wr_id);
+	ok = vrdma_wq_complete(wq, tag, status == VIRTIO_RDMA_WC_SUCCESS, &wr_id);
 	spin_unlock(&wq->lock);
 	if (!ok) {
 		vrdma_bad_cqe(dev, cq, qpn, recv, tag, "no such request outstanding");

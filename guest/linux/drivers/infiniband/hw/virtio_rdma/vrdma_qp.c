@@ -44,7 +44,10 @@ struct vrdma_slot {
  * is due (VRDMA_WR_DUE: a signaled send, a receive): the post fails with
  * -ENOMEM, a full queue, until that CQE is polled, instead of losing it.
  * RESET discards the posted requests: their entries stop being due (a CQE
- * from before it that is still in the CQ is still taken).
+ * from before it that is still in the CQ is still taken).  An unsignaled
+ * send completes only with an error (a flush): a successful CQE naming one
+ * is dropped, so a device cannot hand back the wr_id of a request the ULP
+ * already reuses.
  * The table is under wq->lock: the posters hold it, vrdma_wc() takes it
  * inside cq->lock (the only order the two are ever held in).
  */
@@ -131,7 +134,7 @@ int vrdma_wq_post(struct vrdma_wq *wq, struct vrdma_slot *s, size_t len,
 	if (err)
 		return err;
 	s->posted = true;
-	e->tag = wq->next_tag++ | (due ? VRDMA_WR_DUE : 0);
+	e->tag = wq->next_tag++ | (due ? VRDMA_WR_FLAGS : 0);
 	e->wr_id = wr_id;
 	return 0;
 }
@@ -150,13 +153,17 @@ static void vrdma_wq_reset(struct vrdma_wq *wq)
 
 /*
  * The ULP's wr_id of the request a CQE names by tag, its entry freed; false
- * if no outstanding request of this queue has the tag (wq->lock held).
+ * if no outstanding request of this queue has the tag, or if the CQE is a
+ * @success of an unsignaled one (wq->lock held).
  */
-bool vrdma_wq_complete(struct vrdma_wq *wq, u64 tag, u64 *wr_id)
+bool vrdma_wq_complete(struct vrdma_wq *wq, u64 tag, bool success,
+		       u64 *wr_id)
 {
 	struct vrdma_wr_ent *e = &wq->ents[tag & (wq->nents - 1)];
 
-	if (!tag || (e->tag & ~VRDMA_WR_DUE) != tag)
+	if (!tag || (e->tag & ~VRDMA_WR_FLAGS) != tag)
+		return false;
+	if (success && !(e->tag & VRDMA_WR_SIGNALED))
 		return false;
 	e->tag = 0;
 	*wr_id = e->wr_id;

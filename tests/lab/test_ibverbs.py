@@ -102,8 +102,10 @@ DEVICE_CASES = (
     # Issue 25: a full queue of UD sends held behind an unresolvable
     # address, then system_reset (QMP within 2 s); 64 GET_DMA_MRs in one
     # kick (one registration of guest RAM, off the main loop, charged); a
-    # reset while RAM is being pinned (not waited for; undone on its own).
-    + [(n, True) for n in ('held-reset', 'dma-mr-kick', 'dma-mr-reset')]
+    # reset while RAM is being pinned (not waited for; undone on its own);
+    # an unplug while both kinds of host call run (not waited for either).
+    + [(n, True) for n in ('held-reset', 'unplug-jobs', 'unplug-jobs-iothread',
+                          'dma-mr-kick', 'dma-mr-reset')]
     # A 1 GiB MR's registration time, guest RAM untouched and preallocated.
     + [('reg-time-1g', False), ('reg-time-1g-prealloc', False)]
     # Two tenants, each allowed its own address of eth0: neither may add

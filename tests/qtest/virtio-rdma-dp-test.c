@@ -2819,6 +2819,85 @@ static void test_ib_dma_mr_reset(void)
 }
 
 /*
+ * Issue 25, item 8: the device unplugged (ACPI eject) while the host pins
+ * guest RAM (QVRDMA_RAM_MB) for a GET_DMA_MR and makes the address handle
+ * of a UD send towards an address nobody answers (about a second): unplug
+ * does not wait for them -- they keep the core and free it when the last
+ * ends -- and QEMU goes on, lets go of the pinned RAM, and quits cleanly.
+ * Before: unrealize waited for every such host call under the BQL.
+ */
+static void test_ib_unplug_jobs(void)
+{
+    const char *ip = g_getenv("QVRDMA_UNREACHABLE_IPV4");
+    struct virtio_rdma_cmd_get_dma_mr req = {
+        .access_flags = cpu_to_le32(VIRTIO_RDMA_ACCESS_LOCAL_WRITE),
+    };
+    uint8_t out[1 + sizeof(req)], in[1 + sizeof(struct virtio_rdma_rsp_mr)];
+    QVrdmaFrame f = {
+        .out = out, .out_len = sizeof(out), .in_len = sizeof(in),
+        .timeout_us = 1000,
+    };
+    struct virtio_rdma_sge src;
+    struct virtio_rdma_sq_req wr;
+    uint8_t dgid[16], a4[4];
+    uint64_t pin0, pin1, pin;
+    gint64 t0, unplug_us, settle_us;
+    unsigned i;
+    Side a, b;
+
+    g_assert_nonnull(ip);
+    g_assert_cmpint(inet_pton(AF_INET, ip, a4), ==, 1);
+    qvrdma_gid_ipv4(dgid, a4[0], a4[1], a4[2], a4[3]);
+    loopback_setup(&a, &b);
+    side_add_ud(&a, 0x777);
+    side_add_ud(&b, 0x888);
+    pin0 = proc_status_kib(a.d, "VmPin:");
+    src = sge_of(&a, 0x200, 64);
+    wr = ud_wr(&a, &b, dgid, 0xb000);
+    qvrdma_dp_post_send(a.ud, &wr, &src, 1);
+    qvrdma_dp_wait_ring_idle(&a.ud->sq);
+    req.pdn = cpu_to_le32(a.pdn);
+    out[0] = VIRTIO_RDMA_CMD_GET_DMA_MR;
+    memcpy(out + 1, &req, sizeof(req));
+    g_assert_false(qvrdma_submit(&a.d->r, &f, in, NULL)); /* pinning */
+    g_assert_cmpuint(ib_info(a.d, false, "host-jobs"), ==, 2);
+
+    t0 = g_get_monotonic_time();
+    qvrdma_dp_eject_slot(a.d);
+    unplug_us = g_get_monotonic_time() - t0;
+    pin1 = proc_status_kib(a.d, "VmPin:");
+    /* The orphans end on their own; the registration's pins go with it. */
+    for (i = 0; i < 1000; i++) {
+        pin = proc_status_kib(a.d, "VmPin:");
+        if (pin <= pin0 + 1024 && pin1 > pin0 + 1024) {
+            break;
+        }
+        if (pin1 <= pin0 + 1024 && i >= 300) {
+            break; /* nothing was pinned yet at the unplug: 3 s for it */
+        }
+        g_usleep(10 * 1000);
+    }
+    settle_us = g_get_monotonic_time() - t0;
+    printf("IBV-UNPLUG-JOBS unplug_ms=%.1f settled_ms=%.1f "
+           "pinned_mib_at_unplug=%" PRIu64 " after=%" PRIu64 "\n",
+           unplug_us / 1e3, settle_us / 1e3, (pin1 - MIN(pin0, pin1)) / 1024,
+           (pin - MIN(pin0, pin)) / 1024);
+    g_assert_cmpint(unplug_us, <, G_USEC_PER_SEC);
+    g_assert_cmpuint(pin, <=, pin0 + 1024);
+    /* QEMU still answers; the libqos side of the device is only memory. */
+    qobject_unref(qtest_qmp(a.d->qts, "{'execute': 'query-status'}"));
+    qvrdma_dp_qp_free(a.ud);
+    qvrdma_dp_qp_free(b.ud);
+    qvrdma_dp_qp_free(b.qp);
+    qvrdma_dp_qp_free(a.qp);
+    qvrdma_dp_cq_free(b.cq);
+    qvrdma_dp_cq_free(a.cq);
+    g_free(a.shadow);
+    g_free(b.shadow);
+    qvrdma_dev_quit(a.d); /* asserts QEMU exits normally */
+}
+
+/*
  * Issue 25, item 8: QVRDMA_HELD (default 1024: a full queue) UD sends held
  * behind an address handle the host cannot make (QVRDMA_UNREACHABLE_IPV4:
  * each resolution waits about a second), then system_reset while the
@@ -3054,6 +3133,8 @@ int main(int argc, char **argv)
                        test_ib_ud_unresolved);
         qtest_add_func("/virtio-rdma-dp/ibverbs/held-reset",
                        test_ib_held_reset);
+        qtest_add_func("/virtio-rdma-dp/ibverbs/unplug-jobs",
+                       test_ib_unplug_jobs);
     }
     if (qvrdma_dp_ibverbs()) {
         qtest_add_func("/virtio-rdma-dp/ibverbs/dma-mr-kick",

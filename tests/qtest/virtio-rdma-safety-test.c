@@ -1496,39 +1496,6 @@ static void test_discard_refill(const void *opaque)
 /* ---- netdev_del / object-del while attached ------------------------------------------- */
 
 /*
- * Both functions' DEVICE_DELETED: the device's unrealize ran, and QEMU
- * answers after it.
- */
-static void wait_slot_gone(QTestState *qts)
-{
-    int deleted = 0;
-    QDict *ev, *rsp;
-
-    while (deleted < 2) {
-        ev = qtest_qmp_receive_dict(qts);
-        if (!g_strcmp0(qdict_get_try_str(ev, "event"), "DEVICE_DELETED") &&
-            qdict_haskey(qdict_get_qdict(ev, "data"), "device")) {
-            deleted++;
-        }
-        qobject_unref(ev);
-    }
-    rsp = qtest_qmp(qts, "{'execute': 'query-status'}");
-    g_assert_true(qdict_haskey(rsp, "return"));
-    qobject_unref(rsp);
-}
-
-/*
- * Unplug the device's slot (PIIX4 ACPI PCI hotplug: device_del, then the
- * guest's eject, one bit per slot at 0xae08).
- */
-static void eject_slot(QVrdmaDev *d)
-{
-    qtest_qmp_device_del_send(d->qts, "nic0");
-    qtest_outl(d->qts, 0xae00 + 0x8, 1 << QVRDMA_SLOT);
-    wait_slot_gone(d->qts);
-}
-
-/*
  * netdev_del of the paired netdev while the device is attached: loopback
  * traffic still works, and QEMU quits cleanly (no use of the freed filter:
  * the qtest-san tier runs this under ASan).
@@ -1547,7 +1514,7 @@ static void test_netdev_del(const void *opaque)
          qdict_get_str(qdict_get_qdict(rsp, "error"), "desc") : "done");
     qobject_unref(rsp);
     check_works(d, "device");
-    eject_slot(d);
+    qvrdma_dp_eject_slot(d);
     qvrdma_dev_quit(d);
 }
 
@@ -1647,7 +1614,7 @@ static void test_unplug_staged(const void *opaque)
             .rdma_first = true, .iothread = true,
         });
         b = qvrdma_dev_boot(nb, MAC_B, RDMA_OPTS);
-        unplug_round(a, b, eject_slot);
+        unplug_round(a, b, qvrdma_dp_eject_slot);
         qvrdma_dev_quit(a);
         qvrdma_dev_quit(b);
     }
@@ -1696,7 +1663,7 @@ static void slot_power_off(QVrdmaDev *a)
     ctl = qpci_config_readw(native_rp, cap + PCI_EXP_SLTCTL);
     qpci_config_writew(native_rp, cap + PCI_EXP_SLTCTL,
                        ctl | PCI_EXP_SLTCTL_PCC | PCI_EXP_SLTCTL_PWR_IND_OFF);
-    wait_slot_gone(a->qts);
+    qvrdma_dp_wait_slot_gone(a->qts);
 }
 
 static void test_unplug_native(const void *opaque)
@@ -1755,7 +1722,7 @@ static void test_filter_del(const void *opaque)
     qobject_unref(rsp);
     g_assert_true(refused);
     check_works(d, "device");
-    eject_slot(d);
+    qvrdma_dp_eject_slot(d);
     qvrdma_dev_quit(d);
 }
 

@@ -84,6 +84,7 @@ typedef struct VrdmaFdWatch {
     void *ctx;
 } VrdmaFdWatch;
 
+typedef struct VrdmaJobs VrdmaJobs;
 typedef QSIMPLEQ_HEAD(, VrdmaFrame) VrdmaFrameList;
 typedef QTAILQ_HEAD(, VrdmaStagedCqe) VrdmaCqeList;
 
@@ -94,7 +95,7 @@ struct VirtIORdmaStage {
     QEMUTimer *timer;                   /* the core's timer, in ctx */
     VrdmaFdWatch fd_watch[VRDMA_FD_WATCHES]; /* handlers in ctx */
     bool stopped;                       /* under core_lock: unrealize */
-    unsigned deferred;                  /* atomic: loop.defer in flight */
+    VrdmaJobs *jobs;                    /* loop.defer's, shared with them */
     uint8_t *rx_buf;                    /* main loop: a linearised frame */
 
     QemuMutex lock;                     /* the lists and counts below */
@@ -290,16 +291,29 @@ static void virtio_rdma_engine_fd_watch(void *opaque, int fd,
 
 /*
  * loop.defer: blocking host calls (backend=ibverbs: a modify_qp or an
- * address handle that resolves an address) on QEMU's thread pool.  Asked
- * under core_lock from a control command (main loop) or the data path
- * (the engine's context: the main loop or the iothread); the completion
- * comes back to the context that asked and runs the core's done under
- * core_lock.  Every done runs: a reset does not wait for them (the core
- * orphans the work, whose done then undoes it); unrealize does, before the
- * core is freed (virtio_rdma_engine_drain_deferred).
+ * address handle that resolves an address, a registration of guest RAM)
+ * on QEMU's thread pool.  Asked under core_lock from a control command
+ * (main loop) or the data path (the engine's context: the main loop or the
+ * iothread); the completion comes back to the context that asked and runs
+ * the core's done under core_lock.  Neither a reset nor unrealize waits
+ * for them (a host call may take seconds, or minutes to pin a large RAM):
+ * a reset orphans the work in the core; unrealize hands the core to its
+ * jobs (virtio_rdma_engine_release_core), the last of which frees it.
  */
+struct VrdmaJobs {
+    /*
+     * Held around each done: it runs in the main loop or the iothread,
+     * and once the device is gone nothing else orders them.
+     */
+    QemuMutex lock;
+    VirtIORdma *r;          /* NULL once the device let go of the core */
+    VrdmaCore *core;        /* then: the core, freed by the last done */
+    Object *iothread;       /* then: referenced while its pool runs jobs */
+    unsigned inflight;      /* atomic */
+};
+
 typedef struct VrdmaDeferred {
-    VirtIORdma *r;
+    VrdmaJobs *jobs;
     int (*work)(void *ctx);
     void (*done)(void *ctx, int ret);
     void *ctx;
@@ -312,18 +326,47 @@ static int virtio_rdma_deferred_work(void *opaque)
     return d->work(d->ctx);
 }
 
+/* An iothread's last reference goes in the main loop, not in its own thread. */
+static void virtio_rdma_jobs_unref_bh(void *opaque)
+{
+    object_unref(opaque);
+}
+
+static void virtio_rdma_jobs_free(VrdmaJobs *j)
+{
+    if (j->core) {
+        trace_virtio_rdma_orphan_core_freed();
+        vrdma_core_free(j->core);
+    }
+    if (j->iothread) {
+        aio_bh_schedule_oneshot(qemu_get_aio_context(),
+                                virtio_rdma_jobs_unref_bh, j->iothread);
+    }
+    qemu_mutex_destroy(&j->lock);
+    g_free(j);
+}
+
 static void virtio_rdma_deferred_done(void *opaque, int ret)
 {
     VrdmaDeferred *d = opaque;
-    VirtIORdma *r = d->r;
+    VrdmaJobs *j = d->jobs;
+    bool last;
 
     trace_virtio_rdma_deferred_done(ret);
-    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
-        d->done(d->ctx, ret);
+    qemu_mutex_lock(&j->lock);
+    if (j->r) {
+        WITH_QEMU_LOCK_GUARD(&j->r->core_lock) {
+            d->done(d->ctx, ret);
+        }
+    } else {
+        d->done(d->ctx, ret); /* the core alone: vrdma_core_end() */
     }
-    qatomic_dec(&r->stage->deferred);
+    last = qatomic_fetch_dec(&j->inflight) == 1 && !j->r;
+    qemu_mutex_unlock(&j->lock);
     g_free(d);
-    aio_wait_kick();
+    if (last) {
+        virtio_rdma_jobs_free(j);
+    }
 }
 
 static void virtio_rdma_engine_defer(void *opaque, int (*work)(void *ctx),
@@ -331,18 +374,38 @@ static void virtio_rdma_engine_defer(void *opaque, int (*work)(void *ctx),
                                      void *ctx)
 {
     VirtIORdma *r = opaque;
+    VrdmaJobs *j = r->stage->jobs;
     VrdmaDeferred *d = g_new(VrdmaDeferred, 1);
 
-    *d = (VrdmaDeferred) { .r = r, .work = work, .done = done, .ctx = ctx };
-    trace_virtio_rdma_deferred(qatomic_fetch_inc(&r->stage->deferred) + 1);
+    *d = (VrdmaDeferred) { .jobs = j, .work = work, .done = done, .ctx = ctx };
+    trace_virtio_rdma_deferred(qatomic_fetch_inc(&j->inflight) + 1);
     thread_pool_submit_aio(virtio_rdma_deferred_work, d,
                            virtio_rdma_deferred_done, d);
 }
 
-void virtio_rdma_engine_drain_deferred(VirtIORdma *r)
+void virtio_rdma_engine_release_core(VirtIORdma *r)
 {
-    assert(bql_locked());
-    AIO_WAIT_WHILE(NULL, qatomic_read(&r->stage->deferred) > 0);
+    VrdmaJobs *j = r->stage->jobs;
+
+    assert(bql_locked() && r->stage->stopped);
+    qemu_mutex_lock(&j->lock);
+    j->r = NULL;
+    if (qatomic_read(&j->inflight)) {
+        /* No done runs meanwhile: each takes j->lock first. */
+        trace_virtio_rdma_orphan_core(qatomic_read(&j->inflight));
+        vrdma_core_end(r->core);
+        j->core = r->core;
+        if (r->conf.iothread) {
+            j->iothread = OBJECT(r->conf.iothread);
+            object_ref(j->iothread);
+        }
+        r->stage->jobs = NULL; /* theirs now */
+        qemu_mutex_unlock(&j->lock);
+    } else {
+        qemu_mutex_unlock(&j->lock);
+        vrdma_core_free(r->core);
+    }
+    r->core = NULL;
 }
 
 static void virtio_rdma_engine_kick(void *opaque)
@@ -901,6 +964,9 @@ void virtio_rdma_engine_init(VirtIORdma *r)
     s->ctx = s->in_iothread ? iothread_get_aio_context(r->conf.iothread) :
              qemu_get_aio_context();
     qemu_mutex_init(&s->lock);
+    s->jobs = g_new0(VrdmaJobs, 1);
+    qemu_mutex_init(&s->jobs->lock);
+    s->jobs->r = r;
     QSIMPLEQ_INIT(&s->rx);
     QSIMPLEQ_INIT(&s->tx);
     QTAILQ_INIT(&s->cq);
@@ -966,6 +1032,11 @@ void virtio_rdma_engine_cleanup(VirtIORdma *r)
         virtio_rdma_engine_gid_events(r, true);
     }
     virtio_rdma_engine_reset(r);
+    if (s->jobs) {
+        /* None in flight (else release_core handed them the struct). */
+        assert(!qatomic_read(&s->jobs->inflight));
+        virtio_rdma_jobs_free(s->jobs);
+    }
     timer_free(s->timer);
     timer_free(s->gid_timer);
     qemu_mutex_destroy(&s->lock);

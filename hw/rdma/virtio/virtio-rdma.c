@@ -914,21 +914,15 @@ static void virtio_rdma_device_unrealize(DeviceState *dev)
     unsigned i;
 
     virtio_rdma_nic_unlisten(r);
-    /* Blocking host work the core is waiting for finishes first. */
-    if (r->core) {
-        virtio_rdma_engine_drain_deferred(r);
-    }
     virtio_rdma_ctrl_drop_held(r);
     /* The wire first: no frame may reach a core being freed. */
     virtio_rdma_wire_detach(r);
     virtio_rdma_engine_stop(r); /* then nothing of the engine runs */
     virtio_rdma_mad_stop(r);    /* nor of the MAD link */
     if (r->core) {
-        /* What the data path deferred before it stopped (a UD address). */
-        virtio_rdma_engine_drain_deferred(r);
+        /* Not waiting for blocking host calls: they may keep the core. */
+        virtio_rdma_engine_release_core(r);
     }
-    vrdma_core_free(r->core);
-    r->core = NULL;
     virtio_rdma_mad_cleanup(r);
     virtio_rdma_mem_cleanup(r);    /* after the core's last unmap */
     virtio_rdma_engine_cleanup(r); /* after the core's last host-op */

@@ -271,8 +271,10 @@ typedef struct VrdmaHostOps {
          * worker thread; then @done(@ctx, its result) under the core's lock
          * in the context that asked (a control command's: the main loop; a
          * work request's: the core's).  Every @done is called, also when
-         * the device is reset or unplugged meanwhile: the host waits for
-         * outstanding work before vrdma_core_reset() and vrdma_core_free().
+         * the device is reset or unplugged meanwhile: a reset does not
+         * wait for it (the core orphans the work), and after
+         * vrdma_core_end() the @dones still to come are the core's last
+         * users -- the host frees it after the last one.
          */
         void (*defer)(void *opaque, int (*work)(void *ctx),
                       void (*done)(void *ctx, int ret), void *ctx);
@@ -312,6 +314,13 @@ typedef struct VrdmaHostOps {
 VrdmaCore *vrdma_core_new(const VrdmaLimits *lim, const VrdmaHostOps *ops);
 /* Frees every object (unmapping every mapped page, reporting GIDs deleted), then the core. */
 void vrdma_core_free(VrdmaCore *core);
+/*
+ * The host is going: frees every object as vrdma_core_free() does, but
+ * keeps the core for the loop.defer work still running, whose @dones then
+ * call no host-op (a registration's guest RAM is not unmapped: the host
+ * drops its references itself).  vrdma_core_free() after the last @done.
+ */
+void vrdma_core_end(VrdmaCore *core);
 /*
  * Frees every object (each GID still set is reported deleted through
  * gid_changed); objects and handles start over as in a new core, MR key

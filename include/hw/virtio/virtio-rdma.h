@@ -182,11 +182,12 @@ void virtio_rdma_engine_stop(VirtIORdma *r);
 void virtio_rdma_engine_cleanup(VirtIORdma *r);
 void virtio_rdma_engine_reset(VirtIORdma *r);
 /*
- * Waits (BQL, core_lock not held) until every blocking host call the core
- * deferred to the thread pool (loop.defer) has run its done: before the
- * core is reset or freed.
+ * Unrealize, after the engine stopped (BQL, core_lock not held): frees the
+ * core, or, while blocking host calls it deferred to the thread pool
+ * (loop.defer) still run, ends it (vrdma_core_end) and leaves it to them:
+ * the last one frees it.  r->core is NULL after.
  */
-void virtio_rdma_engine_drain_deferred(VirtIORdma *r);
+void virtio_rdma_engine_release_core(VirtIORdma *r);
 bool virtio_rdma_engine_rx(VirtIORdma *r, const struct iovec *iov, int iovcnt,
                            size_t offset, size_t size);
 void virtio_rdma_engine_flush(VirtIORdma *r);

@@ -163,6 +163,12 @@ want held-reset && dp_case held-reset held-reset IBV-HELD-RESET \
     QVRDMA_UNREACHABLE_IPV4=10.79.0.99
 # 64 GET_DMA_MRs of one PD in one kick: one registration of guest RAM (256
 # MiB), off the main loop, charged to max-mapped-pages.
+# Unplugged while the host pins 1 GiB for a GET_DMA_MR and resolves a UD
+# send's address: unplug does not wait; the host calls end on their own.
+want unplug-jobs && dp_case unplug-jobs unplug-jobs IBV-UNPLUG-JOBS \
+    QVRDMA_UNREACHABLE_IPV4=10.79.0.99 QVRDMA_RAM_MB=1024
+want unplug-jobs-iothread && dp_case unplug-jobs-iothread unplug-jobs IBV-UNPLUG-JOBS \
+    QVRDMA_UNREACHABLE_IPV4=10.79.0.99 QVRDMA_RAM_MB=1024 QVRDMA_IOTHREAD=1
 want dma-mr-kick && dp_case dma-mr-kick dma-mr-kick IBV-DMA-MR-KICK QVRDMA_RAM_MB=256
 # A reset while the host pins RAM for a GET_DMA_MR: not waited for; the
 # next GET_DMA_MR waits for the orphaned registration, then works.

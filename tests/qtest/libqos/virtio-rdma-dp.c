@@ -1021,3 +1021,28 @@ void qvrdma_dp_reinit(QVrdmaDev *d)
     }
     qvrdma_reinit(&d->r);
 }
+
+void qvrdma_dp_wait_slot_gone(QTestState *qts)
+{
+    int deleted = 0;
+    QDict *ev, *rsp;
+
+    while (deleted < 2) {
+        ev = qtest_qmp_receive_dict(qts);
+        if (!g_strcmp0(qdict_get_try_str(ev, "event"), "DEVICE_DELETED") &&
+            qdict_haskey(qdict_get_qdict(ev, "data"), "device")) {
+            deleted++;
+        }
+        qobject_unref(ev);
+    }
+    rsp = qtest_qmp(qts, "{'execute': 'query-status'}");
+    g_assert_true(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+}
+
+void qvrdma_dp_eject_slot(QVrdmaDev *d)
+{
+    qtest_qmp_device_del_send(d->qts, "nic0");
+    qtest_outl(d->qts, 0xae00 + 0x8, 1 << QVRDMA_SLOT);
+    qvrdma_dp_wait_slot_gone(d->qts);
+}

@@ -172,6 +172,16 @@ uint16_t qvrdma_ip_checksum(const uint8_t *p, size_t len);
  * only its own memory (qvrdma_dp_cq_free, qvrdma_dp_qp_free).
  */
 void qvrdma_dp_reinit(QVrdmaDev *d);
+/*
+ * Waits for both functions' DEVICE_DELETED (the device's unrealize ran),
+ * then for QEMU to answer QMP after it.
+ */
+void qvrdma_dp_wait_slot_gone(QTestState *qts);
+/*
+ * Unplugs the device's slot (PIIX4 ACPI PCI hotplug: device_del of the NIC,
+ * then the guest's eject, one bit per slot at 0xae08) and waits for it.
+ */
+void qvrdma_dp_eject_slot(QVrdmaDev *d);
 /* Quits QEMU (if still running) and frees @d; CQs/QPs must be freed first. */
 void qvrdma_dev_quit(QVrdmaDev *d);
 /* Kill QEMU (SIGTERM + wait) but keep @d for a later qvrdma_dev_quit(). */

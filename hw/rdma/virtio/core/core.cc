@@ -33,8 +33,10 @@ VrdmaCore::VrdmaCore(const VrdmaLimits &lim_, const VrdmaHostOps &ops_)
 
 VrdmaCore::~VrdmaCore()
 {
-    vrdma::backend::detach(*this);
-    reset();
+    if (!ended) {
+        vrdma::backend::detach(*this);
+        reset();
+    }
 }
 
 void VrdmaCore::reset()
@@ -226,6 +228,13 @@ VrdmaCore *vrdma_core_new(const VrdmaLimits *lim, const VrdmaHostOps *ops)
 void vrdma_core_free(VrdmaCore *core)
 {
     delete core;
+}
+
+void vrdma_core_end(VrdmaCore *core)
+{
+    vrdma::backend::detach(*core);
+    core->reset();
+    core->ended = true;
 }
 
 void vrdma_core_reset(VrdmaCore *core)

@@ -130,6 +130,12 @@ struct VrdmaCore {
      */
     void resume_pending(uint64_t seq, vrdma::Status s);
 
+    /*
+     * vrdma_core_end(): the host is gone; only deferred work's dones still
+     * run, and they call no host-op.
+     */
+    bool ended = false;
+
     uint64_t cmds = 0;
     uint64_t cmd_errors = 0;
     std::array<uint64_t, VRDMA_ERR__COUNT> err_count{};

@@ -187,7 +187,7 @@ void Backend::dma_reg_release(VrdmaCore &c, DmaReg &reg)
         if (r.mr) {
             /* The host device lets go of the pages first. */
             end_host_mr(c, TombMr{r.mr, r.host, r.len, true, 0});
-        } else {
+        } else if (!c.ended) {
             c.host.unmap(r.host, r.len, true);
         }
     }

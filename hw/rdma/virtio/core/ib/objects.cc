@@ -525,7 +525,9 @@ void Backend::end_host_mr(VrdmaCore &c, const TombMr &m)
         return;
     }
     if (m.ram) {
-        c.host.unmap(m.window, m.len, true);
+        if (!c.ended) { /* else the host dropped its references itself */
+            c.host.unmap(m.window, m.len, true);
+        }
     } else {
         window_unmap(m.window, m.len);
         process_map_runs -= m.runs;

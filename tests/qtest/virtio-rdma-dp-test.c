@@ -2584,6 +2584,367 @@ static void test_ib_tenants(void)
 }
 
 /*
+ * ---- tenants on the wire (the lab's ibverbs/tenant-wire/...) -----------------------
+ *
+ * The same isolation seen from the wire: the lab (tests/lab/test_ibverbs.py,
+ * TenantWire) runs these on a guest's rxe0 while a capture of its eth0 runs,
+ * with a second guest on plain rxe as the peer (QVRDMA_PEER_IPV4) and the
+ * rdmacm-mux at QVRDMA_MAD_SOCKET.  They assert what the devices say; the
+ * lab's host judges the capture by what they print: "TW-PHASE TEST PHASE T0
+ * T1" (the phase's wall-clock bounds, the capture's clock, in seconds) and
+ * "TW TEST key value..." (QPNs and figures).  QVRDMA_TW_HOOK is a command
+ * they run with "stage NAME" (the lab's host has the peer send RDMA-CM
+ * connects to B's address) and "mux-stats LABEL" (the mux logs its counters).
+ * Each device is a VM of its own: -uuid TW_UUID_A or TW_UUID_B (QVRDMA_UUID),
+ * so the mux knows B's owner when B comes back.
+ */
+#define TW_UUID_A   "0a79e5e1-25aa-4b1e-9d6c-6c1a8e0a7a0a"
+#define TW_UUID_B   "0a79e5e1-25aa-4b1e-9d6c-6c1a8e0a7b0b"
+#define TW_QPN      0xd1ce      /* a UD QPN nobody has at the peer (rxe drops) */
+#define TW_MAD_OFF  0x1000      /* GSI receive buffers, 0x200 apart */
+
+/* ::ffff:IPv4 of the address in environment variable @var. */
+static void tw_gid(const char *var, uint8_t gid[16])
+{
+    const char *ip = g_getenv(var);
+    uint8_t a[4];
+
+    if (!ip) {
+        g_error("%s is not set", var);
+    }
+    g_assert_cmpint(inet_pton(AF_INET, ip, a), ==, 1);
+    qvrdma_gid_ipv4(gid, a[0], a[1], a[2], a[3]);
+}
+
+/* A device (a VM of its own: -uuid @uuid) allowed @allowed, on the mux. */
+static QVrdmaDev *tw_boot(const char *uuid, const char *allowed)
+{
+    QVrdmaDev *d;
+
+    g_setenv("QVRDMA_UUID", uuid, true);
+    d = tenant_boot("user,id=n0", MAC_A, allowed);
+    g_unsetenv("QVRDMA_UUID");
+    return d;
+}
+
+static void tw_hook(const char *what, const char *arg)
+{
+    const char *hook = g_getenv("QVRDMA_TW_HOOK");
+    g_autofree char *cmd = NULL;
+
+    g_assert_nonnull(hook);
+    cmd = g_strdup_printf("%s %s %s", hook, what, arg);
+    g_assert_cmpint(system(cmd), ==, 0);
+}
+
+static void tw_phase(const char *test, const char *phase, gint64 t0)
+{
+    printf("TW-PHASE %s %s %.6f %.6f\n", test, phase, t0 / 1e6,
+           g_get_real_time() / 1e6);
+    fflush(stdout);
+}
+
+/*
+ * A UD SEND of 64 bytes on @qp of @s from its GID @sgid_index to QPN @qpn
+ * at @dgid with Q_Key @qkey.  @returns its completion's status.
+ */
+static uint32_t tw_ud(Side *s, QVrdmaQp *qp, uint8_t sgid_index,
+                      const uint8_t dgid[16], uint32_t qpn, uint32_t qkey,
+                      uint64_t wr_id)
+{
+    struct virtio_rdma_sge src = sge_of(s, 0x200, 64);
+    struct virtio_rdma_sq_req wr = qvrdma_wr_send(wr_id);
+    struct virtio_rdma_cq_req c;
+    g_autofree char *got = NULL;
+
+    wr.wr.ud.remote_qpn = qpn;
+    wr.wr.ud.remote_qkey = qkey;
+    wr.wr.ud.av.port = 1;
+    wr.wr.ud.av.pdn = s->pdn;
+    wr.wr.ud.av.gid_index = sgid_index;
+    wr.wr.ud.av.hop_limit = 64;
+    memcpy(wr.wr.ud.av.dgid, dgid, 16);
+    qvrdma_dp_post_send(qp, &wr, &src, 1);
+    qvrdma_dp_wait_cqe(s->cq, &c);
+    got = qvrdma_cqe_str(&c);
+    g_test_message("%s: UD SEND from GID %u to QPN %u: %s", s->name,
+                   sgid_index, qpn, got);
+    g_assert_cmphex(le64_to_cpu(c.wr_id), ==, wr_id);
+    g_assert_cmpuint(le32_to_cpu(c.qp_num), ==, qp->wire_qpn);
+    return le32_to_cpu(c.status);
+}
+
+/* @n receives of a MAD (GRH area + 256 bytes) on GSI QP @qp. */
+static void tw_post_mad_recvs(Side *s, QVrdmaQp *qp, unsigned n)
+{
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        struct virtio_rdma_sge dst = sge_of(s, TW_MAD_OFF + i * 0x200,
+                                            40 + 256);
+
+        qvrdma_dp_post_recv(qp, 0xa000 + i, &dst, 1);
+    }
+    qvrdma_dp_wait_ring_idle(&qp->rq);
+}
+
+/* The completions on @s's CQ now, each in the log. */
+static unsigned tw_drain(Side *s)
+{
+    struct virtio_rdma_cq_req c;
+    unsigned n = 0;
+
+    while (qvrdma_dp_poll_cq(s->cq, &c, 0)) {
+        g_autofree char *str = qvrdma_cqe_str(&c);
+
+        g_test_message("%s: completion %s", s->name, str);
+        n++;
+    }
+    return n;
+}
+
+/*
+ * Device A may not send with B's address: its ADD_GID of it is refused
+ * (EPERM) at any index, and a send from the index it tried completes in
+ * error; its own sends leave with its own address.  B sends from its own
+ * first: the capture's control (a frame with B's source is seen as such).
+ * The lab's host: in phase a-sends, frames from A's UD QP with A's source,
+ * none with B's.
+ */
+static void test_ib_tenant_wire_src(void)
+{
+    const uint32_t err = VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
+    uint8_t peer[16];
+    gint64 t0;
+    Side a, b;
+    int i;
+
+    tw_gid("QVRDMA_PEER_IPV4", peer);
+    side_init(&a, "A", tw_boot(TW_UUID_A, g_getenv("QVRDMA_GID_IPV4")), true,
+              VA_A, 0x100);
+    side_init(&b, "B", tw_boot(TW_UUID_B, g_getenv("QVRDMA_GID_IPV4_B")),
+              true, VA_B, 0x200);
+    tw_gid("QVRDMA_GID_IPV4", a.gid);
+    tw_gid("QVRDMA_GID_IPV4_B", b.gid);
+    for (i = 0; i < 2; i++) {
+        g_assert_cmpstr(qvrdma_status_name(qvrdma_add_gid(&a.d->r, b.gid,
+                            VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, i, 1)), ==,
+                        "EPERM");
+    }
+    qvrdma_dp_add_gid(a.d, 0, a.gid);
+    qvrdma_dp_add_gid(b.d, 0, b.gid);
+    side_add_ud(&a, 0x100);
+    side_add_ud(&b, 0x200);
+    printf("TW src-address a-ud %u b-ud %u\n", a.ud->wire_qpn,
+           b.ud->wire_qpn);
+
+    t0 = g_get_real_time();
+    for (i = 0; i < 4; i++) {
+        g_assert_cmpuint(tw_ud(&b, b.ud, 0, peer, TW_QPN, QKEY, 0x7300 + i),
+                         ==, VIRTIO_RDMA_WC_SUCCESS);
+    }
+    tw_phase("src-address", "b-own", t0);
+
+    t0 = g_get_real_time();
+    for (i = 0; i < 8; i++) {
+        g_assert_cmpuint(tw_ud(&a, a.ud, 0, peer, TW_QPN, QKEY, 0x7310 + i),
+                         ==, VIRTIO_RDMA_WC_SUCCESS);
+    }
+    /* GID index 1, where B's address was refused: nothing to send from. */
+    g_assert_cmpuint(tw_ud(&a, a.ud, 1, peer, TW_QPN, QKEY, 0x7320), ==, err);
+    g_assert_cmpuint(qvrdma_dp_qp_state(a.d, a.ud), ==, VIRTIO_RDMA_QPS_ERR);
+    g_usleep(300 * 1000);
+    tw_phase("src-address", "a-sends", t0);
+    printf("TW src-address a-sent 8 b-sent 4\n");
+    expect_quiet(&a, "A's UD SENDs");
+    expect_quiet(&b, "B's UD SENDs");
+    side_free(&b);
+    side_free(&a);
+}
+
+/*
+ * QP1 only through the mux: A's UD QP sends to QPN 1 at the peer, with its
+ * own Q_Key and with QP1's (0x80010000, a fresh QP): each completes with
+ * LOC_QP_OP_ERR, while a send to another QPN before it leaves.  Then the
+ * control: A's GSI QP sends a CM REQ to the peer's QP1, which the mux puts
+ * on the wire.  The lab's host: in phase ud-to-qp1 no frame to QP 1, the
+ * UD QPs' other sends there; in phase gsi the mux's MAD to QP 1.
+ */
+static void test_ib_tenant_wire_qp1(void)
+{
+    const uint32_t err = VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
+    static const uint32_t qkeys[2] = { QKEY, 0x80010000 };
+    uint32_t qpn[2];
+    struct virtio_rdma_sge src;
+    struct virtio_rdma_sq_req wr;
+    uint8_t peer[16], mad[256] = { 0 };
+    QVrdmaQp *gsi;
+    gint64 t0;
+    Side a;
+    int i;
+
+    tw_gid("QVRDMA_PEER_IPV4", peer);
+    side_init(&a, "A", tw_boot(TW_UUID_A, g_getenv("QVRDMA_GID_IPV4")), true,
+              VA_A, 0x100);
+    tw_gid("QVRDMA_GID_IPV4", a.gid);
+    qvrdma_dp_add_gid(a.d, 0, a.gid);
+    wait_mad_link(a.d, 1);
+
+    t0 = g_get_real_time();
+    for (i = 0; i < 2; i++) {
+        if (i) {
+            qvrdma_dp_qp_free(a.ud);
+        }
+        side_add_ud(&a, 0x100 + i);
+        qpn[i] = a.ud->wire_qpn;
+        g_assert_cmpuint(tw_ud(&a, a.ud, 0, peer, TW_QPN, QKEY, 0x7400 + i),
+                         ==, VIRTIO_RDMA_WC_SUCCESS);
+        g_assert_cmpuint(tw_ud(&a, a.ud, 0, peer, 1, qkeys[i], 0x7410 + i),
+                         ==, err);
+        g_assert_cmpuint(qvrdma_dp_qp_state(a.d, a.ud), ==,
+                         VIRTIO_RDMA_QPS_ERR);
+    }
+    g_usleep(300 * 1000);
+    tw_phase("qp1", "ud-to-qp1", t0);
+    printf("TW qp1 ud %u ud %u\n", qpn[0], qpn[1]);
+
+    /* A CM REQ's header, service ID 0: the peer's CM rejects it. */
+    mad[0] = 1; mad[1] = 0x07; mad[2] = 2; mad[3] = 0x03;
+    mad[8] = 0x7a; mad[15] = 0x01;           /* transaction ID */
+    mad[16] = 0x00; mad[17] = 0x10;          /* attribute ID: REQ */
+    mad[24] = 0x7a; mad[27] = 0x01;          /* local communication ID */
+    qtest_bufwrite(a.d->qts, side_gpa(&a, 0x400), mad, sizeof(mad));
+    memcpy(a.shadow + 0x400, mad, sizeof(mad));
+    gsi = qvrdma_dp_qp_create(a.d, a.pdn, VIRTIO_RDMA_QPT_GSI, a.cq, a.cq, 4,
+                              VIRTIO_RDMA_SIGNAL_ALL_WR);
+    qvrdma_dp_ud_ready(a.d, gsi, 0x80010000, 0);
+    t0 = g_get_real_time();
+    src = sge_of(&a, 0x400, 256);
+    wr = qvrdma_wr_send(0x7420);
+    wr.wr.ud.remote_qpn = 1;
+    wr.wr.ud.remote_qkey = 0x80010000;
+    wr.wr.ud.av.port = 1;
+    wr.wr.ud.av.pdn = a.pdn;
+    wr.wr.ud.av.hop_limit = 64;
+    memcpy(wr.wr.ud.av.dgid, peer, 16);
+    qvrdma_dp_post_send(gsi, &wr, &src, 1);
+    expect_sq_ok(&a, gsi, "A's CM REQ to the peer's QP1", 0x7420,
+                 VIRTIO_RDMA_WC_SEND);
+    g_assert_cmpuint(ib_info(a.d, false, "mads-sent"), ==, 1);
+    g_usleep(500 * 1000);                   /* the mux's send, the reply */
+    tw_phase("qp1", "gsi", t0);
+    tw_drain(&a);                           /* the peer's REJ, if any */
+    side_check_mem(&a, "UD SENDs to QPN 1");
+    qvrdma_dp_qp_free(gsi);
+    side_free(&a);
+}
+
+/*
+ * B's CM traffic after B's reboot (issue 25 item 6 on the wire): B's device
+ * claims B's address at the mux, and its QEMU exits (the claim released,
+ * reserved for B's owner for the mux's --claim-grace).  A, allowed B's
+ * address by mistake, adds it: the mux refuses A's claim (RESERVED; A may
+ * not send from it either).  While the peer sends RDMA-CM connects to B's
+ * address, A's GSI QP receives none.  Then B comes back as the same VM and
+ * its claim is granted, and the peer's next connects reach B's GSI QP (the
+ * control: the path delivers).  Figures first, assertions after them, so
+ * that a failing run still says what A received.
+ */
+static void test_ib_tenant_wire_cm(void)
+{
+    const char *ip_a = g_getenv("QVRDMA_GID_IPV4");
+    const char *ip_b = g_getenv("QVRDMA_GID_IPV4_B");
+    g_autofree char *both = g_strdup_printf("%s;%s", ip_a, ip_b);
+    uint64_t claimed = 0, refused = 0, a_mads, a_mads2, b_mads;
+    unsigned a_cqes, a_cqes2, b_cqes;
+    uint32_t a_src_b;
+    uint8_t peer[16];
+    QVrdmaQp *ga, *gb;
+    bool b_back;
+    gint64 t0;
+    Side a, b;
+    int i;
+
+    tw_gid("QVRDMA_PEER_IPV4", peer);
+    side_init(&b, "B", tw_boot(TW_UUID_B, ip_b), true, VA_B, 0x200);
+    tw_gid("QVRDMA_GID_IPV4_B", b.gid);
+    qvrdma_dp_add_gid(b.d, 0, b.gid);
+    wait_mad_link(b.d, 1);
+    side_free(&b);                          /* B's QEMU exits */
+
+    side_init(&a, "A", tw_boot(TW_UUID_A, both), true, VA_A, 0x100);
+    tw_gid("QVRDMA_GID_IPV4", a.gid);
+    qvrdma_dp_add_gid(a.d, 0, a.gid);
+    qvrdma_dp_add_gid(a.d, 1, b.gid);       /* allowed: the mux decides */
+    g_assert_true(qvrdma_dp_wait_mad_link(a.d, 1, 1, 20));
+    for (i = 0; i < 100 && claimed + refused < 2; i++) {
+        g_usleep(100 * 1000);
+        claimed = ib_info(a.d, true, "gids-claimed");
+        refused = ib_info(a.d, true, "gids-refused");
+    }
+    ga = qvrdma_dp_qp_create(a.d, a.pdn, VIRTIO_RDMA_QPT_GSI, a.cq, a.cq, 4,
+                             VIRTIO_RDMA_SIGNAL_ALL_WR);
+    qvrdma_dp_ud_ready(a.d, ga, 0x80010000, 0);
+    tw_post_mad_recvs(&a, ga, 8);
+    side_add_ud(&a, 0x100);
+    printf("TW cm-after-reboot a-ud %u\n", a.ud->wire_qpn);
+    t0 = g_get_real_time();
+    a_src_b = tw_ud(&a, a.ud, 1, peer, TW_QPN, QKEY, 0x7500);
+    g_usleep(300 * 1000);
+    tw_phase("cm-after-reboot", "a-src-b", t0);
+
+    t0 = g_get_real_time();
+    tw_hook("mux-stats", "before-a");
+    tw_hook("stage", "peer-cm-a");
+    g_usleep(1000 * 1000);                  /* the last MADs through the mux */
+    tw_hook("mux-stats", "after-a");
+    tw_phase("cm-after-reboot", "peer-cm-a", t0);
+    a_mads = ib_info(a.d, false, "mads-received");
+    a_cqes = tw_drain(&a);
+
+    side_init(&b, "B", tw_boot(TW_UUID_B, ip_b), true, VA_B, 0x200);
+    tw_gid("QVRDMA_GID_IPV4_B", b.gid);
+    qvrdma_dp_add_gid(b.d, 0, b.gid);
+    b_back = qvrdma_dp_wait_mad_link(b.d, 1, 1, 20);
+    gb = qvrdma_dp_qp_create(b.d, b.pdn, VIRTIO_RDMA_QPT_GSI, b.cq, b.cq, 4,
+                             VIRTIO_RDMA_SIGNAL_ALL_WR);
+    qvrdma_dp_ud_ready(b.d, gb, 0x80010000, 0);
+    tw_post_mad_recvs(&b, gb, 8);
+    t0 = g_get_real_time();
+    tw_hook("mux-stats", "before-b");
+    tw_hook("stage", "peer-cm-b");
+    g_usleep(1000 * 1000);
+    tw_hook("mux-stats", "after-b");
+    tw_phase("cm-after-reboot", "peer-cm-b", t0);
+    b_mads = ib_info(b.d, false, "mads-received");
+    b_cqes = tw_drain(&b);
+    a_mads2 = ib_info(a.d, false, "mads-received");
+    a_cqes2 = tw_drain(&a);
+
+    printf("TW cm-after-reboot a-claimed %" PRIu64 " a-refused %" PRIu64
+           " a-src-b %s a-mads-received %" PRIu64 " a-cqes %u"
+           " b-claimed %d b-mads-received %" PRIu64 " b-cqes %u"
+           " a-mads-received-later %" PRIu64 " a-cqes-later %u\n",
+           claimed, refused, qvrdma_wc_status_name(a_src_b), a_mads, a_cqes,
+           b_back, b_mads, b_cqes, a_mads2, a_cqes2);
+    fflush(stdout);
+    g_assert_cmpuint(claimed, ==, 1);       /* its own */
+    g_assert_cmpuint(refused, ==, 1);       /* B's: RESERVED (the mux's log) */
+    g_assert_cmpuint(a_src_b, ==, VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
+    g_assert_cmpuint(a_mads, ==, 0);
+    g_assert_cmpuint(a_cqes, ==, 0);
+    g_assert_true(b_back);
+    g_assert_cmpuint(b_mads, >=, 1);
+    g_assert_cmpuint(b_cqes, >=, 1);
+    g_assert_cmpuint(a_mads2, ==, 0);
+    g_assert_cmpuint(a_cqes2, ==, 0);
+    qvrdma_dp_qp_free(gb);
+    side_free(&b);
+    qvrdma_dp_qp_free(ga);
+    side_free(&a);
+}
+
+/*
  * How long REG_USER_MR of QVRDMA_REG_MB MiB (contiguous guest RAM) takes on
  * a host RDMA device: the window and the host's pinning registration.  A
  * measurement, printed; it asserts only that registration works and frees
@@ -3147,6 +3508,14 @@ int main(int argc, char **argv)
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_GID_IPV4_B")) {
         qtest_add_func("/virtio-rdma-dp/ibverbs/tenants", test_ib_tenants);
+    }
+    if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_TW_HOOK")) {
+        qtest_add_func("/virtio-rdma-dp/ibverbs/tenant-wire/src-address",
+                       test_ib_tenant_wire_src);
+        qtest_add_func("/virtio-rdma-dp/ibverbs/tenant-wire/qp1",
+                       test_ib_tenant_wire_qp1);
+        qtest_add_func("/virtio-rdma-dp/ibverbs/tenant-wire/cm-after-reboot",
+                       test_ib_tenant_wire_cm);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_REG_MB")) {
         qtest_add_func("/virtio-rdma-dp/ibverbs/reg-time", test_ib_reg_time);

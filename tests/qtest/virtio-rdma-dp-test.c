@@ -2295,11 +2295,58 @@ static void test_ib_rtr_unresolved(void)
  * execute) and the second is flushed.  With the handle made in place the
  * engine stopped for that second and the failed send completed first.
  */
-static void test_ib_ud_unresolved(void)
+/* QVRDMA_UNREACHABLE_IPV4's GID: an address of the host's subnet nobody has. */
+static void unreachable_gid(uint8_t dgid[16])
 {
     const char *ip = g_getenv("QVRDMA_UNREACHABLE_IPV4");
+    uint8_t a4[4];
+
+    g_assert_nonnull(ip);
+    g_assert_cmpint(inet_pton(AF_INET, ip, a4), ==, 1);
+    qvrdma_gid_ipv4(dgid, a4[0], a4[1], a4[2], a4[3]);
+}
+
+/*
+ * Two loopback sides with a UD QP each (A's at @a_depth work requests, 0:
+ * the default), A's next to send towards QVRDMA_UNREACHABLE_IPV4: @dgid.
+ */
+static void unreachable_setup(Side *a, Side *b, uint32_t a_depth,
+                              uint8_t dgid[16])
+{
+    unreachable_gid(dgid);
+    loopback_setup(a, b);
+    if (a_depth) {
+        a->ud = qvrdma_dp_qp_create_wr(a->d, a->pdn, VIRTIO_RDMA_QPT_UD,
+                                       a->cq, a->cq, 1,
+                                       VIRTIO_RDMA_SIGNAL_ALL_WR, a_depth);
+        qvrdma_dp_ud_ready(a->d, a->ud, QKEY, 0x777);
+    } else {
+        side_add_ud(a, 0x777);
+    }
+    side_add_ud(b, 0x888);
+}
+
+/*
+ * After a reset or unplug the device has none of the sides' objects: only
+ * the test's own memory is freed, then QEMU quits (normally, or it fails).
+ */
+static void sides_forget(Side *a, Side *b)
+{
+    qvrdma_dp_qp_free(a->ud);
+    qvrdma_dp_qp_free(b->ud);
+    qvrdma_dp_qp_free(b->qp);
+    qvrdma_dp_qp_free(a->qp);
+    qvrdma_dp_cq_free(b->cq);
+    qvrdma_dp_cq_free(a->cq);
+    g_free(a->shadow);
+    g_free(b->shadow);
+    qvrdma_dev_quit(a->d);
+}
+
+static void test_ib_ud_unresolved(void)
+{
     const char *what = "UD SEND towards an unresolved address";
-    uint8_t dgid[16], a4[4];
+    uint8_t dgid[16];
     struct virtio_rdma_sge src;
     struct virtio_rdma_sq_req wr;
     QmpProbe probe = { 0 };
@@ -2311,12 +2358,7 @@ static void test_ib_ud_unresolved(void)
     gint64 t0, other_us, fail_us;
     Side a, b;
 
-    g_assert_nonnull(ip);
-    g_assert_cmpint(inet_pton(AF_INET, ip, a4), ==, 1);
-    qvrdma_gid_ipv4(dgid, a4[0], a4[1], a4[2], a4[3]);
-    loopback_setup(&a, &b);
-    side_add_ud(&a, 0x777);
-    side_add_ud(&b, 0x888);
+    unreachable_setup(&a, &b, 0, dgid);
 
     src = sge_of(&a, 0x200, 64);
     wr = ud_wr(&a, &b, dgid, 0x9000);
@@ -3189,7 +3231,6 @@ static void test_ib_dma_mr_reset(void)
  */
 static void test_ib_unplug_jobs(void)
 {
-    const char *ip = g_getenv("QVRDMA_UNREACHABLE_IPV4");
     struct virtio_rdma_cmd_get_dma_mr req = {
         .access_flags = cpu_to_le32(VIRTIO_RDMA_ACCESS_LOCAL_WRITE),
     };
@@ -3200,18 +3241,13 @@ static void test_ib_unplug_jobs(void)
     };
     struct virtio_rdma_sge src;
     struct virtio_rdma_sq_req wr;
-    uint8_t dgid[16], a4[4];
+    uint8_t dgid[16];
     uint64_t pin0, pin1, pin;
     gint64 t0, unplug_us, settle_us;
     unsigned i;
     Side a, b;
 
-    g_assert_nonnull(ip);
-    g_assert_cmpint(inet_pton(AF_INET, ip, a4), ==, 1);
-    qvrdma_gid_ipv4(dgid, a4[0], a4[1], a4[2], a4[3]);
-    loopback_setup(&a, &b);
-    side_add_ud(&a, 0x777);
-    side_add_ud(&b, 0x888);
+    unreachable_setup(&a, &b, 0, dgid);
     pin0 = proc_status_kib(a.d, "VmPin:");
     src = sge_of(&a, 0x200, 64);
     wr = ud_wr(&a, &b, dgid, 0xb000);
@@ -3245,17 +3281,9 @@ static void test_ib_unplug_jobs(void)
            (pin - MIN(pin0, pin)) / 1024);
     g_assert_cmpint(unplug_us, <, G_USEC_PER_SEC);
     g_assert_cmpuint(pin, <=, pin0 + 1024);
-    /* QEMU still answers; the libqos side of the device is only memory. */
+    /* QEMU still answers. */
     qobject_unref(qtest_qmp(a.d->qts, "{'execute': 'query-status'}"));
-    qvrdma_dp_qp_free(a.ud);
-    qvrdma_dp_qp_free(b.ud);
-    qvrdma_dp_qp_free(b.qp);
-    qvrdma_dp_qp_free(a.qp);
-    qvrdma_dp_cq_free(b.cq);
-    qvrdma_dp_cq_free(a.cq);
-    g_free(a.shadow);
-    g_free(b.shadow);
-    qvrdma_dev_quit(a.d); /* asserts QEMU exits normally */
+    sides_forget(&a, &b);
 }
 
 /*
@@ -3271,25 +3299,17 @@ static void test_ib_unplug_jobs(void)
  */
 static void test_ib_held_reset(void)
 {
-    const char *ip = g_getenv("QVRDMA_UNREACHABLE_IPV4");
     const uint32_t n = atoi(g_getenv("QVRDMA_HELD") ?: "1024");
     struct virtio_rdma_sge src;
     struct virtio_rdma_sq_req wr;
-    uint8_t dgid[16], a4[4];
+    uint8_t dgid[16];
     uint32_t objs[4], i;
     gint64 t0, reset_us, settle_us;
     QVrdmaQp *ud;
     Side a, b;
 
-    g_assert_nonnull(ip);
-    g_assert_cmpint(inet_pton(AF_INET, ip, a4), ==, 1);
-    qvrdma_gid_ipv4(dgid, a4[0], a4[1], a4[2], a4[3]);
-    loopback_setup(&a, &b);
-    side_add_ud(&b, 0x888);
-    ud = qvrdma_dp_qp_create_wr(a.d, a.pdn, VIRTIO_RDMA_QPT_UD, a.cq, a.cq, 1,
-                                VIRTIO_RDMA_SIGNAL_ALL_WR, n);
-    qvrdma_dp_ud_ready(a.d, ud, QKEY, 0x777);
-    a.ud = ud;
+    unreachable_setup(&a, &b, n, dgid);
+    ud = a.ud;
     src = sge_of(&a, 0x200, 64);
     wr = ud_wr(&a, &b, dgid, 0);
     qvrdma_dp_batch_begin(&ud->sq);
@@ -3324,16 +3344,7 @@ static void test_ib_held_reset(void)
     for (i = 0; i < 4; i++) {
         g_assert_cmpuint(objs[i], ==, 0);
     }
-    /* The device forgot everything: only the test's own memory is freed. */
-    qvrdma_dp_qp_free(ud);
-    qvrdma_dp_qp_free(b.ud);
-    qvrdma_dp_qp_free(b.qp);
-    qvrdma_dp_qp_free(a.qp);
-    qvrdma_dp_cq_free(b.cq);
-    qvrdma_dp_cq_free(a.cq);
-    g_free(a.shadow);
-    g_free(b.shadow);
-    qvrdma_dev_quit(a.d);
+    sides_forget(&a, &b);
 }
 
 /*

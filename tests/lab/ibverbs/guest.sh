@@ -7,6 +7,7 @@
 # ones the run chose; dp/PATH and dp-iothread/PATH are the data-path
 # qtests' /x86_64/virtio-rdma-dp/PATH).
 . /out/env
+. /lab/ibverbs/rxe.sh
 out=/out/results
 : > $out
 # want NAME: case NAME is to run.
@@ -201,16 +202,6 @@ start_mux() {
     [ -S $sock ]
 }
 ip4b=10.79.0.21
-# wait_gid IPV4: until rxe0's GID table holds it (the kernel adds it from
-# the address, asynchronously), at most 5 s.
-wait_gid() {
-    hex=$(printf '%s' "$1" | awk -F. '{printf "%02x%02x:%02x%02x", $1, $2, $3, $4}')
-    i=0
-    until grep -qs "ffff:$hex\$" /sys/class/infiniband/rxe0/ports/1/gids/*; do
-        [ $i -ge 50 ] && return 1
-        sleep 0.1; i=$((i + 1))
-    done
-}
 # Two tenants on rxe0: A allowed $ip4, B allowed $ip4b (both on eth0).
 if want tenants; then
     ip addr add $ip4b/24 dev eth0

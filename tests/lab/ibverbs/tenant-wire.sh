@@ -19,6 +19,7 @@
 # answers: each REQ goes to QP1 there, then a REJ when it is given up),
 # output in NAME.out, then /out/done.NAME; until /out/stop.
 . /lab/guest-lib.sh
+. /lab/ibverbs/rxe.sh
 . /out/env
 sock=/run/rdmacm-mux.sock
 
@@ -54,15 +55,6 @@ fi
 
 out=/out/results
 : > $out
-# wait_gid IPV4: until rxe0's GID table holds it, at most 5 s.
-wait_gid() {
-    hex=$(printf '%s' "$1" | awk -F. '{printf "%02x%02x:%02x%02x", $1, $2, $3, $4}')
-    i=0
-    until grep -qs "ffff:$hex\$" /sys/class/infiniband/rxe0/ports/1/gids/*; do
-        [ $i -ge 50 ] && return 1
-        sleep 0.1; i=$((i + 1))
-    done
-}
 fail_all() {
     for c in $CASES; do result FAIL "$c" "$1"; done
     exit 0

@@ -3183,7 +3183,13 @@ static void test_ib_dma_mr_reset(void)
     uint64_t pin0 = proc_status_kib(d, "VmPin:");
     uint32_t pdn, mrn, i;
     gint64 t0, reset_us, again_us;
+    QDict *rsp, *bounds;
 
+    /* max-mapped-pages' default: 4 GiB of MRs and four registrations of RAM. */
+    bounds = qdict_get_qdict(qvrdma_dp_query(d, &rsp), "bounds");
+    g_assert_cmpuint(qdict_get_int(bounds, "max-mapped-pages"), ==,
+                     1048576 + 4 * ram_pages);
+    qobject_unref(rsp);
     g_assert_cmpstr(qvrdma_status_name(qvrdma_create_pd(&d->r, &pdn)), ==,
                     "OK");
     req.pdn = cpu_to_le32(pdn);

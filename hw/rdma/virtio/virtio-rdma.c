@@ -24,6 +24,7 @@
 #include "qemu/bitmap.h"
 #include "qemu/guest-random.h"
 #include "exec/memory.h"
+#include "hw/boards.h"
 #include "hw/qdev-properties.h"
 #include "hw/qdev-properties-system.h"
 #include "hw/virtio/virtio.h"
@@ -665,8 +666,9 @@ static bool virtio_rdma_check_conf(const VirtIORdmaConf *c, Error **errp)
                                  VIRTIO_RDMA_PAGE_SIZE, errp) ||
         !virtio_rdma_check_limit("queue-size", c->queue_size, 2,
                                  VRDMA_MAX_QUEUE_SIZE, errp) ||
-        !virtio_rdma_check_limit("max-mapped-pages", c->max_mapped_pages, 1,
-                                 UINT32_MAX, errp)) {
+        (c->max_mapped_pages &&
+         !virtio_rdma_check_limit("max-mapped-pages", c->max_mapped_pages, 1,
+                                  UINT32_MAX, errp))) {
         return false;
     }
     if (!is_power_of_2(c->queue_size)) {
@@ -685,6 +687,21 @@ static bool virtio_rdma_check_conf(const VirtIORdmaConf *c, Error **errp)
         return false;
     }
     return true;
+}
+
+/*
+ * max-mapped-pages=0, the default: 4 GiB of MRs; with backend=ibverbs also
+ * room for four registrations of all of guest RAM (a guest kernel's DMA
+ * MRs: one per PD -- its MAD layer's and each ULP's -- each pins all RAM).
+ */
+static uint64_t virtio_rdma_auto_mapped_pages(const VirtIORdma *r)
+{
+    uint64_t pages = VIRTIO_RDMA_MAPPED_PAGES_DEFAULT;
+
+    if (r->backend == VIRTIO_RDMA_BACKEND_IBVERBS) {
+        pages += 4 * (current_machine->maxram_size / VIRTIO_RDMA_PAGE_SIZE);
+    }
+    return MIN(pages, UINT32_MAX);
 }
 
 /* EUI-64 from the NIC's MAC, as Linux derives a RoCE node GUID. */
@@ -770,6 +787,9 @@ bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp)
      */
     r->netdev_name = g_strdup(c->netdev ? c->netdev : peer ? peer->name : "");
 
+    if (!r->conf.max_mapped_pages) {
+        r->conf.max_mapped_pages = virtio_rdma_auto_mapped_pages(r);
+    }
     lim = (VrdmaLimits) {
         .max_qp = c->max_qp,
         .max_cq = c->max_cq,
@@ -967,8 +987,9 @@ static const Property virtio_rdma_properties[] = {
      * receives, nvme-rdma's CQ is 513 deep.
      */
     DEFINE_PROP_UINT32("queue-size", VirtIORdma, conf.queue_size, 1024),
+    /* 0: virtio_rdma_auto_mapped_pages() */
     DEFINE_PROP_UINT64("max-mapped-pages", VirtIORdma, conf.max_mapped_pages,
-                       VIRTIO_RDMA_MAPPED_PAGES_DEFAULT),
+                       0),
     DEFINE_PROP_UINT64("node-guid", VirtIORdma, conf.node_guid, 0),
     DEFINE_PROP_STRING("netdev", VirtIORdma, conf.netdev),
     /* GIDs the guest may use: docs/system/devices/virtio-rdma.rst */

@@ -3161,6 +3161,27 @@ static void test_ib_dma_mr_kick(void)
 }
 
 /*
+ * GET_DMA_MR on PD @pdn sent and not answered within 1 ms: the host is
+ * pinning guest RAM (the command stays with the device).
+ */
+static void dma_mr_pinning(QVrdmaDev *d, uint32_t pdn)
+{
+    struct virtio_rdma_cmd_get_dma_mr req = {
+        .pdn = cpu_to_le32(pdn),
+        .access_flags = cpu_to_le32(VIRTIO_RDMA_ACCESS_LOCAL_WRITE),
+    };
+    uint8_t out[1 + sizeof(req)], in[1 + sizeof(struct virtio_rdma_rsp_mr)];
+    QVrdmaFrame f = {
+        .out = out, .out_len = sizeof(out), .in_len = sizeof(in),
+        .timeout_us = 1000,
+    };
+
+    out[0] = VIRTIO_RDMA_CMD_GET_DMA_MR;
+    memcpy(out + 1, &req, sizeof(req));
+    g_assert_false(qvrdma_submit(&d->r, &f, in, NULL));
+}
+
+/*
  * Issue 25, items 3 and 8: a device reset while the host pins guest RAM for
  * a GET_DMA_MR does not wait for it: the registration is orphaned, ends on
  * its own and undoes itself (no pinned page, no host MR, no page charged
@@ -3172,14 +3193,6 @@ static void test_ib_dma_mr_reset(void)
     const uint64_t ram_pages = atoi(g_getenv("QVRDMA_RAM_MB") ?: "128") * 256;
     QVrdmaDev *d = qvrdma_dev_boot_features("user,id=n0", MAC_A, RDMA_OPTS,
                                             dev_features());
-    struct virtio_rdma_cmd_get_dma_mr req = {
-        .access_flags = cpu_to_le32(VIRTIO_RDMA_ACCESS_LOCAL_WRITE),
-    };
-    uint8_t out[1 + sizeof(req)], in[1 + sizeof(struct virtio_rdma_rsp_mr)];
-    QVrdmaFrame f = {
-        .out = out, .out_len = sizeof(out), .in_len = sizeof(in),
-        .timeout_us = 1000,
-    };
     uint64_t pin0 = proc_status_kib(d, "VmPin:");
     uint32_t pdn, mrn, i;
     gint64 t0, reset_us, again_us;
@@ -3192,11 +3205,7 @@ static void test_ib_dma_mr_reset(void)
     qobject_unref(rsp);
     g_assert_cmpstr(qvrdma_status_name(qvrdma_create_pd(&d->r, &pdn)), ==,
                     "OK");
-    req.pdn = cpu_to_le32(pdn);
-    out[0] = VIRTIO_RDMA_CMD_GET_DMA_MR;
-    memcpy(out + 1, &req, sizeof(req));
-    /* Not answered within 1 ms: the host is pinning. */
-    g_assert_false(qvrdma_submit(&d->r, &f, in, NULL));
+    dma_mr_pinning(d, pdn);
     g_assert_cmpuint(ib_info(d, false, "host-jobs"), ==, 1);
     t0 = g_get_monotonic_time();
     qvrdma_reset(&d->r); /* the status write of 0: the device resets in it */
@@ -3237,14 +3246,6 @@ static void test_ib_dma_mr_reset(void)
  */
 static void test_ib_unplug_jobs(void)
 {
-    struct virtio_rdma_cmd_get_dma_mr req = {
-        .access_flags = cpu_to_le32(VIRTIO_RDMA_ACCESS_LOCAL_WRITE),
-    };
-    uint8_t out[1 + sizeof(req)], in[1 + sizeof(struct virtio_rdma_rsp_mr)];
-    QVrdmaFrame f = {
-        .out = out, .out_len = sizeof(out), .in_len = sizeof(in),
-        .timeout_us = 1000,
-    };
     struct virtio_rdma_sge src;
     struct virtio_rdma_sq_req wr;
     uint8_t dgid[16];
@@ -3259,10 +3260,7 @@ static void test_ib_unplug_jobs(void)
     wr = ud_wr(&a, &b, dgid, 0xb000);
     qvrdma_dp_post_send(a.ud, &wr, &src, 1);
     qvrdma_dp_wait_ring_idle(&a.ud->sq);
-    req.pdn = cpu_to_le32(a.pdn);
-    out[0] = VIRTIO_RDMA_CMD_GET_DMA_MR;
-    memcpy(out + 1, &req, sizeof(req));
-    g_assert_false(qvrdma_submit(&a.d->r, &f, in, NULL)); /* pinning */
+    dma_mr_pinning(a.d, a.pdn);
     g_assert_cmpuint(ib_info(a.d, false, "host-jobs"), ==, 2);
 
     t0 = g_get_monotonic_time();

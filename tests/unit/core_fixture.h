@@ -42,6 +42,7 @@ inline VrdmaLimits default_limits()
         .no_atomics = false,
         .no_fast_reg = false,
         .allow = {},            /* no allowed-gids */
+        .max_ctx = 8,
     };
 }
 

@@ -52,6 +52,7 @@ VrdmaLimits dp_limits()
         .no_atomics = false,
         .no_fast_reg = false,
         .allow = {},            /* no allowed-gids */
+        .max_ctx = 8,
     };
 }
 
@@ -120,6 +121,7 @@ Node::Node(Wire *w, int id_, const VrdmaLimits &lim_in) : wire(w), id(id_)
     ops.mem.read = h_read;
     ops.mem.write = h_write;
     ops.events.guest_error = h_guest_error;
+    ops.events.async_event = h_async_event;
     ops.cq.push = h_cq_push;
     ops.cq.notify = h_cq_notify;
     ops.time.now_ns = h_now;
@@ -241,6 +243,11 @@ void Node::h_guest_error(void *o, uint8_t cmd, VrdmaErr err,
     static_cast<Node *>(o)->errors.push_back({cmd, err, a, b, field});
 }
 
+void Node::h_async_event(void *o, uint32_t type, uint32_t handle)
+{
+    static_cast<Node *>(o)->async_events.push_back({type, handle});
+}
+
 uint8_t Node::ctrl_raw(uint8_t cmd, const void *req, size_t len, void *rsp,
                        size_t cap)
 {
@@ -325,6 +332,14 @@ uint32_t write_table(FakeGuest &g, uint64_t table, uint64_t addr, uint64_t len)
 }
 
 } // namespace
+
+uint64_t Node::page_table(uint64_t addr, uint64_t len, uint32_t *npages)
+{
+    const uint64_t table = next_table_;
+    *npages = write_table(guest, table, addr, len);
+    next_table_ += (1 + (*npages + 511) / 512) * 4096ull;
+    return table;
+}
 
 MrInfo Node::reg_mr(uint32_t pdn, uint64_t addr, uint64_t len,
                     uint32_t access)

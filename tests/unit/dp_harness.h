@@ -189,6 +189,8 @@ public:
     void arm_cq(uint32_t cqn, uint32_t flags);
     /* Guest memory, page-aligned, from the node's RAM (bump allocator). */
     uint64_t alloc(uint64_t len);
+    /* A page table of [addr, addr + len)'s pages; *@npages says how many. */
+    uint64_t page_table(uint64_t addr, uint64_t len, uint32_t *npages);
     /* REG_USER_MR over [addr, addr + len) (identity iova). */
     MrInfo reg_mr(uint32_t pdn, uint64_t addr, uint64_t len, uint32_t access);
     MrInfo dma_mr(uint32_t pdn, uint32_t access);
@@ -257,6 +259,7 @@ public:
     std::vector<std::pair<std::string, uint32_t>> drop_log;
     std::vector<Bytes> not_ours; /* frames net_receive gave back */
     std::vector<GuestError> errors; /* guest_error() calls */
+    std::vector<AsyncEvent> async_events;
     bool kicked = false;
     bool run_more = false;
     uint64_t deadline = UINT64_MAX;
@@ -277,6 +280,7 @@ private:
     static void h_wire_drop(void *o, const char *why, uint32_t qpn);
     static void h_guest_error(void *o, uint8_t cmd, VrdmaErr err,
                               const char *field, uint64_t a, uint64_t b);
+    static void h_async_event(void *o, uint32_t type, uint32_t handle);
 
     uint64_t next_ram_ = FakeGuest::kRam0.base + 0x1000;
     uint64_t next_table_ = FakeGuest::kRam1.base;

@@ -19,7 +19,8 @@ FakeGuest::FakeGuest()
                    .write = &FakeGuest::write,
                    .ram_ranges = nullptr}, /* for a host device's backend */
            .events = {.gid_changed = &FakeGuest::gid_changed,
-                      .guest_error = &FakeGuest::guest_error},
+                      .guest_error = &FakeGuest::guest_error,
+                      .async_event = &FakeGuest::async_event},
            .cq = {},
            .time = {},
            .wire = {},
@@ -119,6 +120,11 @@ void FakeGuest::gid_changed(void *opaque, uint32_t port, uint32_t index,
     GidEvent e{port, index, {}, gid_type, added};
     std::memcpy(e.gid.data(), gid, 16);
     g->gid_events.push_back(e);
+}
+
+void FakeGuest::async_event(void *opaque, uint32_t type, uint32_t handle)
+{
+    static_cast<FakeGuest *>(opaque)->async_events.push_back({type, handle});
 }
 
 void FakeGuest::guest_error(void *opaque, uint8_t cmd, VrdmaErr err,

@@ -32,6 +32,11 @@ struct GuestError {
     std::string field; /* the request field the refusal names */
 };
 
+struct AsyncEvent {
+    uint32_t type; /* enum virtio_rdma_event_type */
+    uint32_t handle;
+};
+
 struct GidEvent {
     uint32_t port;
     uint32_t index;
@@ -70,6 +75,7 @@ public:
 
     std::vector<GuestError> errors;
     std::vector<GidEvent> gid_events;
+    std::vector<AsyncEvent> async_events;
 
 private:
     static void *map(void *opaque, uint64_t gpa, uint64_t len, bool is_write);
@@ -81,6 +87,7 @@ private:
                             bool added);
     static void guest_error(void *opaque, uint8_t cmd, VrdmaErr err,
                             const char *field, uint64_t a, uint64_t b);
+    static void async_event(void *opaque, uint32_t type, uint32_t handle);
 
     /*
      * calloc'd, not a std::vector: pages nobody touches cost nothing (the

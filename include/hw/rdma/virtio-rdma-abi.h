@@ -53,6 +53,15 @@
  */
 #define VIRTIO_RDMA_F_WIRE_QPN    0
 #define VIRTIO_RDMA_F_EVENT_QUEUE 1
+/*
+ * RINGS: work and completion queues live in guest memory (CREATE_CQ_RING,
+ * CREATE_QP_RING; "Queues in guest memory" in the spec), the driver rings
+ * doorbells in the doorbell region (a virtio shared memory region, one page
+ * per context), CQs are armed by doorbell and errors of a queue are async
+ * events on the event queue.  The per-queue virtqueues are not used.  Needs
+ * WIRE_QPN and EVENT_QUEUE (FEATURES_OK fails otherwise).
+ */
+#define VIRTIO_RDMA_F_RINGS       2
 
 /* ---- Config space (packed, 195 bytes) ---------------------------------- */
 
@@ -87,7 +96,8 @@ struct __attribute__((packed)) virtio_rdma_config {
     uint32_t max_pi_fast_reg_page_list_len;
     uint16_t max_pkeys;
     uint8_t local_ca_ack_delay;
-    uint8_t reserved[64];             /* draft text: le64[64] */
+    uint32_t max_ctx;                 /* RINGS: user contexts, doorbell pages 1.. */
+    uint8_t reserved[60];             /* draft text: le64[64] */
 };
 
 /* device_cap_flags bits (enum ib_device_cap_flags) */
@@ -133,7 +143,11 @@ enum virtio_rdma_ctrl_cmd {
     VIRTIO_RDMA_CMD_ADD_GID,
     VIRTIO_RDMA_CMD_DEL_GID,
     VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
-    VIRTIO_RDMA_CMD_MAX = VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
+    VIRTIO_RDMA_CMD_ALLOC_CONTEXT,    /* RINGS */
+    VIRTIO_RDMA_CMD_FREE_CONTEXT,     /* RINGS */
+    VIRTIO_RDMA_CMD_CREATE_CQ_RING,   /* RINGS */
+    VIRTIO_RDMA_CMD_CREATE_QP_RING,   /* RINGS */
+    VIRTIO_RDMA_CMD_MAX = VIRTIO_RDMA_CMD_CREATE_QP_RING,
 };
 
 /*
@@ -609,10 +623,116 @@ struct virtio_rdma_cq_req {
     uint8_t pad;
 };
 
+/* ---- Queues in guest memory (VIRTIO_RDMA_F_RINGS) ----------------------- */
+
+/*
+ * A context owns queues and one doorbell page: 0 is the kernel's, 1..max_ctx
+ * are allocated (ALLOC_CONTEXT) for user processes.
+ */
+#define VIRTIO_RDMA_KERNEL_CTX 0
+
+struct virtio_rdma_rsp_alloc_context {
+    uint32_t ctx;
+};
+
+struct virtio_rdma_cmd_free_context {
+    uint32_t ctx;
+};
+
+/*
+ * A ring: 1 << log_entries entries of 1 << log_stride bytes, then a
+ * virtio_rdma_ring_trailer, in npages 4 KiB pages described by an MR page
+ * table at `pages` (the ring starts at offset 0 of its first page).  An entry
+ * never crosses a page.  A queue with no work requests has no ring (all 0).
+ */
+struct virtio_rdma_ring {
+    uint64_t pages;
+    uint32_t npages;
+    uint8_t log_entries;
+    uint8_t log_stride;
+    uint16_t reserved;
+};
+
+#define VIRTIO_RDMA_RING_MAX_LOG_ENTRIES 16
+#define VIRTIO_RDMA_RING_MIN_LOG_STRIDE 6      /* 64 bytes */
+#define VIRTIO_RDMA_RING_MAX_LOG_STRIDE 12     /* a page */
+#define VIRTIO_RDMA_CQE_LOG_STRIDE 6
+
+/*
+ * After the entries.  Indexes are free-running 32-bit counters; entry
+ * i & (entries - 1) is the one counter i names.
+ *   CQ:      driver_idx = the driver's consumer index (it writes it);
+ *            device_idx = the device's producer index (it writes it).
+ *   SQ, RQ:  driver_idx = the driver's producer index (the doorbell carries
+ *            it; the device does not read this one);
+ *            device_idx = entries the device has copied out; it never reads
+ *            an entry before it again.
+ */
+struct virtio_rdma_ring_trailer {
+    uint32_t driver_idx;
+    uint32_t device_idx;
+    uint32_t reserved[14];
+};
+
+struct virtio_rdma_cmd_create_cq_ring {
+    uint32_t ctx;
+    uint32_t cqe;                /* depth, 1..max_cqe; entries >= cqe */
+    struct virtio_rdma_ring ring; /* log_stride VIRTIO_RDMA_CQE_LOG_STRIDE */
+};
+
+struct virtio_rdma_cmd_create_qp_ring {
+    struct virtio_rdma_cmd_create_qp qp;
+    uint32_t ctx;
+    struct virtio_rdma_ring sq;  /* virtio_rdma_sq_req + SGEs per entry */
+    struct virtio_rdma_ring rq;  /* virtio_rdma_rq_req + SGEs per entry */
+    uint32_t srqn;               /* 0: not yet supported */
+    uint32_t flags;              /* 0 */
+};
+
+/*
+ * A completion in a CQ ring: the CQE, then the owner byte, written last.  Its
+ * bit 0 is 1 on the ring's first pass (counter / entries even), 0 on the
+ * second, and so on: the driver zeroes the ring before CREATE_CQ_RING.
+ */
+struct virtio_rdma_cqe {
+    struct virtio_rdma_cq_req wc;
+    uint8_t reserved[15];
+    uint8_t owner;
+};
+
+#define VIRTIO_RDMA_CQE_OWNER 1u
+
+/*
+ * The doorbell region: virtio shared memory region
+ * VIRTIO_RDMA_SHM_DOORBELLS, one 4 KiB page per context (page c is context
+ * c's).  A doorbell is one 8-byte write at offset 0 of the page:
+ *   bits 23..0   the queue's number (qpn for SQ and RQ, cqn for CQ_ARM)
+ *   bits 31..24  enum virtio_rdma_db_type
+ *   bits 63..32  SQ, RQ: the new producer index; CQ_ARM: the notify flags
+ *                (VIRTIO_RDMA_NOTIFY_*)
+ * A doorbell for a queue its page's context does not own is ignored.
+ */
+#define VIRTIO_RDMA_SHM_DOORBELLS 0
+#define VIRTIO_RDMA_DB_PAGE 4096u
+#define VIRTIO_RDMA_DB_QN_MASK 0xffffffu
+#define VIRTIO_RDMA_DB_TYPE_SHIFT 24
+
+enum virtio_rdma_db_type {
+    VIRTIO_RDMA_DB_SQ = 0,
+    VIRTIO_RDMA_DB_RQ = 1,
+    VIRTIO_RDMA_DB_CQ_ARM = 3,
+};
+
+#define VIRTIO_RDMA_DB(type, qn, idx) \
+    ((uint64_t)(idx) << 32 | (uint32_t)(type) << VIRTIO_RDMA_DB_TYPE_SHIFT | \
+     ((qn) & VIRTIO_RDMA_DB_QN_MASK))
+
 /* ---- Event queue (VIRTIO_RDMA_F_EVENT_QUEUE) ------------------------------ */
 
 enum virtio_rdma_event_type {
     VIRTIO_RDMA_EVENT_CQ = 1,    /* handle: cqn; the CQ was armed and fired */
+    VIRTIO_RDMA_EVENT_QP_FATAL = 2, /* RINGS, handle: qpn; a ring broke */
+    VIRTIO_RDMA_EVENT_CQ_ERR = 3,   /* RINGS, handle: cqn; overrun or broken */
 };
 
 /* One device-writable buffer of at least this size per record. */
@@ -640,7 +760,7 @@ VRDMA_PIN(virtio_rdma_config, atomic_cap, 96);
 VRDMA_PIN(virtio_rdma_config, max_ah, 116);
 VRDMA_PIN(virtio_rdma_config, max_pkeys, 128);
 VRDMA_PIN(virtio_rdma_config, local_ca_ack_delay, 130);
-VRDMA_PIN(virtio_rdma_config, reserved, 131);
+VRDMA_PIN(virtio_rdma_config, reserved, 135);
 
 VRDMA_SIZE(virtio_rdma_port_attr, 172);
 VRDMA_PIN(virtio_rdma_port_attr, phys_mtu, 12);
@@ -710,6 +830,21 @@ VRDMA_SIZE(virtio_rdma_rq_req, 16);
 VRDMA_PIN(virtio_rdma_rq_req, wr_id, 8);
 
 VRDMA_SIZE(virtio_rdma_rsp_create_qp_wire, 8);
+VRDMA_PIN(virtio_rdma_config, max_ctx, 131);
+VRDMA_SIZE(virtio_rdma_ring, 16);
+VRDMA_PIN(virtio_rdma_ring, npages, 8);
+VRDMA_PIN(virtio_rdma_ring, log_entries, 12);
+VRDMA_PIN(virtio_rdma_ring, log_stride, 13);
+VRDMA_SIZE(virtio_rdma_ring_trailer, 64);
+VRDMA_SIZE(virtio_rdma_cmd_create_cq_ring, 24);
+VRDMA_PIN(virtio_rdma_cmd_create_cq_ring, ring, 8);
+VRDMA_SIZE(virtio_rdma_cmd_create_qp_ring, 80);
+VRDMA_PIN(virtio_rdma_cmd_create_qp_ring, ctx, 36);
+VRDMA_PIN(virtio_rdma_cmd_create_qp_ring, sq, 40);
+VRDMA_PIN(virtio_rdma_cmd_create_qp_ring, rq, 56);
+VRDMA_PIN(virtio_rdma_cmd_create_qp_ring, srqn, 72);
+VRDMA_SIZE(virtio_rdma_cqe, 64);
+VRDMA_PIN(virtio_rdma_cqe, owner, 63);
 VRDMA_SIZE(virtio_rdma_event, 16);
 VRDMA_SIZE(virtio_rdma_cq_req, 48);
 VRDMA_PIN(virtio_rdma_cq_req, status, 8);

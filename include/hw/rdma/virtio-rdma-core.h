@@ -121,7 +121,17 @@ typedef struct VrdmaLimits {
      * refuses the limits.
      */
     VrdmaGidAllow allow;
+    /*
+     * VIRTIO_RDMA_F_RINGS: user contexts (doorbell pages 1..max_ctx; page 0
+     * is the kernel's), 0..VRDMA_MAX_CTX.
+     */
+    uint32_t max_ctx;
 } VrdmaLimits;
+
+/* The most user contexts (VrdmaLimits.max_ctx). */
+#define VRDMA_MAX_CTX 4096
+/* Work requests one vrdma_core_rings_turn() copies out of rings at most. */
+#define VRDMA_RING_TURN_BUDGET 1024
 
 /*
  * Why a guest request was refused: VRDMA_ERRS in virtio-rdma-names.h says
@@ -208,6 +218,14 @@ typedef struct VrdmaHostOps {
          */
         void (*guest_error)(void *opaque, uint8_t cmd, VrdmaErr err,
                             const char *field, uint64_t a, uint64_t b);
+        /*
+         * VIRTIO_RDMA_F_RINGS: an async event for the driver, a record of
+         * enum virtio_rdma_event_type @type for object @handle on the event
+         * queue (QP_FATAL: a qpn, CQ_ERR: a cqn).  At most one per object is
+         * pending; the host stages it like a CQ event (never under
+         * core_lock to the guest).
+         */
+        void (*async_event)(void *opaque, uint32_t type, uint32_t handle);
     } events;
 
     /* ---- completions (data path) ---- */
@@ -435,6 +453,23 @@ void vrdma_core_post_send(VrdmaCore *core, uint32_t qpn,
                           const void *wqe, size_t len);
 void vrdma_core_post_recv(VrdmaCore *core, uint32_t qpn,
                           const void *wqe, size_t len);
+
+/*
+ * VIRTIO_RDMA_F_RINGS: the driver wrote @value (8 bytes) at offset 0 of
+ * context @ctx's doorbell page (docs/specs/virtio-rdma.rst, "Doorbells").
+ * The core checks it (a queue of another context, or none: ignored and
+ * traced through guest_error with cmd 0) and records it; a CQ arm takes
+ * effect here.  @returns true when work waits in rings: the host then calls
+ * vrdma_core_rings_turn() (from a bottom half: not in the vCPU's write).
+ */
+bool vrdma_core_doorbell(VrdmaCore *core, uint32_t ctx, uint64_t value);
+/*
+ * Copies work requests the doorbells announced out of their rings, each
+ * once, and posts them (as vrdma_core_post_send/recv), at most
+ * VRDMA_RING_TURN_BUDGET in all, queues taken in turn.  @returns true if
+ * more waits (call again later).
+ */
+bool vrdma_core_rings_turn(VrdmaCore *core);
 
 /*
  * Is @frame (Ethernet, no FCS, @len bytes) RoCEv2 by its L2/L3/L4 headers?

@@ -38,7 +38,7 @@ bool limits_valid(const VrdmaLimits &lim)
            lim.queue_size >= 2 && lim.queue_size <= kMaxQueueSize &&
            std::has_single_bit(lim.queue_size) &&
            lim.max_mr_size >= kPageSize && lim.max_mr_size <= kMaxMrSize &&
-           gid_allow_valid(lim.allow);
+           lim.max_ctx <= VRDMA_MAX_CTX && gid_allow_valid(lim.allow);
 }
 
 DeviceCaps device_caps(const VrdmaLimits &lim)
@@ -91,6 +91,7 @@ void fill_config(const VrdmaLimits &lim, virtio_rdma_config &cfg)
         le(caps.fast_reg ? caps.max_fast_reg_page_list_len : 0u);
     cfg.max_pkeys = le<uint16_t>(VRDMA_PKEY_TABLE_LEN);
     cfg.local_ca_ack_delay = 15;
+    cfg.max_ctx = le(lim.max_ctx);
 }
 
 } // namespace vrdma

@@ -49,11 +49,13 @@ void VrdmaCore::reset()
     });
     qps.clear();
     wires.clear();
+    ring_sched.clear();
     features = 0; /* the driver negotiates again */
     vrdma::backend::reset(*this); /* outstanding work goes with its QP */
     mrs.clear();
     mrs.seed_keys(rng); /* the stream goes on: new keys, not the old ones */
     cqs.clear();
+    contexts.clear();
     pds.clear();
     for (uint32_t i = 0; i < port.gids.size(); i++) {
         if (const vrdma::GidEntry *e = port.gid(i)) {
@@ -167,8 +169,41 @@ constexpr auto kCommands = [] {
         command<virtio_rdma_cmd_del_gid, NoPayload, cmd_del_gid>();
     t[VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ] =
         command<virtio_rdma_cmd_req_notify, NoPayload, cmd_req_notify_cq>();
+    t[VIRTIO_RDMA_CMD_ALLOC_CONTEXT] =
+        command<NoPayload, virtio_rdma_rsp_alloc_context, cmd_alloc_context>();
+    t[VIRTIO_RDMA_CMD_FREE_CONTEXT] =
+        command<virtio_rdma_cmd_free_context, NoPayload, cmd_free_context>();
+    t[VIRTIO_RDMA_CMD_CREATE_CQ_RING] =
+        command<virtio_rdma_cmd_create_cq_ring, virtio_rdma_rsp_create_cq,
+                cmd_create_cq_ring>();
+    t[VIRTIO_RDMA_CMD_CREATE_QP_RING] =
+        command<virtio_rdma_cmd_create_qp_ring, virtio_rdma_rsp_create_qp_wire,
+                cmd_create_qp_ring>();
     return t;
 }();
+
+/*
+ * Which data path a command belongs to: the virtqueues' (CREATE_CQ,
+ * CREATE_QP, REQ_NOTIFY_CQ) or the rings' (VIRTIO_RDMA_F_RINGS).  A command
+ * of the one not negotiated is refused.
+ */
+bool of_other_data_path(const VrdmaCore &c, uint8_t cmd)
+{
+    const bool rings = c.has_feature(VIRTIO_RDMA_F_RINGS);
+    switch (cmd) {
+    case VIRTIO_RDMA_CMD_CREATE_CQ:
+    case VIRTIO_RDMA_CMD_CREATE_QP:
+    case VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ:
+        return rings;
+    case VIRTIO_RDMA_CMD_ALLOC_CONTEXT:
+    case VIRTIO_RDMA_CMD_FREE_CONTEXT:
+    case VIRTIO_RDMA_CMD_CREATE_CQ_RING:
+    case VIRTIO_RDMA_CMD_CREATE_QP_RING:
+        return !rings;
+    default:
+        return false;
+    }
+}
 
 const Command *find_command(uint8_t cmd)
 {
@@ -186,6 +221,9 @@ Status dispatch(VrdmaCore &c, uint8_t cmd, const void *req, size_t req_len,
     if (!command) {
         return vrdma::fail(VRDMA_ERR_UNKNOWN_CMD, "cmd", cmd,
                            VIRTIO_RDMA_CMD_MAX);
+    }
+    if (of_other_data_path(c, cmd)) {
+        return vrdma::fail(VRDMA_ERR_UNSUPPORTED, "cmd", cmd, c.features);
     }
     if (req_len != command->req_size) {
         return vrdma::fail(VRDMA_ERR_REQ_SIZE, "request", req_len,

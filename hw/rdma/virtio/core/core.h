@@ -15,6 +15,7 @@
 
 #include "backend.h"
 #include "config.h"
+#include "context.h"
 #include "cq.h"
 #include "host.h"
 #include "hw/rdma/virtio-rdma-core.h"
@@ -36,7 +37,8 @@ struct VrdmaCore {
         : lim(lim_), host(ops_), caps(vrdma::device_caps(lim_)),
           rng(lim_.rng_seed), pds(lim_.max_pd), cqs(lim_.max_cq),
           mrs(lim_.max_mr), qps(lim_.max_qp), wires(lim_.max_qp),
-          qp_epoch(lim_.max_qp, 1), port(lim_.phys_mtu),
+          qp_epoch(lim_.max_qp, 1), contexts(lim_.max_ctx),
+          ring_sched(lim_.max_qp), port(lim_.phys_mtu),
           backend(std::in_place_type<B>, std::forward<Args>(args)...)
     {
         mrs.seed_keys(rng);
@@ -95,6 +97,9 @@ struct VrdmaCore {
      * (until 65535 more instances in that one slot).  1..0xffff.
      */
     std::vector<uint16_t> qp_epoch;
+    /* VIRTIO_RDMA_F_RINGS: contexts, and the QPs whose rings have work. */
+    vrdma::ContextTable contexts;
+    vrdma::RingSched ring_sched;
     vrdma::Port port;
     /* The backend that moves the data (backend.h), for the core's life. */
     vrdma::Backend backend;

@@ -7,10 +7,12 @@
 #define HW_RDMA_VIRTIO_CORE_CQ_H
 
 #include <cstdint>
+#include <memory>
 
 #include "errors.h"
 #include "guest_abi.h"
 #include "hw/rdma/virtio-rdma-core.h"
+#include "rings.h"
 
 namespace vrdma {
 
@@ -18,6 +20,9 @@ struct Cq {
     uint32_t cqe = 0;   /* requested depth */
     uint32_t armed = 0; /* VIRTIO_RDMA_NOTIFY_* until the next event */
     uint32_t refs = 0;  /* QP send/receive queues completing here */
+    uint32_t ctx = 0;   /* the owner's context (VIRTIO_RDMA_F_RINGS) */
+    /* VIRTIO_RDMA_F_RINGS: the CQ's ring in guest memory; else a virtqueue. */
+    std::unique_ptr<CqRing> ring;
 
     /*
      * A completion was written: does it raise the event the CQ is armed
@@ -47,6 +52,9 @@ bool cq_deliver(VrdmaCore &c, uint32_t cqn, const virtio_rdma_cq_req &cqe,
 
 Status cmd_create_cq(VrdmaCore &c, const virtio_rdma_cmd_create_cq &req,
                      virtio_rdma_rsp_create_cq &rsp);
+Status cmd_create_cq_ring(VrdmaCore &c,
+                          const virtio_rdma_cmd_create_cq_ring &req,
+                          virtio_rdma_rsp_create_cq &rsp);
 Status cmd_destroy_cq(VrdmaCore &c, const virtio_rdma_cmd_destroy_cq &req,
                       NoPayload &rsp);
 Status cmd_req_notify_cq(VrdmaCore &c, const virtio_rdma_cmd_req_notify &req,

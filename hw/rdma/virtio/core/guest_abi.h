@@ -115,6 +115,34 @@ inline void le_fields(virtio_rdma_rsp_create_qp_wire &r)
     VRDMA_LE(r.wire_qpn);
 }
 
+/* ---- VIRTIO_RDMA_F_RINGS ---- */
+inline void le_fields(virtio_rdma_rsp_alloc_context &r) { VRDMA_LE(r.ctx); }
+inline void le_fields(virtio_rdma_cmd_free_context &r) { VRDMA_LE(r.ctx); }
+
+inline void le_fields(virtio_rdma_ring &r)
+{
+    VRDMA_LE(r.pages);
+    VRDMA_LE(r.npages);
+    VRDMA_LE(r.reserved);
+}
+
+inline void le_fields(virtio_rdma_cmd_create_cq_ring &r)
+{
+    VRDMA_LE(r.ctx);
+    VRDMA_LE(r.cqe);
+    le_fields(r.ring);
+}
+
+inline void le_fields(virtio_rdma_cmd_create_qp_ring &r)
+{
+    le_fields(r.qp);
+    VRDMA_LE(r.ctx);
+    le_fields(r.sq);
+    le_fields(r.rq);
+    VRDMA_LE(r.srqn);
+    VRDMA_LE(r.flags);
+}
+
 inline void le_fields(virtio_rdma_ah_attr &r)
 {
     VRDMA_LE(r.grh.flow_label);

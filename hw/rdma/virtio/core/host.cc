@@ -26,6 +26,10 @@ void no_guest_error(void *, uint8_t, VrdmaErr, const char *, uint64_t,
                     uint64_t)
 {
 }
+void no_async_event(void *, uint32_t, uint32_t)
+{
+}
+
 int no_cq_push(void *, uint32_t, const virtio_rdma_cq_req *)
 {
     return -1; /* nowhere to write it: an overrun */
@@ -68,6 +72,7 @@ Host::Host(const VrdmaHostOps &ops)
     fill(ops_.mem.ram_ranges, &no_ram_ranges);
     fill(ops_.events.gid_changed, &no_gid_changed);
     fill(ops_.events.guest_error, &no_guest_error);
+    fill(ops_.events.async_event, &no_async_event);
     fill(ops_.cq.push, &no_cq_push);
     fill(ops_.cq.notify, &no_cq_notify);
     fill(ops_.time.now_ns, &no_clock);

@@ -67,6 +67,12 @@ public:
         ops_.events.guest_error(ops_.opaque, cmd, err, field, a, b);
     }
 
+    /* VIRTIO_RDMA_F_RINGS: an async event for object @handle. */
+    void async_event(uint32_t type, uint32_t handle) const
+    {
+        ops_.events.async_event(ops_.opaque, type, handle);
+    }
+
     /* ---- completions ---- */
     bool cq_push(uint32_t cqn, const virtio_rdma_cq_req &cqe) const
     {

@@ -414,6 +414,7 @@ extern "C" void vrdma_core_invalidate_host_range(VrdmaCore *core,
                                 [core](Mr &mr) {
                                     backend::mr_revoked(*core, mr);
                                 });
+    rings_revoke_host_range(*core, reinterpret_cast<uintptr_t>(host), len);
 }
 
 Status cmd_dereg_mr(VrdmaCore &c, const virtio_rdma_cmd_dereg_mr &req,

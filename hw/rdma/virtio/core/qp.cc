@@ -209,8 +209,10 @@ void Qp::reset_attrs()
     attr.cap = cap;
 }
 
-Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
-                     virtio_rdma_rsp_create_qp_wire &rsp)
+namespace {
+
+/* CREATE_QP's field checks, shared by CREATE_QP_RING. */
+Status check_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req)
 {
     const uint32_t qs = c.lim.queue_size;
 
@@ -257,7 +259,17 @@ Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
         return fail(VRDMA_ERR_LIMIT, "max_inline_data", req.max_inline_data,
                     0);
     }
+    return kOk;
+}
 
+/*
+ * A checked CREATE_QP(_RING) takes its slot; @rings (may be null) and @ctx
+ * go with it.
+ */
+Status commit_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
+                     uint32_t ctx, std::unique_ptr<QpRings> rings,
+                     virtio_rdma_rsp_create_qp_wire &rsp)
+{
     uint32_t qpn;
     if (req.qp_type == VIRTIO_RDMA_QPT_GSI) {
         if (c.qps.at(kGsiQpn)) { /* there is one GSI QP */
@@ -287,6 +299,8 @@ Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
     };
     qp->reset_attrs();
     qp->index = qpn;
+    qp->ctx = ctx;
+    qp->rings = std::move(rings);
     Qp *live = c.qps.insert(qpn, std::move(qp));
     if (Status s = backend::qp_created(c, *live); !s.ok()) {
         c.qps.erase(qpn);
@@ -296,9 +310,89 @@ Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
     c.cqs.at(live->send_cqn)->refs++;
     c.cqs.at(live->recv_cqn)->refs++;
     c.wires.insert(live->wire_qpn, qpn);
+    if (live->rings) {
+        c.contexts.ref(ctx);
+    }
     rsp.qpn = qpn;
     rsp.wire_qpn = live->wire_qpn;
     return kOk;
+}
+
+/*
+ * A work queue's ring: none for a queue without work requests, else at
+ * least @wr entries of at least @entry_bytes each.
+ */
+Status map_wq_ring(VrdmaCore &c, const virtio_rdma_ring &d, uint32_t wr,
+                   uint64_t entry_bytes, const RingNames &names, WqRing &out)
+{
+    if (!wr) {
+        const bool empty = !d.pages && !d.npages && !d.log_entries &&
+                           !d.log_stride && !d.reserved;
+        return empty ? kOk : fail(VRDMA_ERR_BAD_ARG, names.npages, d.npages, 0);
+    }
+    if (d.log_entries > VIRTIO_RDMA_RING_MAX_LOG_ENTRIES ||
+        (uint64_t{1} << d.log_entries) < wr) {
+        return fail(VRDMA_ERR_LIMIT, names.log_entries, d.log_entries, wr);
+    }
+    if (d.log_stride <= VIRTIO_RDMA_RING_MAX_LOG_STRIDE &&
+        (uint64_t{1} << d.log_stride) < entry_bytes) {
+        return fail(VRDMA_ERR_LIMIT, names.log_stride, d.log_stride,
+                    entry_bytes);
+    }
+    return GuestRing::map(c, d, names, out.ring);
+}
+
+} // namespace
+
+Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
+                     virtio_rdma_rsp_create_qp_wire &rsp)
+{
+    if (Status s = check_create(c, req); !s.ok()) {
+        return s;
+    }
+    return commit_create(c, req, VIRTIO_RDMA_KERNEL_CTX, nullptr, rsp);
+}
+
+Status cmd_create_qp_ring(VrdmaCore &c,
+                          const virtio_rdma_cmd_create_qp_ring &req,
+                          virtio_rdma_rsp_create_qp_wire &rsp)
+{
+    const virtio_rdma_cmd_create_qp &q = req.qp;
+    if (Status s = check_create(c, q); !s.ok()) {
+        return s; /* the fields of CREATE_QP, named as there */
+    }
+    if (!c.contexts.live(req.ctx)) {
+        return fail(VRDMA_ERR_BAD_HANDLE, "ctx", req.ctx);
+    }
+    /* A process completes only on its own CQs; no virtqueue CQ either. */
+    const Cq *scq = c.cqs.at(q.send_cqn);
+    const Cq *rcq = c.cqs.at(q.recv_cqn);
+    if (!scq->ring || scq->ctx != req.ctx) {
+        return fail(VRDMA_ERR_BAD_ARG, "qp.send_cqn", q.send_cqn, req.ctx);
+    }
+    if (!rcq->ring || rcq->ctx != req.ctx) {
+        return fail(VRDMA_ERR_BAD_ARG, "qp.recv_cqn", q.recv_cqn, req.ctx);
+    }
+    if (req.srqn || req.flags) {
+        return fail(VRDMA_ERR_UNSUPPORTED, req.srqn ? "srqn" : "flags",
+                    req.srqn ? req.srqn : req.flags, 0);
+    }
+    auto rings = std::make_unique<QpRings>();
+    const uint64_t sq_bytes = sizeof(virtio_rdma_sq_req) +
+                              uint64_t{q.max_send_sge} * sizeof(virtio_rdma_sge);
+    const uint64_t rq_bytes = sizeof(virtio_rdma_rq_req) +
+                              uint64_t{q.max_recv_sge} * sizeof(virtio_rdma_sge);
+    if (Status s = map_wq_ring(c, req.sq, q.max_send_wr, sq_bytes,
+                               kSqRingNames, rings->sq);
+        !s.ok()) {
+        return s;
+    }
+    if (Status s = map_wq_ring(c, req.rq, q.max_recv_wr, rq_bytes,
+                               kRqRingNames, rings->rq);
+        !s.ok()) {
+        return s;
+    }
+    return commit_create(c, q, req.ctx, std::move(rings), rsp);
 }
 
 Status cmd_modify_qp(VrdmaCore &c, const virtio_rdma_cmd_modify_qp &req,
@@ -352,6 +446,9 @@ void modify_apply(VrdmaCore &c, uint32_t qpn, uint32_t mask,
     if (qp->state() == VIRTIO_RDMA_QPS_RESET &&
         old_state != VIRTIO_RDMA_QPS_RESET) {
         c.qp_instance_ended(qpn); /* its old work is gone with it */
+        if (qp->rings) {
+            qp_rings_reset(c, *qp);
+        }
     }
 }
 
@@ -380,6 +477,10 @@ Status cmd_destroy_qp(VrdmaCore &c, const virtio_rdma_cmd_destroy_qp &req,
         return fail(VRDMA_ERR_BAD_HANDLE, "qpn", req.qpn);
     }
     backend::qp_destroyed(c, *qp); /* outstanding work is dropped */
+    if (qp->rings) {
+        qp_rings_destroyed(c, *qp);
+        c.contexts.unref(qp->ctx);
+    }
     c.wires.release(qp->wire_qpn);
     c.pds.at(qp->pd_index)->refs--;
     c.cqs.at(qp->send_cqn)->refs--;

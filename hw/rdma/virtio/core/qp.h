@@ -10,10 +10,12 @@
 #define HW_RDMA_VIRTIO_CORE_QP_H
 
 #include <cstdint>
+#include <memory>
 
 #include "backend.h"
 #include "errors.h"
 #include "guest_abi.h"
+#include "rings.h"
 #include "roce/iba.h"
 
 namespace vrdma {
@@ -34,6 +36,9 @@ struct Qp {
     virtio_rdma_qp_attr attr{};
     /* The backend's state of this QP (backend.h). */
     BackendQp backend;
+    uint32_t ctx = 0; /* the owner's context (VIRTIO_RDMA_F_RINGS) */
+    /* VIRTIO_RDMA_F_RINGS: its queues in guest memory; else virtqueues. */
+    std::unique_ptr<QpRings> rings;
 
     uint32_t state() const { return attr.qp_state; }
     /* Back to the attributes of a new QP (state RESET). */
@@ -49,6 +54,9 @@ Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
  */
 void modify_apply(VrdmaCore &c, uint32_t qpn, uint32_t mask,
                   const virtio_rdma_qp_attr &a);
+Status cmd_create_qp_ring(VrdmaCore &c,
+                          const virtio_rdma_cmd_create_qp_ring &req,
+                          virtio_rdma_rsp_create_qp_wire &rsp);
 Status cmd_modify_qp(VrdmaCore &c, const virtio_rdma_cmd_modify_qp &req,
                      NoPayload &rsp);
 Status cmd_query_qp(VrdmaCore &c, const virtio_rdma_cmd_query_qp &req,

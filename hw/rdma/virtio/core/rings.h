@@ -1,0 +1,86 @@
+/*
+ * virtio-rdma core: the queues in guest memory of QPs and CQs
+ * (VIRTIO_RDMA_F_RINGS) -- their state in the device, the doorbells that
+ * announce work, and the turn that copies it out (rings.cc).
+ *
+ * A work queue's counters: pi is the producer counter the last accepted
+ * doorbell gave, ci the next entry the device copies.  Between doorbell
+ * and turn, the QP waits in the core's RingSched: a list over QP slots,
+ * each at most once, so the list is bounded by max_qp whatever the guest
+ * rings.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_RDMA_VIRTIO_CORE_RINGS_H
+#define HW_RDMA_VIRTIO_CORE_RINGS_H
+
+#include <cstdint>
+#include <vector>
+
+#include "ring.h"
+
+struct VrdmaCore;
+
+namespace vrdma {
+
+struct Qp;
+
+struct WqRing {
+    GuestRing ring;   /* not mapped: the queue has no work requests */
+    uint32_t pi = 0;
+    uint32_t ci = 0;
+
+    bool has_work() const { return ring.mapped() && pi != ci; }
+};
+
+struct QpRings {
+    WqRing sq, rq;
+    /* A ring broke (index beyond it, memory gone): nothing more is read. */
+    bool broken = false;
+};
+
+struct CqRing {
+    GuestRing ring;
+    uint32_t pi = 0;
+    /* driver_idx out of range or memory gone: takes no completion again. */
+    bool broken = false;
+};
+
+/* QP slots with work waiting in their rings, in the order they rang. */
+class RingSched {
+public:
+    explicit RingSched(uint32_t slots)
+        : next_(slots, kNone), prev_(slots, kNone), in_(slots)
+    {
+    }
+    bool empty() const { return head_ == kNone; }
+    uint32_t front() const { return head_; }
+    void push_back(uint32_t qpn);
+    void remove(uint32_t qpn);
+    void clear();
+
+private:
+    static constexpr uint32_t kNone = UINT32_MAX;
+    std::vector<uint32_t> next_, prev_;
+    std::vector<bool> in_;
+    uint32_t head_ = kNone, tail_ = kNone;
+};
+
+/*
+ * A ring of @qp broke: ERR (its work flushed) and one QP_FATAL event;
+ * @why and @a for the trace (guest_error, cmd 0).
+ */
+void qp_ring_break(VrdmaCore &c, Qp &qp, const char *why, uint64_t a);
+/* MODIFY_QP to RESET: the ring counters start again from 0. */
+void qp_rings_reset(VrdmaCore &c, Qp &qp);
+/* DESTROY_QP: nothing of the QP stays scheduled. */
+void qp_rings_destroyed(VrdmaCore &c, Qp &qp);
+/*
+ * Guest memory [host, host + len) went away: every ring on it is unmapped,
+ * its QP or CQ broken with its event.
+ */
+void rings_revoke_host_range(VrdmaCore &c, uintptr_t host, uint64_t len);
+
+} // namespace vrdma
+
+#endif

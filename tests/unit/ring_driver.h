@@ -1,0 +1,81 @@
+/*
+ * A driver of the rings data path (VIRTIO_RDMA_F_RINGS) for unit tests:
+ * CQ and QP rings in a Node's guest memory, posting into them, doorbells,
+ * polling by the owner bit.  It writes what a guest driver writes and reads
+ * what it reads; tests reach under it (the ring's bytes) to break rules.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef TESTS_UNIT_RING_DRIVER_H
+#define TESTS_UNIT_RING_DRIVER_H
+
+#include <optional>
+
+#include "dp_harness.h"
+
+namespace vrdma_test {
+
+inline constexpr uint64_t kRingFeatures = 1ull << VIRTIO_RDMA_F_WIRE_QPN |
+                                          1ull << VIRTIO_RDMA_F_EVENT_QUEUE |
+                                          1ull << VIRTIO_RDMA_F_RINGS;
+
+/* A ring's memory: zeroed pages and their page table. */
+struct RingMem {
+    uint64_t gpa = 0;
+    virtio_rdma_ring desc{};
+
+    static RingMem make(Node &n, uint8_t log_entries, uint8_t log_stride);
+    uint32_t entries() const { return 1u << desc.log_entries; }
+    uint8_t *slot(Node &n, uint32_t i) const;
+    virtio_rdma_ring_trailer *trailer(Node &n) const;
+};
+
+class RingCq {
+public:
+    /* CREATE_CQ_RING of @cqe in context @ctx, 2^log_entries entries. */
+    RingCq(Node &n, uint32_t ctx, uint32_t cqe, uint8_t log_entries);
+    /* The next completion by the owner bit; its consumption is published. */
+    std::optional<virtio_rdma_cq_req> poll();
+    void arm(uint32_t flags);
+
+    Node &n;
+    uint32_t ctx;
+    RingMem mem;
+    uint32_t cqn = UINT32_MAX;
+    uint32_t ci = 0;
+};
+
+class RingQp {
+public:
+    RingQp(Node &n, uint32_t ctx, uint32_t pdn, uint8_t type, const RingCq &scq,
+           const RingCq &rcq, uint8_t log_wr = 3, uint32_t max_sge = 4);
+    /* Into the next slot; rung separately (a batch, one doorbell). */
+    void put_send(const SendWr &wr);
+    void put_recv(uint64_t wr_id, const std::vector<virtio_rdma_sge> &sges);
+    bool ring_sq(uint32_t pi);
+    bool ring_rq(uint32_t pi);
+    bool post_send(const SendWr &wr)
+    {
+        put_send(wr);
+        return ring_sq(sq_pi);
+    }
+    bool post_recv(uint64_t wr_id, const std::vector<virtio_rdma_sge> &sges)
+    {
+        put_recv(wr_id, sges);
+        return ring_rq(rq_pi);
+    }
+
+    Node &n;
+    uint32_t ctx;
+    RingMem sq, rq;
+    uint32_t qpn = UINT32_MAX;
+    uint32_t sq_pi = 0, rq_pi = 0;
+};
+
+uint32_t alloc_context(Node &n);
+/* Runs ring turns until none is left; @returns how many it took. */
+unsigned rings_drain(Node &n);
+
+} // namespace vrdma_test
+
+#endif

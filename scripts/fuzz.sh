@@ -50,7 +50,7 @@ corpus=$top/build/fuzz-corpus
 logs=$top/build/fuzz-logs
 mkdir -p "$corpus" "$logs"
 
-core_targets="fuzz-engine fuzz-rdmacm-mux"
+core_targets="fuzz-engine fuzz-rings fuzz-rdmacm-mux"
 # Where each core target's source (and meson target) lives.
 target_dir() { case $1 in fuzz-rdmacm-mux) echo contrib/rdmacm-mux/tests ;; *) echo tests/fuzz ;; esac; }
 device_targets="virtio-rdma-main virtio-rdma-main-noioeventfd

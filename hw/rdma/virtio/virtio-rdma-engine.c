@@ -31,6 +31,7 @@
  * RoCE retransmits); completions queue-size per CQ (full: refused, which
  * the core treats as a CQ overrun, IBA's consequence); at most one staged
  * interrupt per CQ (a later one moves it behind the later completions);
+ * async events one per object and type (a bit each);
  * GID events VRDMA_GID_EVENT_BURST at once, then VRDMA_GID_EVENTS_PER_S,
  * coalesced per GID index to the latest state; drop traces
  * VRDMA_DROP_TRACES_PER_S.
@@ -43,6 +44,7 @@
 #include "qemu/osdep.h"
 #include <arpa/inet.h>
 #include "qapi/qapi-events-rdma-virtio.h"
+#include "qemu/bitmap.h"
 #include "qemu/iov.h"
 #include "qemu/lockable.h"
 #include "qemu/main-loop.h"
@@ -106,6 +108,10 @@ struct VirtIORdmaStage {
     uint32_t max_cq, cq_cap;
     uint32_t *cq_staged;                /* per CQ: completions staged */
     VrdmaStagedCqe **cq_irq;            /* per CQ: its staged interrupt */
+    uint32_t max_qp;
+    unsigned long *qp_fatal;            /* async events staged: max_qp bits */
+    unsigned long *cq_err;              /* max_cq bits */
+    bool async_staged;                  /* a bit of either is set */
     VirtIORdmaStageStats st;
 
     /* Under core_lock: drop-trace rate limit. */
@@ -523,6 +529,34 @@ static void virtio_rdma_engine_cq_notify(void *opaque, uint32_t cqn)
     qemu_bh_schedule(r->dp_bh);
 }
 
+/*
+ * VIRTIO_RDMA_F_RINGS: an async event (QP_FATAL for a qpn, CQ_ERR for a
+ * cqn), staged as a bit: at most one per object and type waits.  dp_bh
+ * takes it (virtio_rdma_engine_take_async) and writes the record.
+ */
+static void virtio_rdma_engine_async_event(void *opaque, uint32_t type,
+                                           uint32_t handle)
+{
+    VirtIORdma *r = opaque;
+    VirtIORdmaStage *s = r->stage;
+    unsigned long *bits;
+
+    if (type == VIRTIO_RDMA_EVENT_QP_FATAL && handle < s->max_qp) {
+        bits = s->qp_fatal;
+    } else if (type == VIRTIO_RDMA_EVENT_CQ_ERR && handle < s->max_cq) {
+        bits = s->cq_err;
+    } else {
+        trace_virtio_rdma_async_event_bad(type, handle);
+        return;
+    }
+    trace_virtio_rdma_async_event_staged(type, handle);
+    WITH_QEMU_LOCK_GUARD(&s->lock) {
+        set_bit(handle, bits);
+        s->async_staged = true;
+    }
+    qemu_bh_schedule(r->dp_bh);
+}
+
 /* At most VRDMA_DROP_TRACES_PER_S traces a second; the counters see all. */
 static void virtio_rdma_engine_wire_drop(void *opaque, const char *why,
                                          uint32_t qpn)
@@ -602,6 +636,7 @@ void virtio_rdma_engine_host_ops(VirtIORdma *r, VrdmaHostOps *ops)
     ops->opaque = r;
     ops->events.gid_changed = virtio_rdma_engine_gid_changed;
     ops->events.guest_error = virtio_rdma_engine_guest_error;
+    ops->events.async_event = virtio_rdma_engine_async_event;
     ops->cq.push = virtio_rdma_engine_cq_push;
     ops->cq.notify = virtio_rdma_engine_cq_notify;
     ops->time.now_ns = virtio_rdma_engine_now_ns;
@@ -880,22 +915,30 @@ void virtio_rdma_engine_cq_destroyed(VirtIORdma *r, uint32_t cqn)
             s->cq_irq[cqn] = NULL;
             QTAILQ_INSERT_TAIL(&s->spare, c, next);
         }
+        clear_bit(cqn, s->cq_err);
     }
 }
 
 /*
  * DESTROY_QP (main loop, core_lock not held): the completions of the QP
  * instance @qp_token that still wait for dp_bh are dropped, so none of the
- * destroyed QP's completions reaches a CQ after the command.  The list is
- * bounded (max_cq x cq_cap).
+ * destroyed QP's completions reaches a CQ after the command; so is a
+ * QP_FATAL staged for queue index @qpn, which a new QP may take.  The list
+ * is bounded (max_cq x cq_cap).
  */
-void virtio_rdma_engine_qp_destroyed(VirtIORdma *r, uint32_t qp_token)
+void virtio_rdma_engine_qp_destroyed(VirtIORdma *r, uint32_t qpn,
+                                     uint32_t qp_token)
 {
     VirtIORdmaStage *s = r->stage;
     VrdmaStagedCqe *c, *next;
     unsigned n = 0;
 
     assert(bql_locked());
+    if (qpn < s->max_qp) {
+        WITH_QEMU_LOCK_GUARD(&s->lock) {
+            clear_bit(qpn, s->qp_fatal);
+        }
+    }
     if (!qp_token) {
         return;
     }
@@ -912,6 +955,24 @@ void virtio_rdma_engine_qp_destroyed(VirtIORdma *r, uint32_t qp_token)
     }
     if (n) {
         trace_virtio_rdma_engine_qp_dropped(n);
+    }
+}
+
+void virtio_rdma_engine_take_async(VirtIORdma *r, unsigned long *qp_fatal,
+                                   unsigned long *cq_err)
+{
+    VirtIORdmaStage *s = r->stage;
+
+    assert(bql_locked());
+    WITH_QEMU_LOCK_GUARD(&s->lock) {
+        if (!s->async_staged) {
+            break;
+        }
+        bitmap_or(qp_fatal, qp_fatal, s->qp_fatal, s->max_qp);
+        bitmap_or(cq_err, cq_err, s->cq_err, s->max_cq);
+        bitmap_zero(s->qp_fatal, s->max_qp);
+        bitmap_zero(s->cq_err, s->max_cq);
+        s->async_staged = false;
     }
 }
 
@@ -948,6 +1009,9 @@ void virtio_rdma_engine_reset(VirtIORdma *r)
         virtio_rdma_staged_free_all(&s->spare);
         memset(s->cq_staged, 0, s->max_cq * sizeof(*s->cq_staged));
         memset(s->cq_irq, 0, s->max_cq * sizeof(*s->cq_irq));
+        bitmap_zero(s->qp_fatal, s->max_qp);
+        bitmap_zero(s->cq_err, s->max_cq);
+        s->async_staged = false;
     }
 }
 
@@ -975,6 +1039,9 @@ void virtio_rdma_engine_init(VirtIORdma *r)
     s->cq_cap = r->conf.queue_size;
     s->cq_staged = g_new0(uint32_t, s->max_cq);
     s->cq_irq = g_new0(VrdmaStagedCqe *, s->max_cq);
+    s->max_qp = r->conf.max_qp;
+    s->qp_fatal = bitmap_new(s->max_qp);
+    s->cq_err = bitmap_new(s->max_cq);
     for (unsigned i = 0; i < VRDMA_FD_WATCHES; i++) {
         s->fd_watch[i].fd = -1;
     }
@@ -1042,6 +1109,8 @@ void virtio_rdma_engine_cleanup(VirtIORdma *r)
     qemu_mutex_destroy(&s->lock);
     g_free(s->cq_staged);
     g_free(s->cq_irq);
+    g_free(s->qp_fatal);
+    g_free(s->cq_err);
     g_free(s->rx_buf);
     g_free(s);
     r->stage = NULL;

@@ -42,6 +42,15 @@ struct VirtIORdmaPCI {
 static void (*virtio_rdma_pci_parent_exit)(PCIDevice *pci);
 
 /*
+ * VIRTIO_RDMA_F_RINGS's doorbell region (virtio shared memory region
+ * VIRTIO_RDMA_SHM_DOORBELLS) is BAR 2, 32-bit memory, not prefetchable (a
+ * write rings a doorbell).  virtio-pci uses BAR 1 (MSI-X) and 4+5 (the
+ * modern registers), BAR 0 only for legacy I/O (never: virtio 1 only) and
+ * BAR 2 only for modern-pio-notify, which rings=on therefore refuses.
+ */
+#define VIRTIO_RDMA_PCI_DB_BAR 2
+
+/*
  * ioeventfd, on by default as for virtio-net and virtio-blk: a kick is then
  * an eventfd, not a heavyweight exit.  The device does a kick's work in a
  * guarded bottom half either way (virtio-rdma.c).
@@ -156,12 +165,33 @@ static void virtio_rdma_pci_machine_done(Notifier *notifier, void *data)
     }
 }
 
+/* Before realize: the doorbell BAR is one virtio-pci leaves free. */
+static bool virtio_rdma_pci_db_bar_free(VirtIOPCIProxy *vpci_dev, Error **errp)
+{
+    const unsigned bar = VIRTIO_RDMA_PCI_DB_BAR;
+
+    /* Fixed by virtio-pci; not properties. */
+    assert(vpci_dev->msix_bar_idx != bar &&
+           vpci_dev->modern_mem_bar_idx != bar &&
+           vpci_dev->modern_mem_bar_idx + 1 != bar);
+    if ((vpci_dev->flags & VIRTIO_PCI_FLAG_MODERN_PIO_NOTIFY) &&
+        vpci_dev->modern_io_bar_idx == bar) {
+        error_setg(errp, "virtio-rdma-pci: modern-pio-notify=on takes BAR %u, "
+                   "where rings=on puts the doorbell region", bar);
+        error_append_hint(errp, "Set modern-pio-notify=off, or rings=off "
+                          "(no queues in guest memory)\n");
+        return false;
+    }
+    return true;
+}
+
 static void virtio_rdma_pci_realize(VirtIOPCIProxy *vpci_dev, Error **errp)
 {
     VirtIORdmaPCI *dev = VIRTIO_RDMA_PCI(vpci_dev);
     PCIDevice *pci = &vpci_dev->pci_dev;
     int slot = PCI_SLOT(pci->devfn);
     PCIDevice *f0 = pci_get_function_0(pci);
+    MemoryRegion *db;
 
     if (PCI_FUNC(pci->devfn) != 1) {
         error_setg(errp, "virtio-rdma-pci must be function 1 of its slot "
@@ -189,7 +219,22 @@ static void virtio_rdma_pci_realize(VirtIOPCIProxy *vpci_dev, Error **errp)
         vpci_dev->nvectors = dev->vdev.conf.max_cq + 3;
     }
     virtio_pci_force_virtio_1(vpci_dev);
-    if (!qdev_realize(DEVICE(&dev->vdev), BUS(&vpci_dev->bus), errp) || f0) {
+    if (virtio_rdma_rings_offered(&dev->vdev) &&
+        !virtio_rdma_pci_db_bar_free(vpci_dev, errp)) {
+        return;
+    }
+    if (!qdev_realize(DEVICE(&dev->vdev), BUS(&vpci_dev->bus), errp)) {
+        return;
+    }
+    db = virtio_rdma_doorbells(&dev->vdev);
+    if (db) {
+        pci_register_bar(pci, VIRTIO_RDMA_PCI_DB_BAR,
+                         PCI_BASE_ADDRESS_SPACE_MEMORY, db);
+        virtio_pci_add_shm_cap(vpci_dev, VIRTIO_RDMA_PCI_DB_BAR, 0,
+                               memory_region_size(db),
+                               VIRTIO_RDMA_SHM_DOORBELLS);
+    }
+    if (f0) {
         return;
     }
     dev->waiting = true;

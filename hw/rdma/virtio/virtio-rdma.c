@@ -146,18 +146,81 @@ void virtio_rdma_cq_interrupt(VirtIORdma *r, uint32_t cqn)
 }
 
 /*
- * The pending CQ events, each into the next buffer the driver posted on
- * the event queue, then one notification.  At most one event per CQ waits
- * (the bitmap; arming is one-shot); with no buffer left the rest stay
- * pending until the driver adds buffers and kicks.  A buffer shorter than
- * a record means the ring is broken, as for CQ buffers.
+ * One record into the next buffer the driver posted on the event queue.
+ * @returns 1 when written, 0 when there is no buffer (the event stays
+ * pending), -1 when the ring is broken: a buffer that is not RAM or
+ * shorter than a record, as for CQ buffers.
+ */
+static int virtio_rdma_event_put(VirtIORdma *r, uint32_t type,
+                                 uint32_t handle)
+{
+    VirtIODevice *vdev = VIRTIO_DEVICE(r);
+    VirtQueue *vq = r->event_vq;
+    struct virtio_rdma_event ev = {
+        .type = cpu_to_le32(type),
+        .handle = cpu_to_le32(handle),
+    };
+    VirtQueueElement *elem = virtqueue_pop(vq, sizeof(*elem));
+
+    if (!elem) {
+        trace_virtio_rdma_event_no_buffer(type, handle);
+        return 0;
+    }
+    if (!virtio_rdma_elem_in_ram(elem)) {
+        virtio_rdma_not_ram(r, vq, elem);
+        g_free(elem);
+        return -1;
+    }
+    if (iov_size(elem->in_sg, elem->in_num) < sizeof(ev)) {
+        trace_virtio_rdma_err_event_buffer(
+            iov_size(elem->in_sg, elem->in_num));
+        virtio_error(vdev, "virtio-rdma: event queue buffer too small "
+                     "for an event");
+        virtqueue_detach_element(vq, elem, 0);
+        g_free(elem);
+        return -1;
+    }
+    iov_from_buf(elem->in_sg, elem->in_num, 0, &ev, sizeof(ev));
+    virtqueue_push(vq, elem, sizeof(ev));
+    g_free(elem);
+    trace_virtio_rdma_event_written(type, handle);
+    return 1;
+}
+
+/*
+ * The pending events of one type, a bit per object in @pending (@nbits),
+ * each cleared once written.  @returns false when the rest must wait: no
+ * buffer left, or the ring broke.
+ */
+static bool virtio_rdma_event_flush_type(VirtIORdma *r, uint32_t type,
+                                         unsigned long *pending,
+                                         unsigned long nbits, unsigned *n)
+{
+    unsigned long i;
+    int ret;
+
+    for (i = find_first_bit(pending, nbits); i < nbits;
+         i = find_next_bit(pending, nbits, i + 1)) {
+        ret = virtio_rdma_event_put(r, type, i);
+        if (ret <= 0) {
+            return false;
+        }
+        clear_bit(i, pending);
+        (*n)++;
+    }
+    return true;
+}
+
+/*
+ * The pending events, each into the next buffer the driver posted on the
+ * event queue, then one notification: armed CQs' events, then the async
+ * events of VIRTIO_RDMA_F_RINGS.  At most one event per object and type
+ * waits (the bitmaps; arming is one-shot); with no buffer left the rest
+ * stay pending until the driver adds buffers and kicks.
  */
 static void virtio_rdma_event_flush(VirtIORdma *r)
 {
     VirtIODevice *vdev = VIRTIO_DEVICE(r);
-    VirtQueue *vq = r->event_vq;
-    VirtQueueElement *elem;
-    unsigned long cqn;
     unsigned n = 0;
 
     assert(bql_locked());
@@ -165,42 +228,16 @@ static void virtio_rdma_event_flush(VirtIORdma *r)
         !virtio_vdev_has_feature(vdev, VIRTIO_RDMA_F_EVENT_QUEUE)) {
         return;
     }
-    for (cqn = find_first_bit(r->ev_pending, r->conf.max_cq);
-         cqn < r->conf.max_cq;
-         cqn = find_next_bit(r->ev_pending, r->conf.max_cq, cqn + 1)) {
-        struct virtio_rdma_event ev = {
-            .type = cpu_to_le32(VIRTIO_RDMA_EVENT_CQ),
-            .handle = cpu_to_le32(cqn),
-        };
-
-        elem = virtqueue_pop(vq, sizeof(*elem));
-        if (!elem) {
-            trace_virtio_rdma_event_no_buffer(cqn);
-            break;
-        }
-        if (!virtio_rdma_elem_in_ram(elem)) {
-            virtio_rdma_not_ram(r, vq, elem);
-            g_free(elem);
-            break;
-        }
-        if (iov_size(elem->in_sg, elem->in_num) < sizeof(ev)) {
-            trace_virtio_rdma_err_event_buffer(
-                iov_size(elem->in_sg, elem->in_num));
-            virtio_error(vdev, "virtio-rdma: event queue buffer too small "
-                         "for an event");
-            virtqueue_detach_element(vq, elem, 0);
-            g_free(elem);
-            break;
-        }
-        iov_from_buf(elem->in_sg, elem->in_num, 0, &ev, sizeof(ev));
-        virtqueue_push(vq, elem, sizeof(ev));
-        g_free(elem);
-        clear_bit(cqn, r->ev_pending);
-        trace_virtio_rdma_event_cq(cqn);
-        n++;
+    virtio_rdma_engine_take_async(r, r->ev_qp_fatal, r->ev_cq_err);
+    if (virtio_rdma_event_flush_type(r, VIRTIO_RDMA_EVENT_CQ, r->ev_pending,
+                                     r->conf.max_cq, &n) &&
+        virtio_rdma_event_flush_type(r, VIRTIO_RDMA_EVENT_QP_FATAL,
+                                     r->ev_qp_fatal, r->conf.max_qp, &n)) {
+        virtio_rdma_event_flush_type(r, VIRTIO_RDMA_EVENT_CQ_ERR,
+                                     r->ev_cq_err, r->conf.max_cq, &n);
     }
     if (n) {
-        virtio_notify(vdev, vq);
+        virtio_notify(vdev, r->event_vq);
     }
 }
 
@@ -348,8 +385,9 @@ static VrdmaCtrlResult virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
     if (status == VIRTIO_RDMA_OK &&
         virtio_rdma_destroy_handle(req, req_len, VIRTIO_RDMA_CMD_DESTROY_CQ,
                                    &cqn) && cqn < r->conf.max_cq) {
-        /* Its pending event goes with it: a new CQ may take the number. */
+        /* Its pending events go with it: a new CQ may take the number. */
         clear_bit(cqn, r->ev_pending);
+        clear_bit(cqn, r->ev_cq_err);
         virtio_rdma_engine_cq_destroyed(r, cqn);
     }
     if (destroy_qp && status == VIRTIO_RDMA_OK) {
@@ -358,7 +396,10 @@ static VrdmaCtrlResult virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
          * index again: nothing of the old QP may run or complete later.
          */
         virtio_rdma_wq_discard(r, qpn);
-        virtio_rdma_engine_qp_destroyed(r, qp_token);
+        if (qpn < r->conf.max_qp) {
+            clear_bit(qpn, r->ev_qp_fatal); /* as for a CQ's events */
+        }
+        virtio_rdma_engine_qp_destroyed(r, qpn, qp_token);
     }
 
     virtio_rdma_ctrl_answer(vq, elem, status, rsp, rsp_len);
@@ -527,9 +568,114 @@ static void virtio_rdma_handle_wq(VirtIODevice *vdev, VirtQueue *vq)
     qemu_bh_schedule(r->dp_bh);
 }
 
+/* ---- doorbells (VIRTIO_RDMA_F_RINGS) ---------------------------------------- */
+
+/* The driver accepted RINGS and FEATURES_OK held (validate_features). */
+static bool virtio_rdma_rings_on(VirtIODevice *vdev)
+{
+    return virtio_vdev_has_feature(vdev, VIRTIO_RDMA_F_RINGS) &&
+           (vdev->status & VIRTIO_CONFIG_S_FEATURES_OK);
+}
+
 /*
- * dp_bh: the kicked queues, each with its budget, then the engine's turn
- * and what it staged (virtio-rdma-engine.c).
+ * A vCPU's write (BQL) to the doorbell region: page c is context c's.  The
+ * core checks the value and records it; the rings are read in dp_bh, never
+ * in the vCPU's write.  Anything but an 8-byte write at offset 0 of a page
+ * is ignored.
+ */
+static void virtio_rdma_db_write(void *opaque, hwaddr addr, uint64_t value,
+                                 unsigned size)
+{
+    VirtIORdma *r = opaque;
+    VirtIODevice *vdev = VIRTIO_DEVICE(r);
+    uint32_t ctx = addr / VIRTIO_RDMA_DB_PAGE;
+    uint32_t offset = addr % VIRTIO_RDMA_DB_PAGE;
+    const char *why = NULL;
+    bool more = false;
+
+    assert(bql_locked());
+    if (size != 8 || offset) {
+        why = "not an 8-byte write at offset 0 of a page";
+    } else if (!virtio_rdma_rings_on(vdev)) {
+        why = "VIRTIO_RDMA_F_RINGS not negotiated";
+    } else if (ctx > r->conf.max_ctx) {
+        why = "page beyond max-contexts";
+    } else if (vdev->broken || !r->core) {
+        why = "device broken or unpaired";
+    }
+    if (why) {
+        trace_virtio_rdma_doorbell_ignored(why, ctx, offset, size);
+        return;
+    }
+    WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+        more = vrdma_core_doorbell(r->core, ctx, value);
+    }
+    if (more) {
+        qemu_bh_schedule(r->dp_bh);
+    }
+}
+
+static uint64_t virtio_rdma_db_read(void *opaque, hwaddr addr, unsigned size)
+{
+    trace_virtio_rdma_doorbell_read(addr / VIRTIO_RDMA_DB_PAGE,
+                                    addr % VIRTIO_RDMA_DB_PAGE, size);
+    return 0;
+}
+
+/* Every access reaches the handlers whole, so each ignored one is traced. */
+static const MemoryRegionOps virtio_rdma_db_ops = {
+    .read = virtio_rdma_db_read,
+    .write = virtio_rdma_db_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+        .unaligned = true,
+    },
+    .impl = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+        .unaligned = true,
+    },
+};
+
+bool virtio_rdma_rings_offered(const VirtIORdma *r)
+{
+    const uint64_t need = 1ull << VIRTIO_RDMA_F_RINGS |
+                          1ull << VIRTIO_RDMA_F_WIRE_QPN |
+                          1ull << VIRTIO_RDMA_F_EVENT_QUEUE;
+
+    return (r->host_features & need) == need;
+}
+
+MemoryRegion *virtio_rdma_doorbells(VirtIORdma *r)
+{
+    /* Size 0 until virtio_rdma_db_init() made it. */
+    return memory_region_size(&r->db_mr) ? &r->db_mr : NULL;
+}
+
+/* Realize: (1 + max-contexts) pages, a power of two for the BAR. */
+static void virtio_rdma_db_init(VirtIORdma *r)
+{
+    uint64_t size = pow2ceil((1 + (uint64_t)r->conf.max_ctx) *
+                             VIRTIO_RDMA_DB_PAGE);
+
+    if (!virtio_rdma_rings_offered(r)) {
+        if (r->host_features & (1ull << VIRTIO_RDMA_F_RINGS)) {
+            trace_virtio_rdma_rings_not_offered(
+                r->host_features & (1ull << VIRTIO_RDMA_F_WIRE_QPN),
+                r->host_features & (1ull << VIRTIO_RDMA_F_EVENT_QUEUE));
+        }
+        return;
+    }
+    memory_region_init_io(&r->db_mr, OBJECT(r), &virtio_rdma_db_ops, r,
+                          "virtio-rdma-doorbells", size);
+}
+
+/*
+ * dp_bh: the kicked queues, each with its budget, then the work the
+ * doorbells announced (RINGS, VRDMA_RING_TURN_BUDGET a turn), then the
+ * engine's turn and what it staged (virtio-rdma-engine.c).
  */
 static void virtio_rdma_dp_bh(void *opaque)
 {
@@ -551,6 +697,16 @@ static void virtio_rdma_dp_bh(void *opaque)
         }
         if (vdev->broken) {
             return;
+        }
+    }
+    if (virtio_rdma_rings_on(vdev)) {
+        bool more = false;
+
+        WITH_QEMU_LOCK_GUARD(&r->core_lock) {
+            more = vrdma_core_rings_turn(r->core);
+        }
+        if (more) {
+            qemu_bh_schedule(r->dp_bh);
         }
     }
     virtio_rdma_engine_flush(r);
@@ -576,10 +732,26 @@ static uint64_t virtio_rdma_get_features(VirtIODevice *vdev, uint64_t features,
                                          Error **errp)
 {
     VirtIORdma *r = VIRTIO_RDMA(vdev);
+    uint64_t host = r->host_features;
 
     /* The userspace provider only understands VRING_USED_F_NO_NOTIFY. */
     virtio_clear_feature(&features, VIRTIO_RING_F_EVENT_IDX);
-    return features | r->host_features;
+    if (!virtio_rdma_rings_offered(r)) {
+        virtio_clear_feature(&host, VIRTIO_RDMA_F_RINGS);
+    }
+    return features | host;
+}
+
+/* RINGS needs WIRE_QPN and EVENT_QUEUE: else FEATURES_OK fails. */
+static int virtio_rdma_validate_features(VirtIODevice *vdev)
+{
+    if (virtio_vdev_has_feature(vdev, VIRTIO_RDMA_F_RINGS) &&
+        (!virtio_vdev_has_feature(vdev, VIRTIO_RDMA_F_WIRE_QPN) ||
+         !virtio_vdev_has_feature(vdev, VIRTIO_RDMA_F_EVENT_QUEUE))) {
+        trace_virtio_rdma_features_refused(vdev->guest_features);
+        return -EINVAL;
+    }
+    return 0;
 }
 
 /* From feature negotiation, and with 0 after every reset. */
@@ -611,6 +783,8 @@ static void virtio_rdma_reset(VirtIODevice *vdev)
     virtio_rdma_ctrl_drop_held(r);
     bitmap_zero(r->dp_pending, r->num_data_vqs);
     bitmap_zero(r->ev_pending, r->conf.max_cq);
+    bitmap_zero(r->ev_qp_fatal, r->conf.max_qp);
+    bitmap_zero(r->ev_cq_err, r->conf.max_cq);
     if (!r->core) {
         return;
     }
@@ -666,6 +840,8 @@ static bool virtio_rdma_check_conf(const VirtIORdmaConf *c, Error **errp)
                                  VIRTIO_RDMA_PAGE_SIZE, errp) ||
         !virtio_rdma_check_limit("queue-size", c->queue_size, 2,
                                  VRDMA_MAX_QUEUE_SIZE, errp) ||
+        !virtio_rdma_check_limit("max-contexts", c->max_ctx, 0,
+                                 VRDMA_MAX_CTX, errp) ||
         (c->max_mapped_pages &&
          !virtio_rdma_check_limit("max-mapped-pages", c->max_mapped_pages, 1,
                                   UINT32_MAX, errp))) {
@@ -805,6 +981,7 @@ bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp)
                     VIRTIO_RDMA_DEFAULT_MTU,
         .max_mapped_pages = c->max_mapped_pages,
         .allow = r->allow,
+        .max_ctx = c->max_ctx,
     };
     memcpy(lim.mac, r->mac, sizeof(lim.mac));
     /*
@@ -914,6 +1091,9 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
     r->event_vq = virtio_add_queue(vdev, c->queue_size,
                                    virtio_rdma_handle_event);
     r->ev_pending = bitmap_new(c->max_cq);
+    r->ev_qp_fatal = bitmap_new(c->max_qp);
+    r->ev_cq_err = bitmap_new(c->max_cq);
+    virtio_rdma_db_init(r);
     trace_virtio_rdma_realize(c->max_qp, c->max_cq, 2 + r->num_data_vqs,
                               r->core != NULL);
     return;
@@ -951,6 +1131,8 @@ static void virtio_rdma_device_unrealize(DeviceState *dev)
     qemu_mutex_destroy(&r->core_lock);
     g_free(r->dp_pending);
     g_free(r->ev_pending);
+    g_free(r->ev_qp_fatal);
+    g_free(r->ev_cq_err);
     virtio_delete_queue(r->event_vq);
     for (i = 0; i < r->num_data_vqs; i++) {
         virtio_delete_queue(r->data_vqs[i]);
@@ -998,6 +1180,10 @@ static const Property virtio_rdma_properties[] = {
                       VIRTIO_RDMA_F_WIRE_QPN, true),
     DEFINE_PROP_BIT64("event-queue", VirtIORdma, host_features,
                       VIRTIO_RDMA_F_EVENT_QUEUE, true),
+    /* Offered only with wire-qpn and event-queue; a doorbell BAR with it. */
+    DEFINE_PROP_BIT64("rings", VirtIORdma, host_features,
+                      VIRTIO_RDMA_F_RINGS, true),
+    DEFINE_PROP_UINT32("max-contexts", VirtIORdma, conf.max_ctx, 255),
     DEFINE_PROP_LINK("iothread", VirtIORdma, conf.iothread, TYPE_IOTHREAD,
                      IOThread *),
     /* soft-roce (default) or ibverbs: virtio-rdma-backend.c */
@@ -1020,6 +1206,7 @@ static void virtio_rdma_class_init(ObjectClass *klass, void *data)
     vdc->get_config = virtio_rdma_get_config;
     vdc->get_features = virtio_rdma_get_features;
     vdc->set_features = virtio_rdma_set_features;
+    vdc->validate_features = virtio_rdma_validate_features;
     vdc->reset = virtio_rdma_reset;
 }
 

@@ -35,6 +35,7 @@ typedef struct VirtIORdmaConf {
     uint64_t max_mr_size;
     uint32_t queue_size;
     uint64_t max_mapped_pages; /* guest pages all MRs may map together */
+    uint32_t max_ctx;       /* VIRTIO_RDMA_F_RINGS: user contexts */
     uint64_t node_guid;     /* 0: derived from the paired NIC's MAC */
     char *netdev;           /* NULL: the paired NIC's netdev id (never a
                                host interface of backend=ibverbs's) */
@@ -80,6 +81,15 @@ struct VirtIORdma {
     VirtQueue *event_vq;    /* 1 + max_cq + 2 * max_qp */
     unsigned long *ev_pending; /* CQs whose event waits for an event buffer
                                   (VIRTIO_RDMA_F_EVENT_QUEUE; BQL) */
+    /* Async events that wait for an event buffer, one bit per object (BQL) */
+    unsigned long *ev_qp_fatal; /* max_qp bits */
+    unsigned long *ev_cq_err;   /* max_cq bits */
+    /*
+     * VIRTIO_RDMA_F_RINGS: the doorbell region, one page per context, the
+     * PCI proxy's virtio shared memory region VIRTIO_RDMA_SHM_DOORBELLS.
+     * Initialized at realize when the feature is offered.
+     */
+    MemoryRegion db_mr;
     uint64_t kick_pages_max;   /* most guest pages one ctrl_bh turn maps */
 
     Object *wire;           /* net filter on the paired NIC's netdev; NULL
@@ -113,6 +123,14 @@ struct VirtIORdma {
 void virtio_rdma_set_nic(VirtIORdma *r, VirtIONet *nic);
 void virtio_rdma_defer_pairing(VirtIORdma *r);
 bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp);
+
+/*
+ * VIRTIO_RDMA_F_RINGS is offered: the properties rings, wire-qpn and
+ * event-queue are all on (RINGS needs the other two).  Valid before realize.
+ */
+bool virtio_rdma_rings_offered(const VirtIORdma *r);
+/* The doorbell region once realized, NULL when RINGS is not offered. */
+MemoryRegion *virtio_rdma_doorbells(VirtIORdma *r);
 
 /*
  * virtio-rdma-mem.c: guest memory for the core, RAM only (never MMIO, so
@@ -193,10 +211,20 @@ bool virtio_rdma_engine_rx(VirtIORdma *r, const struct iovec *iov, int iovcnt,
 void virtio_rdma_engine_flush(VirtIORdma *r);
 /* REQ_NOTIFY_CQ on @cqn succeeded: its staged completions are written now. */
 void virtio_rdma_engine_cq_flush(VirtIORdma *r, uint32_t cqn);
-/* DESTROY_CQ @cqn succeeded: its staged interrupt is dropped. */
+/* DESTROY_CQ @cqn succeeded: its staged interrupt and async event go. */
 void virtio_rdma_engine_cq_destroyed(VirtIORdma *r, uint32_t cqn);
-/* DESTROY_QP of the instance @qp_token (vrdma_core_qp_token) succeeded. */
-void virtio_rdma_engine_qp_destroyed(VirtIORdma *r, uint32_t qp_token);
+/*
+ * DESTROY_QP of the instance @qp_token (vrdma_core_qp_token), queue index
+ * @qpn, succeeded: its staged completions and async event are dropped.
+ */
+void virtio_rdma_engine_qp_destroyed(VirtIORdma *r, uint32_t qpn,
+                                     uint32_t qp_token);
+/*
+ * dp_bh: the async events staged since the last call are added to
+ * @qp_fatal (max_qp bits) and @cq_err (max_cq bits), BQL.
+ */
+void virtio_rdma_engine_take_async(VirtIORdma *r, unsigned long *qp_fatal,
+                                   unsigned long *cq_err);
 void virtio_rdma_engine_stats(VirtIORdma *r, VirtIORdmaStageStats *st);
 /* virtio-rdma.c: write one completion into CQ @cqn's ring (BQL). */
 int virtio_rdma_cq_write(VirtIORdma *r, uint32_t cqn,

@@ -20,9 +20,12 @@ links=(
     tests/qtest/libqos/virtio-rdma.h
     tests/qtest/libqos/virtio-rdma-dp.c
     tests/qtest/libqos/virtio-rdma-dp.h
+    tests/qtest/libqos/virtio-rdma-ring.c
+    tests/qtest/libqos/virtio-rdma-ring.h
     tests/qtest/virtio-rdma-test.c
     tests/qtest/virtio-rdma-demo.c
     tests/qtest/virtio-rdma-dp-test.c
+    tests/qtest/virtio-rdma-ring-test.c
     tests/qtest/virtio-rdma-mem-test.c
     tests/qtest/virtio-rdma-safety-test.c
     tests/qtest/virtio-rdma-bench.c

@@ -64,7 +64,7 @@ run_unit() {
 # qtest_build NAME: the QEMU and the qtest binaries of tier NAME.
 qtest_build() {
     local name=$1
-    BUILD_TARGETS="tests/qtest/qos-test tests/qtest/virtio-rdma-demo tests/qtest/virtio-rdma-dp-test tests/qtest/virtio-rdma-mem-test tests/qtest/virtio-rdma-safety-test" \
+    BUILD_TARGETS="tests/qtest/qos-test tests/qtest/virtio-rdma-demo tests/qtest/virtio-rdma-dp-test tests/qtest/virtio-rdma-ring-test tests/qtest/virtio-rdma-mem-test tests/qtest/virtio-rdma-safety-test" \
         bash "$top/scripts/build.sh" $([ "$name" = qtest-san ] && echo --san) >"$log/$name-build.log" 2>&1 ||
         { tail -n 40 "$log/$name-build.log"; failed=$((failed + 1)); failures+=("$name build"); return 1; }
 }
@@ -98,6 +98,9 @@ qtest_runs() {
     qrun "$f" 900 "$t/virtio-rdma-dp-test" --tap -k || rc=1
     # The same data-path tests with the engine in an iothread, off the BQL.
     qrun "$f" 900 QVRDMA_IOTHREAD=1 "$t/virtio-rdma-dp-test" --tap -k || rc=1
+    # Queues in guest memory and doorbells (VIRTIO_RDMA_F_RINGS), both placements.
+    qrun "$f" 300 "$t/virtio-rdma-ring-test" --tap -k || rc=1
+    qrun "$f" 300 QVRDMA_IOTHREAD=1 "$t/virtio-rdma-ring-test" --tap -k || rc=1
     # Issue 10's regressions (no hang, bounded memory), in both placements.
     qrun "$f" 1800 "$t/virtio-rdma-safety-test" --tap -k || rc=1
     qrun "$f" 1800 QVRDMA_IOTHREAD=1 "$t/virtio-rdma-safety-test" --tap -k || rc=1

@@ -742,6 +742,56 @@ struct virtio_rdma_event {
     uint32_t reserved[2];
 };
 
+/* ---- Kernel module <-> rdma-core provider (uverbs driver data) ---------- */
+
+/*
+ * Not the device's ABI: what the guest's kernel module and its rdma-core
+ * provider pass each other in uverbs commands' driver data once the module
+ * runs the rings data path (VIRTIO_RDMA_F_RINGS).  The device never sees
+ * these; they live here so that module and provider share one definition.
+ *
+ * The provider allocates each ring in its own memory (page aligned, the
+ * ring's bytes: entries * stride + the trailer) and names it by its user
+ * address; the module pins it (ib_umem) and gives the device the page
+ * table, so no guest-physical address ever reaches user space.  The
+ * process's doorbell page is the one mmap() it may make of the device:
+ * at db_mmap_offset on the uverbs file, 4096 bytes, write-only use.
+ */
+#define VIRTIO_RDMA_UVERBS_ABI_VIRTQUEUES 1   /* every verb a command */
+#define VIRTIO_RDMA_UVERBS_ABI_RINGS 2        /* rings in user memory */
+
+struct virtio_rdma_uresp_alloc_ucontext {
+    uint32_t ctx;                /* the device context: its doorbell page */
+    uint32_t reserved;
+    uint64_t db_mmap_offset;
+};
+
+struct virtio_rdma_ucmd_create_cq {
+    uint64_t ring_va;            /* 2^log_entries CQEs, then the trailer */
+    uint8_t log_entries;
+    uint8_t reserved[7];
+};
+
+struct virtio_rdma_uresp_create_cq {
+    uint32_t cqn;                /* what CQ_ARM doorbells name */
+    uint32_t reserved;
+};
+
+struct virtio_rdma_ucmd_create_qp {
+    uint64_t sq_va;              /* 0 for a QP without that queue */
+    uint64_t rq_va;
+    uint8_t sq_log_entries;
+    uint8_t sq_log_stride;
+    uint8_t rq_log_entries;
+    uint8_t rq_log_stride;
+    uint32_t reserved;
+};
+
+struct virtio_rdma_uresp_create_qp {
+    uint32_t qpn;                /* the queue index SQ/RQ doorbells name */
+    uint32_t reserved;
+};
+
 /* ---- Layout pins ---------------------------------------------------------- */
 
 #define VRDMA_PIN(type, field, off) \
@@ -844,6 +894,12 @@ VRDMA_PIN(virtio_rdma_cmd_create_qp_ring, sq, 40);
 VRDMA_PIN(virtio_rdma_cmd_create_qp_ring, rq, 56);
 VRDMA_PIN(virtio_rdma_cmd_create_qp_ring, srqn, 72);
 VRDMA_SIZE(virtio_rdma_cqe, 64);
+VRDMA_SIZE(virtio_rdma_uresp_alloc_ucontext, 16);
+VRDMA_SIZE(virtio_rdma_ucmd_create_cq, 16);
+VRDMA_SIZE(virtio_rdma_uresp_create_cq, 8);
+VRDMA_SIZE(virtio_rdma_ucmd_create_qp, 24);
+VRDMA_PIN(virtio_rdma_ucmd_create_qp, sq_log_entries, 16);
+VRDMA_SIZE(virtio_rdma_uresp_create_qp, 8);
 VRDMA_PIN(virtio_rdma_cqe, owner, 63);
 VRDMA_SIZE(virtio_rdma_event, 16);
 VRDMA_SIZE(virtio_rdma_cq_req, 48);

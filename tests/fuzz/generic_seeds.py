@@ -18,9 +18,11 @@ The layout is generic_fuzz.c's: commands separated by "FUZZ", the first byte
 an opcode; MMIO addresses are [region index, offset], the index counting the
 matched MMIO regions in address order.  With QEMU_FUZZ_OBJECTS="virtio-rdma*
 virtio-net*" the PCI devices are enumerated (and their BARs mapped) in that
-order, six MMIO regions each: MSI-X table, PBA, then the modern BAR's common,
-ISR, device and notify windows.  So regions 0-5 and 6-11 are the two
-virtio-rdma-pci, 12-17 and 18-23 the two virtio-net-pci.
+order: for each virtio-rdma-pci seven MMIO regions, MSI-X table, PBA, the
+doorbell region (BAR 2, with rings=on, the default), then the modern BAR's
+common, ISR, device and notify windows; for each virtio-net-pci six, the
+same without doorbells.  So regions 0-6 and 7-13 are the two
+virtio-rdma-pci, 14-19 and 20-25 the two virtio-net-pci (region()).
 """
 import os
 import struct
@@ -29,7 +31,16 @@ import sys
 SEP = b"FUZZ"
 OP_WRITE, OP_ADD_DMA_PATTERN, OP_CLEAR_DMA_PATTERNS, OP_CLOCK_STEP = 3, 7, 8, 9
 BYTE, WORD, LONG, QUAD = 0, 1, 2, 3
-COMMON, NOTIFY = 2, 5          # region index within a device's six
+DOORBELLS, COMMON, NOTIFY = 2, 3, 6  # region index within an RDMA device's
+RDMA_REGIONS, NIC_REGIONS = 7, 6     # (a NIC has no doorbells: one less)
+
+
+def region(dev, which):
+    """The generic-fuzz index of region @which of device @dev: 0 and 1 are
+    the virtio-rdma-pci, 2 and 3 the virtio-net-pci."""
+    if dev < 2:
+        return dev * RDMA_REGIONS + which
+    return 2 * RDMA_REGIONS + (dev - 2) * NIC_REGIONS + which - (which > DOORBELLS)
 
 # virtio_pci_common_cfg offsets
 DRV_FEAT_SEL, DRV_FEAT, STATUS = 0x08, 0x0C, 0x14
@@ -53,7 +64,7 @@ def desc(addr, length, flags, nxt):
 def bring_up(dev, queues, ring_base, dev_features=0):
     """Reset, negotiate VERSION_1 (and dev_features, bits 0..31), give each
     queue rings at ring_base, DRIVER_OK."""
-    c = dev * 6 + COMMON
+    c = region(dev, COMMON)
     ops = [write(c, STATUS, BYTE, 0), write(c, STATUS, BYTE, ACK | DRIVER),
            write(c, DRV_FEAT_SEL, LONG, 1), write(c, DRV_FEAT, LONG, 1)]
     if dev_features:
@@ -71,13 +82,14 @@ def bring_up(dev, queues, ring_base, dev_features=0):
 
 def kick(dev, q):
     # QEMU's notify_off_multiplier is 4 and queue n's notify_off is n.
-    return write(dev * 6 + NOTIFY, q * 4, WORD, q)
+    return write(region(dev, NOTIFY), q * 4, WORD, q)
 
 
 # Request sizes the device accepts, by command (virtio-rdma-abi.h); 0 (no
 # request) is sent as 4 bytes, which the device refuses with EINVAL.
 REQ_SIZE = {1: 4, 2: 4, 3: 4, 4: 4, 5: 4, 6: 8, 7: 12, 8: 32, 9: 48, 10: 4,
-            11: 36, 12: 168, 13: 8, 14: 4, 15: 8, 16: 28, 17: 8}
+            11: 36, 12: 168, 13: 8, 14: 4, 15: 8, 16: 28, 17: 8, 18: 8,
+            19: 4, 20: 4, 21: 24, 22: 80}
 
 
 def chain_patterns(cmd):
@@ -182,6 +194,21 @@ def sends(dev):
     return ops
 
 
+def rings(dev):
+    """VIRTIO_RDMA_F_RINGS (with WIRE_QPN and EVENT_QUEUE) negotiated, the
+    control and event queues up (event queue 1 + max-cq + 2 max-qp = 21), a
+    PD and a user context (1), then doorbells of every type from the
+    kernel's page and the context's: what the core checks and ignores (no
+    queue yet) and what the fuzzer turns into rings."""
+    ops = bring_up(dev, [0, 21], 0x100000, 7)
+    ops += command(dev, 1, 4, b"") + command(dev, 2, 19, b"")
+    for page in (0, 1, 2):
+        for t in (0, 1, 3, 9):
+            ops.append(write(region(dev, DOORBELLS), page * 4096, QUAD,
+                             1 << 32 | t << 24 | 2))
+    return ops
+
+
 def roce_frame(src_mac):
     """Broadcast IPv4/UDP to port 4791 (RoCEv2) with a UD SEND_ONLY BTH to
     QP 1: what the other pair's filter classifies (its GID table decides)."""
@@ -200,7 +227,7 @@ def main():
     seeds = {}
     for dev in (0, 1):
         # Control queue (0): each command number once.
-        for cmd in range(1, 18):
+        for cmd in range(1, 23):
             seeds[f"rdma{dev}-ctrl-{cmd:02d}"] = (
                 bring_up(dev, [0], 0x100000) + chain_patterns(cmd) + [kick(dev, 0)])
         # Every queue of max-cq=4, max-qp=8 (1 + 4 + 16, then the event
@@ -209,6 +236,7 @@ def main():
         ops = bring_up(dev, range(22), 0x200000, 3) + chain_patterns(1)
         seeds[f"rdma{dev}-all-queues"] = ops + [kick(dev, q) for q in range(22)]
     for dev in (0, 1):
+        seeds[f"rdma{dev}-rings"] = rings(dev)
         seeds[f"rdma{dev}-setup"] = setup(dev)
         # The control queue, both CQs, and the SQ and RQ of QPs 2..7.
         # Both NICs up first: frames leave only through a running NIC.

@@ -588,7 +588,7 @@ static void test_create_cq_ring(void)
     /* A cap of 3 mapped pages: a 2-page ring fits, a second does not. */
     fix_boot_opts(&f, RDMA_OPTS ",max-mapped-pages=3");
     r = &f.d->r;
-    max_cqe = le32_to_cpu(f.d->cfg.max_cqe);
+    max_cqe = le32_to_cpu(f.d->cfg.max_ring_cqe);
     qvrdma_gring_alloc(r, &g, 2, VIRTIO_RDMA_CQE_LOG_STRIDE);
     ok = qvrdma_gring_desc(&g);
     g_assert_cmpuint(ok.npages, ==, 1);

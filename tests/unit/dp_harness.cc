@@ -53,6 +53,7 @@ VrdmaLimits dp_limits()
         .no_fast_reg = false,
         .allow = {},            /* no allowed-gids */
         .max_ctx = 8,
+        .max_ring_cqe = 0,      /* the ring bounds it */
     };
 }
 

@@ -395,6 +395,33 @@ TEST_F(Rings, CreateCqRingChecks)
     EXPECT_EQ(cq_ring_cmd(req([](auto &) {})), VIRTIO_RDMA_OK);
 }
 
+TEST_F(Rings, CqRingDepthIsTheRingsNotTheQueueSize)
+{
+    /* queue_size is 256 here; a CQ ring of 32767 is rxe's depth. */
+    virtio_rdma_config cfg{};
+    vrdma_core_get_config(a->core, &cfg);
+    EXPECT_EQ(cfg.max_ring_cqe, VIRTIO_RDMA_RING_MAX_CQE);
+    RingCq deep(*a, 0, 32767, 15);
+    EXPECT_NE(deep.cqn, UINT32_MAX);
+    /* Refused before its ring is looked at. */
+    const RingMem m = RingMem::make(*a, 2, 6);
+    EXPECT_EQ(cq_ring_cmd({.ctx = 0, .cqe = 65536, .ring = m.desc}),
+              VIRTIO_RDMA_ERANGE);
+    EXPECT_EQ(a->errors.back().field, "cqe");
+    /* A host's lower bound holds. */
+    VrdmaLimits lim = dp_limits();
+    lim.max_ring_cqe = 100;
+    Node c(nullptr, 2, lim);
+    c.set_features(kRingFeatures);
+    const RingMem m2 = RingMem::make(c, 7, 6);
+    virtio_rdma_rsp_create_cq rsp{};
+    EXPECT_EQ(c.ctrl(VIRTIO_RDMA_CMD_CREATE_CQ_RING,
+                     virtio_rdma_cmd_create_cq_ring{.ctx = 0, .cqe = 101,
+                                                    .ring = m2.desc},
+                     &rsp),
+              VIRTIO_RDMA_ERANGE);
+}
+
 TEST_F(Rings, CreateQpRingChecks)
 {
     const uint32_t ctx = alloc_context(*a);

@@ -126,6 +126,11 @@ typedef struct VrdmaLimits {
      * is the kernel's), 0..VRDMA_MAX_CTX.
      */
     uint32_t max_ctx;
+    /*
+     * VIRTIO_RDMA_F_RINGS: the deepest CQ ring (its cqe), 0 for
+     * VIRTIO_RDMA_RING_MAX_CQE; a host RDMA device lowers it to its own.
+     */
+    uint32_t max_ring_cqe;
 } VrdmaLimits;
 
 /* The most user contexts (VrdmaLimits.max_ctx). */

@@ -92,6 +92,7 @@ void fill_config(const VrdmaLimits &lim, virtio_rdma_config &cfg)
     cfg.max_pkeys = le<uint16_t>(VRDMA_PKEY_TABLE_LEN);
     cfg.local_ca_ack_delay = 15;
     cfg.max_ctx = le(lim.max_ctx);
+    cfg.max_ring_cqe = le(max_ring_cqe(lim));
 }
 
 } // namespace vrdma

@@ -30,6 +30,14 @@ struct DeviceCaps {
     bool fast_reg;                /* MEM_MGT_EXTENSIONS */
 };
 
+/* CREATE_CQ_RING's largest cqe under @lim. */
+inline uint32_t max_ring_cqe(const VrdmaLimits &lim)
+{
+    return lim.max_ring_cqe && lim.max_ring_cqe < VIRTIO_RDMA_RING_MAX_CQE
+               ? lim.max_ring_cqe
+               : VIRTIO_RDMA_RING_MAX_CQE;
+}
+
 /* @returns whether @lim is within what the core supports. */
 bool limits_valid(const VrdmaLimits &lim);
 

@@ -102,8 +102,9 @@ Status cmd_create_cq_ring(VrdmaCore &c,
     if (!c.contexts.live(req.ctx)) {
         return fail(VRDMA_ERR_BAD_HANDLE, "ctx", req.ctx);
     }
-    if (req.cqe < 1 || req.cqe > c.lim.queue_size) {
-        return fail(VRDMA_ERR_LIMIT, "cqe", req.cqe, c.lim.queue_size);
+    /* The ring is the CQ's storage: only its size bounds the depth. */
+    if (req.cqe < 1 || req.cqe > max_ring_cqe(c.lim)) {
+        return fail(VRDMA_ERR_LIMIT, "cqe", req.cqe, max_ring_cqe(c.lim));
     }
     if (req.ring.log_stride != VIRTIO_RDMA_CQE_LOG_STRIDE) {
         return fail(VRDMA_ERR_LIMIT, "ring.log_stride", req.ring.log_stride,

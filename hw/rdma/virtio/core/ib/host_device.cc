@@ -6,6 +6,8 @@
  */
 #include "host_device.h"
 
+#include "../config.h"
+
 #include <net/if.h>
 
 #include <algorithm>
@@ -126,6 +128,11 @@ void HostDevice::clamp(VrdmaLimits &lim) const
     lim.max_qp_init_rd_atom =
         static_cast<uint32_t>(std::max(dev_.max_qp_init_rd_atom, 1));
     lim.no_atomics = dev_.atomic_cap == IBV_ATOMIC_NONE;
+    /* A CQ ring stands for a host CQ of its depth. */
+    lim.max_ring_cqe = max_ring_cqe(lim);
+    if (dev_.max_cqe > 0) {
+        lower(lim.max_ring_cqe, dev_.max_cqe);
+    }
 }
 
 void HostDevice::describe(VrdmaIbHostInfo &info) const

@@ -7,6 +7,11 @@
  * ibv_cmd_* for every verb), so no vring, guest-physical address or
  * doorbell is ever mapped into a process.  Layouts come from the one ABI
  * header the device, its core and its tests share.
+ *
+ * With the module parameter rings=1 and VIRTIO_RDMA_F_RINGS negotiated,
+ * kernel CQs and QPs are rings in guest memory (vrdma_ring.c, "Queues in
+ * guest memory" in the spec) announced by doorbells of context 0; user
+ * CQs and QPs are then refused until the provider speaks rings too.
  */
 #ifndef VRDMA_H
 #define VRDMA_H
@@ -61,6 +66,9 @@ struct vrdma_dev {
 	u32 max_cq, max_qp;
 	bool wire_qpn;		/* VIRTIO_RDMA_F_WIRE_QPN negotiated */
 	bool event_queue;	/* VIRTIO_RDMA_F_EVENT_QUEUE negotiated */
+	bool rings;		/* VIRTIO_RDMA_F_RINGS negotiated */
+	/* RINGS: the kernel's doorbell page (context 0), vrdma_ring.c. */
+	void __iomem *db;
 
 	/* Control queue (vrdma_ctrl.c). */
 	struct virtqueue *ctrl_vq;
@@ -112,10 +120,31 @@ struct vrdma_ah {
 	struct virtio_rdma_av av;
 };
 
+/* A two-level MR page table ("MR page tables" in the spec), vrdma_mr.c. */
+struct vrdma_pt {
+	u64 *l1;
+	u64 **l2;
+	u32 max_pages;
+};
+
+/*
+ * A queue in guest memory (vrdma_ring.c): 1 << log_entries entries of
+ * 1 << log_stride bytes, then the trailer, in zeroed vmalloc pages the
+ * device maps for the queue's life.  NULL va: no ring.
+ */
+struct vrdma_ring {
+	void *va;
+	u32 npages;
+	u8 log_entries, log_stride;
+	struct virtio_rdma_ring_trailer *trailer;
+};
+
 struct vrdma_cq {
 	struct ib_cq ibcq;
 	u32 cqn;
-	struct vrdma_cqvq *cv;
+	struct vrdma_cqvq *cv;		/* virtqueue data path */
+	struct vrdma_ring ring;		/* RINGS */
+	u32 cons;			/* RINGS: consumer counter (lock) */
 	spinlock_t lock;
 	/* A CQE taken ahead by req_notify_cq(REPORT_MISSED_EVENTS). */
 	struct virtio_rdma_cq_req *peeked;
@@ -152,6 +181,11 @@ struct vrdma_wq {
 	struct vrdma_wr_ent *ents;	/* [nents], by tag & (nents - 1) */
 	u32 nents;		/* a power of two, >= 2 * max_wr */
 	u64 next_tag;		/* from 1, never reused */
+	/* RINGS (vrdma_qp.c, "Rings"): the queue in guest memory. */
+	struct vrdma_ring ring;
+	u32 max_wr;
+	u32 prod;		/* producer counter: the doorbell's index */
+	u64 done_tag;		/* requests up to this tag are complete */
 };
 
 /* The wr_id the device is given for the request posted next (wq->lock). */
@@ -191,9 +225,7 @@ struct vrdma_mr {
 	u32 mrn;
 	struct ib_umem *umem;
 	/* Fast registration: a two-level page table reused by every map. */
-	u64 *l1;
-	u64 **l2;
-	u32 max_pages;
+	struct vrdma_pt pt;
 	u32 npages;
 	/* map_mr_sg runs in atomic context, with this buffer. */
 	struct vrdma_ctrl_req map;
@@ -260,6 +292,9 @@ int vrdma_netdev_mtu(struct vrdma_dev *dev);
 extern const struct ib_device_ops vrdma_dev_ops;
 
 /* vrdma_mr.c */
+int vrdma_pt_alloc(struct vrdma_pt *pt, u32 npages, gfp_t gfp);
+void vrdma_pt_free(struct vrdma_pt *pt);
+void vrdma_pt_set(struct vrdma_pt *pt, u32 i, u64 addr);
 struct ib_mr *vrdma_get_dma_mr(struct ib_pd *pd, int access);
 struct ib_mr *vrdma_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 				u64 virt_addr, int access,
@@ -279,6 +314,25 @@ int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_qp_init_attr *init);
 int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
 
+/* vrdma_ring.c */
+extern bool vrdma_rings_param;
+int vrdma_rings_init(struct vrdma_dev *dev);
+void vrdma_rings_fini(struct vrdma_dev *dev);
+int vrdma_ring_alloc(struct vrdma_ring *r, u32 min_entries, u32 entry_bytes);
+int vrdma_ring_desc(const struct vrdma_ring *r, struct vrdma_pt *pt,
+		    struct virtio_rdma_ring *desc);
+void vrdma_ring_free(struct vrdma_ring *r);
+static inline void *vrdma_ring_entry(const struct vrdma_ring *r, u32 i)
+{
+	return r->va + ((size_t)(i & ((1u << r->log_entries) - 1)) << r->log_stride);
+}
+static inline u32 vrdma_ring_entries(const struct vrdma_ring *r)
+{
+	return 1u << r->log_entries;
+}
+void vrdma_doorbell(struct vrdma_dev *dev, enum virtio_rdma_db_type type,
+		    u32 qn, u32 value);
+
 /* vrdma_dp.c */
 int vrdma_cqvq_prepare(struct vrdma_dev *dev, u32 cqn);
 void vrdma_cqvq_drain(struct vrdma_cq *cq);
@@ -295,6 +349,9 @@ int vrdma_wq_post(struct vrdma_wq *wq, struct vrdma_slot *s, size_t len,
 		  u64 wr_id, bool due);
 bool vrdma_wq_complete(struct vrdma_wq *wq, u64 tag, bool success,
 		       u64 *wr_id);
+void *vrdma_wq_ring_slot(struct vrdma_wq *wq);
+void vrdma_wq_ring_commit(struct vrdma_wq *wq, u64 wr_id, bool due);
+void vrdma_qp_event(struct vrdma_dev *dev, u32 qpn, enum ib_event_type type);
 int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,

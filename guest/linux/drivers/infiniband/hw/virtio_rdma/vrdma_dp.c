@@ -28,6 +28,11 @@
  * dev->bad_cqes and reported (rate-limited).  Locks: a post holds
  * wq->lock; a poll holds cq->lock and takes dev->qps' lock, then the
  * queue's wq->lock, inside it (nothing takes them the other way round).
+ *
+ * With RINGS (kernel queues only) a post writes each request in place into
+ * the next slot of the queue's ring (vrdma_qp.c, "Rings") and rings one
+ * doorbell for the batch; a poll reads the CQ's ring by the owner-bit rule
+ * and a CQ is armed by doorbell (vrdma_ring.c states the ordering).
  */
 #include <linux/scatterlist.h>
 
@@ -156,6 +161,45 @@ static int vrdma_build_send(struct vrdma_qp *qp, const struct ib_send_wr *wr,
 	return sizeof(*r) + wr->num_sge * sizeof(struct virtio_rdma_sge);
 }
 
+/* RINGS: the requests into the SQ ring, one doorbell for them all. */
+static int vrdma_ring_post_send(struct vrdma_qp *qp,
+				const struct ib_send_wr *wr,
+				const struct ib_send_wr **bad_wr)
+{
+	struct vrdma_wq *wq = &qp->sq;
+	unsigned long flags;
+	unsigned int n = 0;
+	int err = 0;
+
+	spin_lock_irqsave(&wq->lock, flags);
+	for (; wr; wr = wr->next) {
+		void *slot = vrdma_wq_ring_slot(wq);
+		int len;
+
+		if (!slot) {
+			err = -ENOMEM;
+			break;
+		}
+		/* In place: the device reads nothing past the producer counter. */
+		len = vrdma_build_send(qp, wr, slot);
+		if (len < 0) {
+			err = len;
+			break;
+		}
+		vrdma_wq_ring_commit(wq, wr->wr_id,
+				     qp->sig_type == IB_SIGNAL_ALL_WR ||
+				     (wr->send_flags & IB_SEND_SIGNALED));
+		n++;
+	}
+	if (n)
+		vrdma_doorbell(to_vdev(qp->ibqp.device), VIRTIO_RDMA_DB_SQ,
+			       qp->qpn, wq->prod);
+	spin_unlock_irqrestore(&wq->lock, flags);
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
+
 int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)
 {
@@ -170,6 +214,8 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		*bad_wr = wr;
 		return -EINVAL;
 	}
+	if (to_vdev(ibqp->device)->rings)
+		return vrdma_ring_post_send(qp, wr, bad_wr);
 	spin_lock_irqsave(&wq->lock, flags);
 	for (; wr; wr = wr->next) {
 		struct vrdma_slot *s = vrdma_wq_get(wq);
@@ -207,6 +253,7 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 {
 	struct vrdma_qp *qp = to_vqp(ibqp);
 	struct vrdma_wq *wq = &qp->rq;
+	bool rings = to_vdev(ibqp->device)->rings;
 	unsigned long flags;
 	unsigned int n = 0;
 	int err = 0;
@@ -219,7 +266,7 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	spin_lock_irqsave(&wq->lock, flags);
 	for (; wr; wr = wr->next) {
 		struct virtio_rdma_rq_req *r;
-		struct vrdma_slot *s;
+		struct vrdma_slot *s = NULL;
 
 		if (wr->num_sge < 0 || wr->num_sge > wq->max_sge) {
 			err = -EINVAL;
@@ -229,27 +276,38 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			err = -ENOMEM;
 			break;
 		}
-		s = vrdma_wq_get(wq);
-		if (!s) {
+		if (rings) {
+			r = vrdma_wq_ring_slot(wq);	/* in place */
+		} else {
+			s = vrdma_wq_get(wq);
+			r = s ? vrdma_wq_wqe(s) : NULL;
+		}
+		if (!r) {
 			err = -ENOMEM;
 			break;
 		}
-		r = vrdma_wq_wqe(s);
 		memset(r, 0, sizeof(*r));
 		r->num_sge = cpu_to_le32(wr->num_sge);
 		r->wr_id = cpu_to_le64(vrdma_wq_tag(wq));	/* not wr->wr_id */
 		vrdma_sges((struct virtio_rdma_sge *)(r + 1), wr->sg_list, wr->num_sge);
-		err = vrdma_wq_post(wq, s, sizeof(*r) +
-				    wr->num_sge * sizeof(struct virtio_rdma_sge),
-				    wr->wr_id, true);
-		if (err) {
-			vrdma_wq_put(wq, s);
-			break;
+		if (rings) {
+			vrdma_wq_ring_commit(wq, wr->wr_id, true);
+		} else {
+			err = vrdma_wq_post(wq, s, sizeof(*r) + wr->num_sge *
+					    sizeof(struct virtio_rdma_sge),
+					    wr->wr_id, true);
+			if (err) {
+				vrdma_wq_put(wq, s);
+				break;
+			}
 		}
 		atomic_inc(&qp->rq_posted);
 		n++;
 	}
-	if (n)
+	if (n && rings)
+		vrdma_doorbell(to_vdev(ibqp->device), VIRTIO_RDMA_DB_RQ,
+			       qp->qpn, wq->prod);
+	else if (n)
 		virtqueue_kick(wq->vq);
 	spin_unlock_irqrestore(&wq->lock, flags);
 	if (err)
@@ -444,6 +502,50 @@ static bool vrdma_wc(struct vrdma_dev *dev, struct vrdma_cq *cq,
 	return true;
 }
 
+/*
+ * RINGS: the CQE at the consumer counter if the device has written it
+ * (cq->lock held).  Its owner bit is 1 on even passes over the ring.
+ */
+static const struct virtio_rdma_cqe *vrdma_ring_cqe(struct vrdma_cq *cq)
+{
+	const struct virtio_rdma_cqe *e = vrdma_ring_entry(&cq->ring, cq->cons);
+	u8 want = ((cq->cons >> cq->ring.log_entries) + 1) & VIRTIO_RDMA_CQE_OWNER;
+
+	if ((READ_ONCE(e->owner) & VIRTIO_RDMA_CQE_OWNER) != want)
+		return NULL;
+	dma_rmb();	/* the CQE only after its owner byte */
+	return e;
+}
+
+static int vrdma_ring_poll_cq(struct vrdma_cq *cq, int num_entries,
+			      struct ib_wc *wc)
+{
+	struct vrdma_dev *dev = to_vdev(cq->ibcq.device);
+	const struct virtio_rdma_cqe *e;
+	struct virtio_rdma_cq_req c;
+	unsigned long flags;
+	u32 start;
+	int n = 0;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	start = cq->cons;
+	/* At most one pass: the device cannot make the loop longer. */
+	while (n < num_entries && cq->cons - start < vrdma_ring_entries(&cq->ring) &&
+	       (e = vrdma_ring_cqe(cq))) {
+		c = e->wc;
+		cq->cons++;
+		if (vrdma_wc(dev, cq, &c, &wc[n]))
+			n++;
+	}
+	if (cq->cons != start) {
+		/* Our reads of the entries before the device may reuse them. */
+		dma_mb();
+		WRITE_ONCE(cq->ring.trailer->driver_idx, cpu_to_le32(cq->cons));
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
+}
+
 int vrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
 	struct vrdma_dev *dev = to_vdev(ibcq->device);
@@ -453,6 +555,8 @@ int vrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 	unsigned int len;
 	int n = 0;
 
+	if (dev->rings)
+		return vrdma_ring_poll_cq(cq, num_entries, wc);
 	spin_lock_irqsave(&cq->lock, flags);
 	while (n < num_entries) {
 		if (cq->peeked) {
@@ -486,6 +590,18 @@ int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	unsigned int len;
 	int err, missed = 0;
 
+	if (dev->rings) {
+		vrdma_doorbell(dev, VIRTIO_RDMA_DB_CQ_ARM, cq->cqn,
+			       le32_to_cpu(cmd.flags));
+		if (!(flags & IB_CQ_REPORT_MISSED_EVENTS))
+			return 0;
+		/* The arm covers what comes after the write: look at the rest. */
+		dma_mb();
+		spin_lock_irqsave(&cq->lock, irqflags);
+		missed = vrdma_ring_cqe(cq) != NULL;
+		spin_unlock_irqrestore(&cq->lock, irqflags);
+		return missed;
+	}
 	/* Only uverbs arms a user CQ, from a system call. */
 	if (ibcq->uobject)
 		err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ, &cmd,
@@ -518,19 +634,41 @@ int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	return missed;
 }
 
-static void vrdma_cq_event(struct vrdma_dev *dev, u32 cqn)
+/*
+ * CQ @cqn's completion event, or (RINGS, @err) its CQ_ERR: the CQ overran
+ * or its ring broke.  The CQ table's lock is held across the handler:
+ * destroy_cq clears the slot under it.
+ */
+static void vrdma_cq_notify(struct vrdma_dev *dev, u32 cqn, bool err)
 {
 	struct vrdma_cq *cq;
 	unsigned long flags;
 
 	if (cqn >= dev->max_cq)
 		return;
-	/* Held across the handler: destroy_cq clears the slot under it. */
+	if (err)
+		ibdev_warn_ratelimited(&dev->ib,
+				       "CQ %u: overrun or broken ring (CQ_ERR)\n",
+				       cqn);
 	spin_lock_irqsave(&dev->cq_table_lock, flags);
 	cq = dev->cqs[cqn];
-	if (cq && cq->ibcq.comp_handler)
+	if (cq && !err && cq->ibcq.comp_handler) {
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+	} else if (cq && err && cq->ibcq.event_handler) {
+		struct ib_event ev = {
+			.device = &dev->ib,
+			.element.cq = &cq->ibcq,
+			.event = IB_EVENT_CQ_ERR,
+		};
+
+		cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
+	}
 	spin_unlock_irqrestore(&dev->cq_table_lock, flags);
+}
+
+static void vrdma_cq_event(struct vrdma_dev *dev, u32 cqn)
+{
+	vrdma_cq_notify(dev, cqn, false);
 }
 
 /* The CQs whose abandoned arms came back (vrdma_ctrl.c): their events. */
@@ -591,9 +729,24 @@ void vrdma_event_vq_done(struct virtqueue *vq)
 
 		vrdma_event_add(dev, e, GFP_ATOMIC);
 		n++;
-		if (len >= sizeof(ev) &&
-		    le32_to_cpu(ev.type) == VIRTIO_RDMA_EVENT_CQ)
+		if (len < sizeof(ev))
+			continue;
+		switch (le32_to_cpu(ev.type)) {
+		case VIRTIO_RDMA_EVENT_CQ:
 			vrdma_cq_event(dev, le32_to_cpu(ev.handle));
+			break;
+		case VIRTIO_RDMA_EVENT_QP_FATAL:
+			if (dev->rings)
+				vrdma_qp_event(dev, le32_to_cpu(ev.handle),
+					       IB_EVENT_QP_FATAL);
+			break;
+		case VIRTIO_RDMA_EVENT_CQ_ERR:
+			if (dev->rings)
+				vrdma_cq_notify(dev, le32_to_cpu(ev.handle), true);
+			break;
+		default:
+			break;	/* unknown: ignored */
+		}
 	}
 	/* Events the device holds for want of a buffer come now. */
 	if (n)

@@ -6,7 +6,9 @@
  * index, and with VIRTIO_RDMA_F_EVENT_QUEUE one event queue.  The control
  * queue's callback wakes the commands waiting for answers; the event queue
  * (or, without it, each CQ queue) has one for CQ events.  The SQ/RQ queues
- * are reclaimed when posting, so they need no interrupt vector.
+ * are reclaimed when posting, so they need no interrupt vector.  With
+ * VIRTIO_RDMA_F_RINGS (module parameter rings) the CQ and QP queues stay
+ * unused and the doorbell region is mapped (vrdma_ring.c).
  */
 #include <linux/dma-mapping.h>
 #include <linux/module.h>
@@ -217,6 +219,7 @@ static int vrdma_probe(struct virtio_device *vdev)
 	dev->max_qp = dev->cfg.max_qp;
 	dev->wire_qpn = virtio_has_feature(vdev, VIRTIO_RDMA_F_WIRE_QPN);
 	dev->event_queue = virtio_has_feature(vdev, VIRTIO_RDMA_F_EVENT_QUEUE);
+	dev->rings = virtio_has_feature(vdev, VIRTIO_RDMA_F_RINGS);
 	if (dev->cfg.phys_port_cnt != 1 || !dev->max_cq || dev->max_qp < 2 ||
 	    dev->max_cq > VIRTIO_RDMA_LIMIT_MAX ||
 	    dev->max_qp > VIRTIO_RDMA_LIMIT_MAX ||
@@ -228,6 +231,8 @@ static int vrdma_probe(struct virtio_device *vdev)
 	}
 	if (!dev->event_queue)
 		dev_warn(&vdev->dev, "no event queue: a CQ event can be lost if a CQE is polled before its interrupt\n");
+	if (dev->rings)
+		dev_info(&vdev->dev, "kernel queues in guest memory (rings); user CQs and QPs refused\n");
 
 	err = -ENOMEM;
 	dev->cqvqs = kcalloc(dev->max_cq, sizeof(*dev->cqvqs), GFP_KERNEL);
@@ -235,6 +240,11 @@ static int vrdma_probe(struct virtio_device *vdev)
 	dev->qp_busy = bitmap_zalloc(dev->max_qp, GFP_KERNEL);
 	if (!dev->cqvqs || !dev->cqs || !dev->qp_busy)
 		goto err_queues;
+	if (dev->rings) {
+		err = vrdma_rings_init(dev);
+		if (err)
+			goto err_queues;
+	}
 	err = vrdma_ctrl_init(dev);
 	if (err)
 		goto err_ctrl;
@@ -270,6 +280,7 @@ err_reset:
 	vdev->config->del_vqs(vdev);
 err_ctrl:
 	vrdma_ctrl_fini(dev);
+	vrdma_rings_fini(dev);
 err_queues:
 	vrdma_free_queues(dev);
 err_dev:
@@ -286,6 +297,7 @@ static void vrdma_remove(struct virtio_device *vdev)
 	virtio_reset_device(vdev);
 	vdev->config->del_vqs(vdev);
 	vrdma_ctrl_fini(dev);
+	vrdma_rings_fini(dev);
 	vrdma_free_queues(dev);
 	WARN_ON(!xa_empty(&dev->qps));
 	xa_destroy(&dev->qps);
@@ -300,7 +312,21 @@ static const struct virtio_device_id vrdma_id_table[] = {
 static unsigned int vrdma_features[] = {
 	VIRTIO_RDMA_F_WIRE_QPN,
 	VIRTIO_RDMA_F_EVENT_QUEUE,
+	VIRTIO_RDMA_F_RINGS,
 };
+
+/*
+ * Before FEATURES_OK: RINGS only when asked for (module parameter rings)
+ * and with the two features it needs (the device refuses it without).
+ */
+static int vrdma_validate(struct virtio_device *vdev)
+{
+	if (!vrdma_rings_param ||
+	    !virtio_has_feature(vdev, VIRTIO_RDMA_F_WIRE_QPN) ||
+	    !virtio_has_feature(vdev, VIRTIO_RDMA_F_EVENT_QUEUE))
+		__virtio_clear_bit(vdev, VIRTIO_RDMA_F_RINGS);
+	return 0;
+}
 
 static struct virtio_driver vrdma_driver = {
 	.driver.name = KBUILD_MODNAME,
@@ -308,6 +334,7 @@ static struct virtio_driver vrdma_driver = {
 	.id_table = vrdma_id_table,
 	.feature_table = vrdma_features,
 	.feature_table_size = ARRAY_SIZE(vrdma_features),
+	.validate = vrdma_validate,
 	.probe = vrdma_probe,
 	.remove = vrdma_remove,
 };

@@ -61,41 +61,45 @@ struct ib_mr *vrdma_get_dma_mr(struct ib_pd *pd, int access)
 	return &mr->ibmr;
 }
 
-/* A two-level table for npages data pages: l1 lists the l2 pages. */
-static int vrdma_pt_alloc(struct vrdma_mr *mr, u32 npages, gfp_t gfp)
+/*
+ * A two-level table for npages data pages: l1 lists the l2 pages.  MRs and
+ * the rings of queues in guest memory (vrdma_ring.c) describe their pages
+ * to the device with it.
+ */
+int vrdma_pt_alloc(struct vrdma_pt *pt, u32 npages, gfp_t gfp)
 {
 	u32 i, nl2 = DIV_ROUND_UP(npages, VIRTIO_RDMA_PT_ENTRIES);
 
-	mr->max_pages = npages;		/* vrdma_pt_free undoes a partial table */
-	mr->l1 = (u64 *)get_zeroed_page(gfp);
-	mr->l2 = kcalloc(nl2, sizeof(*mr->l2), gfp);
-	if (!mr->l1 || !mr->l2)
+	pt->max_pages = npages;		/* vrdma_pt_free undoes a partial table */
+	pt->l1 = (u64 *)get_zeroed_page(gfp);
+	pt->l2 = kcalloc(nl2, sizeof(*pt->l2), gfp);
+	if (!pt->l1 || !pt->l2)
 		return -ENOMEM;
 	for (i = 0; i < nl2; i++) {
-		mr->l2[i] = (u64 *)get_zeroed_page(gfp);
-		if (!mr->l2[i])
+		pt->l2[i] = (u64 *)get_zeroed_page(gfp);
+		if (!pt->l2[i])
 			return -ENOMEM;
-		mr->l1[i] = cpu_to_le64(virt_to_phys(mr->l2[i]));
+		pt->l1[i] = cpu_to_le64(virt_to_phys(pt->l2[i]));
 	}
 	return 0;
 }
 
-static void vrdma_pt_free(struct vrdma_mr *mr)
+void vrdma_pt_free(struct vrdma_pt *pt)
 {
 	u32 i;
 
-	if (mr->l2)
-		for (i = 0; i < DIV_ROUND_UP(mr->max_pages, VIRTIO_RDMA_PT_ENTRIES); i++)
-			free_page((unsigned long)mr->l2[i]);
-	kfree(mr->l2);
-	free_page((unsigned long)mr->l1);
-	mr->l1 = NULL;
-	mr->l2 = NULL;
+	if (pt->l2)
+		for (i = 0; i < DIV_ROUND_UP(pt->max_pages, VIRTIO_RDMA_PT_ENTRIES); i++)
+			free_page((unsigned long)pt->l2[i]);
+	kfree(pt->l2);
+	free_page((unsigned long)pt->l1);
+	pt->l1 = NULL;
+	pt->l2 = NULL;
 }
 
-static void vrdma_pt_set(struct vrdma_mr *mr, u32 i, u64 addr)
+void vrdma_pt_set(struct vrdma_pt *pt, u32 i, u64 addr)
 {
-	mr->l2[i / VIRTIO_RDMA_PT_ENTRIES][i % VIRTIO_RDMA_PT_ENTRIES] =
+	pt->l2[i / VIRTIO_RDMA_PT_ENTRIES][i % VIRTIO_RDMA_PT_ENTRIES] =
 		cpu_to_le64(addr);
 }
 
@@ -138,24 +142,24 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 		err = -EINVAL;
 		goto err_umem;
 	}
-	err = vrdma_pt_alloc(mr, npages, GFP_KERNEL);
+	err = vrdma_pt_alloc(&mr->pt, npages, GFP_KERNEL);
 	if (err)
 		goto err_pt;
 	rdma_umem_for_each_dma_block(mr->umem, &it, SZ_4K) {
 		if (WARN_ON(i >= npages))
 			break;
-		vrdma_pt_set(mr, i++, rdma_block_iter_dma_address(&it));
+		vrdma_pt_set(&mr->pt, i++, rdma_block_iter_dma_address(&it));
 	}
 	cmd.pdn = cpu_to_le32(to_vpd(pd)->pdn);
 	cmd.access_flags = cpu_to_le32(acc);
 	cmd.start = cpu_to_le64(start);
 	cmd.length = cpu_to_le64(length);
 	cmd.virt_addr = cpu_to_le64(virt_addr);
-	cmd.pages = cpu_to_le64(virt_to_phys(mr->l1));
+	cmd.pages = cpu_to_le64(virt_to_phys(mr->pt.l1));
 	cmd.npages = cpu_to_le32(npages);
 	err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_REG_USER_MR, &cmd, sizeof(cmd), &r,
 			sizeof(r));
-	vrdma_pt_free(mr);	/* the device read it during the command */
+	vrdma_pt_free(&mr->pt);	/* the device read it during the command */
 	if (err)
 		goto err_umem;
 	vrdma_mr_fill(mr, &r);
@@ -164,7 +168,7 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 	return &mr->ibmr;
 
 err_pt:
-	vrdma_pt_free(mr);
+	vrdma_pt_free(&mr->pt);
 err_umem:
 	ib_umem_release(mr->umem);
 err_free:
@@ -192,7 +196,7 @@ struct ib_mr *vrdma_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
 	vrdma_ctrl_req_init(&mr->map, -1);
-	err = vrdma_pt_alloc(mr, max_num_sg, GFP_KERNEL);
+	err = vrdma_pt_alloc(&mr->pt, max_num_sg, GFP_KERNEL);
 	if (err)
 		goto err_free;
 	err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_CREATE_MR, &cmd, sizeof(cmd), &r,
@@ -203,7 +207,7 @@ struct ib_mr *vrdma_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
 	return &mr->ibmr;
 
 err_free:
-	vrdma_pt_free(mr);
+	vrdma_pt_free(&mr->pt);
 	kfree(mr);
 	return ERR_PTR(err);
 }
@@ -212,9 +216,9 @@ static int vrdma_set_page(struct ib_mr *ibmr, u64 addr)
 {
 	struct vrdma_mr *mr = to_vmr(ibmr);
 
-	if (mr->npages >= mr->max_pages)
+	if (mr->npages >= mr->pt.max_pages)
 		return -ENOMEM;
-	vrdma_pt_set(mr, mr->npages++, addr);
+	vrdma_pt_set(&mr->pt, mr->npages++, addr);
 	return 0;
 }
 
@@ -240,7 +244,7 @@ int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 	cmd.npages = cpu_to_le32(mr->npages);
 	cmd.start = cpu_to_le64(ibmr->iova);
 	cmd.length = cpu_to_le64(ibmr->length);
-	cmd.pages = cpu_to_le64(virt_to_phys(mr->l1));
+	cmd.pages = cpu_to_le64(virt_to_phys(mr->pt.l1));
 	err = vrdma_cmd_atomic(to_vdev(ibmr->device), &mr->map,
 			       VIRTIO_RDMA_CMD_MAP_MR_SG, &cmd, sizeof(cmd),
 			       &r, sizeof(r));
@@ -262,7 +266,7 @@ int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 		return err;
 	if (mr->umem)
 		ib_umem_release(mr->umem);
-	vrdma_pt_free(mr);
+	vrdma_pt_free(&mr->pt);
 	kfree(mr);
 	return 0;
 }

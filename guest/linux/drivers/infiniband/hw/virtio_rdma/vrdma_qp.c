@@ -8,7 +8,8 @@
  * carry, so it is ib_qp.qp_num.  The virtqueues outlive the QP: the next
  * QP with the same index continues on the same rings, which is why the
  * device discards what is still posted when a QP is destroyed and the
- * driver reclaims those buffers here.
+ * driver reclaims those buffers here.  With RINGS (kernel QPs) the SQ and
+ * RQ are rings of the QP's own instead ("Rings" below).
  */
 #include <linux/scatterlist.h>
 
@@ -59,15 +60,20 @@ static int vrdma_wq_init(struct vrdma_wq *wq, struct virtqueue *vq,
 	spin_lock_init(&wq->lock);
 	wq->vq = vq;
 	wq->max_sge = max_sge;
+	wq->max_wr = max_wr;
 	wq->slot_len = hdr + max_sge * sizeof(struct virtio_rdma_sge);
-	wq->nslots = min_t(u32, max(max_wr, 1u), virtqueue_get_vring_size(vq));
-	wq->free = kcalloc(wq->nslots, sizeof(*wq->free), GFP_KERNEL);
-	wq->all = kcalloc(wq->nslots, sizeof(*wq->all), GFP_KERNEL);
 	/* max_wr <= max_qp_wr, clamped to 32768 at probe: no overflow. */
 	wq->nents = roundup_pow_of_two(2 * max(max_wr, 1u));
 	wq->ents = kvcalloc(wq->nents, sizeof(*wq->ents), GFP_KERNEL);
 	wq->next_tag = 1;
-	if (!wq->free || !wq->all || !wq->ents)
+	if (!wq->ents)
+		return -ENOMEM;
+	if (!vq)	/* RINGS: the ring holds the requests, no buffers */
+		return max_wr ? vrdma_ring_alloc(&wq->ring, max_wr, wq->slot_len) : 0;
+	wq->nslots = min_t(u32, max(max_wr, 1u), virtqueue_get_vring_size(vq));
+	wq->free = kcalloc(wq->nslots, sizeof(*wq->free), GFP_KERNEL);
+	wq->all = kcalloc(wq->nslots, sizeof(*wq->all), GFP_KERNEL);
+	if (!wq->free || !wq->all)
 		return -ENOMEM;
 	for (i = 0; i < wq->nslots; i++) {
 		struct vrdma_slot *s;
@@ -139,6 +145,41 @@ int vrdma_wq_post(struct vrdma_wq *wq, struct vrdma_slot *s, size_t len,
 	return 0;
 }
 
+/*
+ * Rings.  A kernel QP's SQ and RQ with RINGS: a ring of 2^n >= max_wr
+ * entries (vrdma_ring.c), each request written in place into the slot of
+ * the producer counter, one doorbell per post call.  Tags and their table
+ * are as above (the device echoes the wr_id it finds in the entry).  A
+ * queue has at most max_wr requests outstanding (tags after done_tag): a
+ * completion ends its request and, the queue completing in order, every
+ * earlier one (the unsignaled sends before a signaled one).  So the slot
+ * taken next held a request that completed, which the device had copied
+ * out: the driver never needs to read device_idx, and a doorbell never
+ * runs more than entries ahead of the device.  RESET sets the counters
+ * back to 0 on both sides (the device resets its own, spec).
+ */
+
+/* The slot for the next request, or NULL: the queue is full (wq->lock). */
+void *vrdma_wq_ring_slot(struct vrdma_wq *wq)
+{
+	if (!wq->ring.va || wq->next_tag - 1 - wq->done_tag >= wq->max_wr ||
+	    wq->ents[wq->next_tag & (wq->nents - 1)].tag & VRDMA_WR_DUE)
+		return NULL;
+	return vrdma_ring_entry(&wq->ring, wq->prod);
+}
+
+/* The slot vrdma_wq_ring_slot() gave is filled: it is the device's. */
+void vrdma_wq_ring_commit(struct vrdma_wq *wq, u64 wr_id, bool due)
+{
+	struct vrdma_wr_ent *e = &wq->ents[wq->next_tag & (wq->nents - 1)];
+
+	e->tag = wq->next_tag++ | (due ? VRDMA_WR_FLAGS : 0);
+	e->wr_id = wr_id;
+	wq->prod++;
+	/* For a reader of the ring only: the doorbell carries the index. */
+	WRITE_ONCE(wq->ring.trailer->driver_idx, cpu_to_le32(wq->prod));
+}
+
 /* RESET discarded the queue's requests: no CQE is due for any of them. */
 static void vrdma_wq_reset(struct vrdma_wq *wq)
 {
@@ -148,6 +189,8 @@ static void vrdma_wq_reset(struct vrdma_wq *wq)
 	spin_lock_irqsave(&wq->lock, flags);
 	for (i = 0; i < wq->nents; i++)
 		wq->ents[i].tag &= ~VRDMA_WR_DUE;
+	wq->done_tag = wq->next_tag - 1;
+	wq->prod = 0;
 	spin_unlock_irqrestore(&wq->lock, flags);
 }
 
@@ -167,17 +210,27 @@ bool vrdma_wq_complete(struct vrdma_wq *wq, u64 tag, bool success,
 		return false;
 	e->tag = 0;
 	*wr_id = e->wr_id;
+	if (tag > wq->done_tag)	/* in order: every earlier request is done */
+		wq->done_tag = tag;
 	return true;
 }
 
-/* Free what is ours; orphan what the device still holds. */
-static void vrdma_wq_fini(struct vrdma_wq *wq)
+/*
+ * Free what is ours; orphan what the device still holds.  A ring is freed
+ * only if the device let go of it (device_done: DESTROY_QP succeeded).
+ */
+static void vrdma_wq_fini(struct vrdma_wq *wq, bool device_done)
 {
 	unsigned long flags;
 	unsigned int i, out = 0;
 
 	kvfree(wq->ents);	/* no poller: the QP has left dev->qps */
 	wq->ents = NULL;
+	if (device_done)
+		vrdma_ring_free(&wq->ring);
+	else if (wq->ring.va)
+		pr_warn("virtio_rdma: a ring of %u pages left to the device\n",
+			wq->ring.npages);
 	if (!wq->all || !wq->free) {	/* creation failed before the ring */
 		kfree(wq->all);
 		kfree(wq->free);
@@ -215,11 +268,56 @@ static int vrdma_qp_type(enum ib_qp_type t)
 	}
 }
 
-static void vrdma_destroy_cmd(struct vrdma_dev *dev, u32 qpn)
+static int vrdma_destroy_cmd(struct vrdma_dev *dev, u32 qpn)
 {
 	struct virtio_rdma_cmd_destroy_qp cmd = { .qpn = cpu_to_le32(qpn) };
 
-	vrdma_cmd(dev, VIRTIO_RDMA_CMD_DESTROY_QP, &cmd, sizeof(cmd), NULL, 0);
+	return vrdma_cmd(dev, VIRTIO_RDMA_CMD_DESTROY_QP, &cmd, sizeof(cmd),
+			 NULL, 0);
+}
+
+/*
+ * RINGS: CREATE_QP_RING for the checked request cmd, the SQ and RQ rings
+ * made first (vrdma_qp.c, "Rings"); on failure nothing is left.
+ */
+static int vrdma_create_qp_ring(struct vrdma_dev *dev, struct vrdma_qp *qp,
+				const struct ib_qp_cap *cap,
+				const struct virtio_rdma_cmd_create_qp *cmd,
+				struct virtio_rdma_rsp_create_qp_wire *r)
+{
+	struct virtio_rdma_cmd_create_qp_ring *req;
+	struct vrdma_pt spt, rpt;
+	int err;
+
+	err = vrdma_wq_init(&qp->sq, NULL, cap->max_send_wr, cap->max_send_sge,
+			    sizeof(struct virtio_rdma_sq_req));
+	if (!err)
+		err = vrdma_wq_init(&qp->rq, NULL, cap->max_recv_wr,
+				    cap->max_recv_sge,
+				    sizeof(struct virtio_rdma_rq_req));
+	req = kzalloc(sizeof(*req), GFP_KERNEL);
+	if (!req && !err)
+		err = -ENOMEM;
+	memset(&spt, 0, sizeof(spt));
+	memset(&rpt, 0, sizeof(rpt));
+	if (!err) {
+		req->qp = *cmd;
+		req->ctx = cpu_to_le32(VIRTIO_RDMA_KERNEL_CTX);
+		err = vrdma_ring_desc(&qp->sq.ring, &spt, &req->sq);
+	}
+	if (!err)
+		err = vrdma_ring_desc(&qp->rq.ring, &rpt, &req->rq);
+	if (!err)
+		err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_CREATE_QP_RING, req,
+				sizeof(*req), r, sizeof(*r));
+	vrdma_pt_free(&spt);	/* the device walked them during the command */
+	vrdma_pt_free(&rpt);
+	kfree(req);
+	if (err) {
+		vrdma_wq_fini(&qp->sq, true);
+		vrdma_wq_fini(&qp->rq, true);
+	}
+	return err;
 }
 
 int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
@@ -231,11 +329,14 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct virtio_rdma_cmd_create_qp cmd = {};
 	struct virtio_rdma_rsp_create_qp_wire r = {};
 	int type = vrdma_qp_type(init->qp_type);
-	int err;
+	int err, err2;
 
 	if (udata && (udata->inlen || udata->outlen))
 		return -EINVAL;
 	if (type < 0 || init->srq || init->create_flags || init->rwq_ind_tbl)
+		return -EOPNOTSUPP;
+	/* RINGS: the provider cannot post to a ring yet (vrdma_ring.c). */
+	if (dev->rings && udata)
 		return -EOPNOTSUPP;
 	if (init->port_num > 1)
 		return -EINVAL;
@@ -258,8 +359,12 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	cmd.max_recv_wr = cpu_to_le32(cap->max_recv_wr);
 	cmd.max_recv_sge = cpu_to_le32(cap->max_recv_sge);
 	cmd.recv_cqn = cpu_to_le32(to_vcq(init->recv_cq)->cqn);
-	err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_CREATE_QP, &cmd, sizeof(cmd), &r,
-			dev->wire_qpn ? sizeof(r) : sizeof(struct virtio_rdma_rsp_create_qp));
+	if (dev->rings)
+		err = vrdma_create_qp_ring(dev, qp, cap, &cmd, &r);
+	else
+		err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_CREATE_QP, &cmd, sizeof(cmd),
+				&r, dev->wire_qpn ? sizeof(r) :
+				sizeof(struct virtio_rdma_rsp_create_qp));
 	if (err)
 		return err;
 	qp->qpn = le32_to_cpu(r.qpn);
@@ -268,7 +373,9 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	    qp->wire_qpn > 0xffffff || test_and_set_bit(qp->qpn, dev->qp_busy)) {
 		dev_err(&dev->vdev->dev, "device gave QP %u (wire %u): not usable\n",
 			qp->qpn, qp->wire_qpn);
-		vrdma_destroy_cmd(dev, qp->qpn);
+		err = vrdma_destroy_cmd(dev, qp->qpn);
+		vrdma_wq_fini(&qp->sq, !err);
+		vrdma_wq_fini(&qp->rq, !err);
 		return -EIO;
 	}
 	qp->pdn = to_vpd(ibqp->pd)->pdn;
@@ -278,13 +385,16 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->scq = to_vcq(init->send_cq);
 	qp->rcq = to_vcq(init->recv_cq);
 	atomic_set(&qp->rq_posted, 0);
-	err = vrdma_wq_init(&qp->sq, dev->vqs[vrdma_vq_sq(dev, qp->qpn)],
-			    cap->max_send_wr, cap->max_send_sge,
-			    sizeof(struct virtio_rdma_sq_req));
-	if (!err)
-		err = vrdma_wq_init(&qp->rq, dev->vqs[vrdma_vq_sq(dev, qp->qpn) + 1],
-				    cap->max_recv_wr, cap->max_recv_sge,
-				    sizeof(struct virtio_rdma_rq_req));
+	if (!dev->rings) {
+		err = vrdma_wq_init(&qp->sq, dev->vqs[vrdma_vq_sq(dev, qp->qpn)],
+				    cap->max_send_wr, cap->max_send_sge,
+				    sizeof(struct virtio_rdma_sq_req));
+		if (!err)
+			err = vrdma_wq_init(&qp->rq,
+					    dev->vqs[vrdma_vq_sq(dev, qp->qpn) + 1],
+					    cap->max_recv_wr, cap->max_recv_sge,
+					    sizeof(struct virtio_rdma_rq_req));
+	}
 	if (!err)
 		err = xa_insert_irq(&dev->qps, qp->wire_qpn, qp, GFP_KERNEL);
 	if (err)
@@ -293,9 +403,9 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	return 0;
 
 err_destroy:
-	vrdma_destroy_cmd(dev, qp->qpn);
-	vrdma_wq_fini(&qp->sq);
-	vrdma_wq_fini(&qp->rq);
+	err2 = vrdma_destroy_cmd(dev, qp->qpn);
+	vrdma_wq_fini(&qp->sq, !err2);
+	vrdma_wq_fini(&qp->rq, !err2);
 	clear_bit(qp->qpn, dev->qp_busy);
 	return err;
 }
@@ -400,6 +510,7 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (!err && (mask & IB_QP_STATE)) {
 		/* RESET discarded the posted requests: no CQE will come. */
 		if (attr->qp_state == IB_QPS_RESET) {
+			/* ... and with RINGS the device's counters are 0 again. */
 			atomic_set(&qp->rq_posted, 0);
 			vrdma_wq_reset(&qp->sq);
 			vrdma_wq_reset(&qp->rq);
@@ -490,8 +601,41 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	xa_erase_irq(&dev->qps, qp->wire_qpn);
 	vrdma_cq_barrier(ibqp->send_cq);
 	vrdma_cq_barrier(ibqp->recv_cq);
-	vrdma_wq_fini(&qp->sq);
-	vrdma_wq_fini(&qp->rq);
+	vrdma_wq_fini(&qp->sq, !err);
+	vrdma_wq_fini(&qp->rq, !err);
 	clear_bit(qp->qpn, dev->qp_busy);
 	return 0;
+}
+
+/*
+ * An async event for the QP of queue index qpn (the event queue's
+ * interrupt).  The handler runs under the table's lock: destroy_qp() takes
+ * the QP out of it before it goes.  A handle naming no live QP (one just
+ * destroyed, a device's mistake) is ignored.
+ */
+void vrdma_qp_event(struct vrdma_dev *dev, u32 qpn, enum ib_event_type type)
+{
+	struct vrdma_qp *qp;
+	unsigned long flags, i;
+
+	if (!qpn || qpn >= dev->max_qp || !test_bit(qpn, dev->qp_busy))
+		return;
+	ibdev_warn_ratelimited(&dev->ib, "QP %u: ring broke (QP_FATAL)\n", qpn);
+	xa_lock_irqsave(&dev->qps, flags);
+	/* Keyed by wire QPN; at most max_qp live entries, events are rare. */
+	xa_for_each(&dev->qps, i, qp) {
+		if (qp->qpn != qpn)
+			continue;
+		if (qp->ibqp.event_handler) {
+			struct ib_event ev = {
+				.device = qp->ibqp.device,
+				.element.qp = &qp->ibqp,
+				.event = type,
+			};
+
+			qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+		}
+		break;
+	}
+	xa_unlock_irqrestore(&dev->qps, flags);
 }

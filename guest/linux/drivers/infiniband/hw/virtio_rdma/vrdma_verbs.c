@@ -227,6 +227,36 @@ static int vrdma_destroy_ah(struct ib_ah *ibah, u32 flags)
 	return 0;
 }
 
+/*
+ * RINGS: CREATE_CQ_RING of a zeroed ring of at least cqe entries for the
+ * kernel's context; its cqn, or a negative errno with nothing left.
+ */
+static int vrdma_create_cq_ring(struct vrdma_dev *dev, struct vrdma_cq *cq,
+				u32 cqe, struct virtio_rdma_rsp_create_cq *r)
+{
+	struct virtio_rdma_cmd_create_cq_ring cmd = {
+		.ctx = cpu_to_le32(VIRTIO_RDMA_KERNEL_CTX),
+		.cqe = cpu_to_le32(cqe),
+	};
+	struct vrdma_pt pt;
+	int err;
+
+	BUILD_BUG_ON(sizeof(struct virtio_rdma_cqe) !=
+		     1u << VIRTIO_RDMA_CQE_LOG_STRIDE);
+	err = vrdma_ring_alloc(&cq->ring, cqe, sizeof(struct virtio_rdma_cqe));
+	if (err)
+		return err;
+	err = vrdma_ring_desc(&cq->ring, &pt, &cmd.ring);
+	if (!err)
+		err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_CREATE_CQ_RING, &cmd,
+				sizeof(cmd), r, sizeof(*r));
+	vrdma_pt_free(&pt);	/* the device walked it during the command */
+	if (err)
+		vrdma_ring_free(&cq->ring);
+	cq->cons = 0;
+	return err;
+}
+
 static int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			   VRDMA_CREATE_CQ_LAST_ARG)
 {
@@ -240,9 +270,15 @@ static int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *att
 
 	if (attr->flags || attr->cqe < 1 || attr->cqe > dev->cfg.max_cqe)
 		return -EINVAL;
+	/* RINGS: the provider cannot poll a ring yet (vrdma_ring.c). */
+	if (dev->rings && ibcq->uobject)
+		return -EOPNOTSUPP;
 	cmd.cqe = cpu_to_le32(attr->cqe);
-	err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_CREATE_CQ, &cmd, sizeof(cmd), &r,
-			sizeof(r));
+	if (dev->rings)
+		err = vrdma_create_cq_ring(dev, cq, attr->cqe, &r);
+	else
+		err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_CREATE_CQ, &cmd,
+				sizeof(cmd), &r, sizeof(r));
 	if (err)
 		return err;
 	cqn = le32_to_cpu(r.cqn);
@@ -255,10 +291,12 @@ static int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *att
 	vrdma_ctrl_req_init(&cq->arm, cqn);
 	spin_lock_init(&cq->lock);
 	ibcq->cqe = attr->cqe;
-	err = vrdma_cqvq_prepare(dev, cqn);
-	if (err)
-		goto err_destroy;
-	vrdma_cqvq_drain(cq);	/* nothing of an earlier CQ may show */
+	if (!dev->rings) {
+		err = vrdma_cqvq_prepare(dev, cqn);
+		if (err)
+			goto err_destroy;
+		vrdma_cqvq_drain(cq);	/* nothing of an earlier CQ may show */
+	}
 	spin_lock_irqsave(&dev->cq_table_lock, flags);
 	dev->cqs[cqn] = cq;
 	spin_unlock_irqrestore(&dev->cq_table_lock, flags);
@@ -268,7 +306,10 @@ err_destroy:
 	{
 		struct virtio_rdma_cmd_destroy_cq d = { .cqn = r.cqn };
 
-		vrdma_cmd(dev, VIRTIO_RDMA_CMD_DESTROY_CQ, &d, sizeof(d), NULL, 0);
+		/* A ring the device may still hold is left to it. */
+		if (!vrdma_cmd(dev, VIRTIO_RDMA_CMD_DESTROY_CQ, &d, sizeof(d),
+			       NULL, 0))
+			vrdma_ring_free(&cq->ring);
 	}
 	return err;
 }
@@ -290,7 +331,10 @@ static int vrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	spin_unlock_irqrestore(&dev->cq_table_lock, flags);
 	/* An abandoned arm came back before DESTROY_CQ: its event is moot. */
 	clear_bit(cq->cqn, dev->ctrl_events);
-	vrdma_cqvq_drain(cq);
+	if (dev->rings)
+		vrdma_ring_free(&cq->ring);	/* the device let go of it */
+	else
+		vrdma_cqvq_drain(cq);
 	return 0;
 }
 

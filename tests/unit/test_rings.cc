@@ -400,7 +400,8 @@ TEST_F(Rings, CqRingDepthIsTheRingsNotTheQueueSize)
     /* queue_size is 256 here; a CQ ring of 32767 is rxe's depth. */
     virtio_rdma_config cfg{};
     vrdma_core_get_config(a->core, &cfg);
-    EXPECT_EQ(cfg.max_ring_cqe, VIRTIO_RDMA_RING_MAX_CQE);
+    const uint32_t max_ring_cqe = cfg.max_ring_cqe; /* packed: no reference */
+    EXPECT_EQ(max_ring_cqe, VIRTIO_RDMA_RING_MAX_CQE);
     RingCq deep(*a, 0, 32767, 15);
     EXPECT_NE(deep.cqn, UINT32_MAX);
     /* Refused before its ring is looked at. */

@@ -42,6 +42,7 @@
 #include <gtest/gtest.h>
 
 #include "dp_harness.h"
+#include "fuzz_input.h"
 #include "roce/frame.h"
 #include "roce/opcode.h"
 #include "wr_opcode.h"
@@ -59,36 +60,8 @@ using vrdma_test::kAllAccess;
 constexpr uint32_t kQkey = 0x11111111;
 constexpr uint64_t kMaxSteps = 20000;
 
-/* Reads the input front to back; past the end everything is 0. */
-struct Input {
-    const uint8_t *p;
-    size_t n;
-
-    uint8_t u8()
-    {
-        if (!n) {
-            return 0;
-        }
-        n--;
-        return *p++;
-    }
-    uint16_t u16() { return static_cast<uint16_t>(u8() | u8() << 8); }
-    Bytes bytes(size_t len)
-    {
-        len = std::min(len, n);
-        Bytes b(p, p + len);
-        p += len;
-        n -= len;
-        return b;
-    }
-};
-
-int harness_failures()
-{
-    return ::testing::UnitTest::GetInstance()
-        ->ad_hoc_test_result()
-        .total_part_count();
-}
+using vrdma_fuzz::harness_failures;
+using vrdma_fuzz::Input;
 
 struct Setup {
     Wire wire;

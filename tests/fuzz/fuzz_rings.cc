@@ -38,6 +38,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fuzz_input.h"
 #include "ring_driver.h"
 
 namespace {
@@ -55,43 +56,8 @@ using vrdma_test::kAllAccess;
 
 constexpr uint64_t kMaxSteps = 20000;
 
-struct Input {
-    const uint8_t *p;
-    size_t n;
-
-    uint8_t u8()
-    {
-        if (!n) {
-            return 0;
-        }
-        n--;
-        return *p++;
-    }
-    uint16_t u16() { return static_cast<uint16_t>(u8() | u8() << 8); }
-    uint64_t u64()
-    {
-        uint64_t v = 0;
-        for (int i = 0; i < 8; i++) {
-            v |= uint64_t{u8()} << (8 * i);
-        }
-        return v;
-    }
-    Bytes bytes(size_t len)
-    {
-        len = std::min(len, n);
-        Bytes b(p, p + len);
-        p += len;
-        n -= len;
-        return b;
-    }
-};
-
-int harness_failures()
-{
-    return ::testing::UnitTest::GetInstance()
-        ->ad_hoc_test_result()
-        .total_part_count();
-}
+using vrdma_fuzz::harness_failures;
+using vrdma_fuzz::Input;
 
 struct Setup {
     Wire wire;

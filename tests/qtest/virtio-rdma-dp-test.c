@@ -3251,7 +3251,6 @@ static void test_ib_unplug_jobs(void)
     uint8_t dgid[16];
     uint64_t pin0, pin1, pin;
     gint64 t0, unplug_us, settle_us;
-    unsigned i;
     Side a, b;
 
     unreachable_setup(&a, &b, 0, dgid);
@@ -3267,23 +3266,35 @@ static void test_ib_unplug_jobs(void)
     qvrdma_dp_eject_slot(a.d);
     unplug_us = g_get_monotonic_time() - t0;
     pin1 = proc_status_kib(a.d, "VmPin:");
-    /* The orphans end on their own; the registration's pins go with it. */
-    for (i = 0; i < 1000; i++) {
+    /*
+     * The orphans end on their own; the registration's pins go with it.
+     * Pinning and unpinning 1 GiB in a nested TCG guest take seconds, many
+     * more under load (13 s was not enough in a loaded CI run): a generous
+     * deadline, the time it took printed.
+     */
+    for (;;) {
         pin = proc_status_kib(a.d, "VmPin:");
+        settle_us = g_get_monotonic_time() - t0;
         if (pin <= pin0 + 1024 && pin1 > pin0 + 1024) {
             break;
         }
-        if (pin1 <= pin0 + 1024 && i >= 300) {
+        if (pin1 <= pin0 + 1024 && settle_us >= 3 * G_USEC_PER_SEC) {
             break; /* nothing was pinned yet at the unplug: 3 s for it */
+        }
+        if (settle_us >= 90 * G_USEC_PER_SEC) {
+            break;
         }
         g_usleep(10 * 1000);
     }
-    settle_us = g_get_monotonic_time() - t0;
     printf("IBV-UNPLUG-JOBS unplug_ms=%.1f settled_ms=%.1f "
            "pinned_mib_at_unplug=%" PRIu64 " after=%" PRIu64 "\n",
            unplug_us / 1e3, settle_us / 1e3, (pin1 - MIN(pin0, pin1)) / 1024,
            (pin - MIN(pin0, pin)) / 1024);
-    g_assert_cmpint(unplug_us, <, G_USEC_PER_SEC);
+    /*
+     * Not waited for: the registration alone takes seconds here; within
+     * 2 s as for a reset (910-994 ms were seen under load).
+     */
+    g_assert_cmpint(unplug_us, <, 2 * G_USEC_PER_SEC);
     g_assert_cmpuint(pin, <=, pin0 + 1024);
     /* QEMU still answers. */
     qobject_unref(qtest_qmp(a.d->qts, "{'execute': 'query-status'}"));
@@ -3322,7 +3333,12 @@ static void test_ib_held_reset(void)
         qvrdma_dp_post_send(ud, &wr, &src, 1);
     }
     qvrdma_dp_batch_end(&ud->sq);
-    qvrdma_dp_wait_ring_idle(&ud->sq);
+    /*
+     * Only the used index: reclaiming 1024 descriptors one qtest read at a
+     * time took longer, under nested TCG and load, than the host's 1 s
+     * resolution, which had then ended before the reset.
+     */
+    qvrdma_dp_wait_ring_taken(&ud->sq);
     for (i = 0; i < 500 && ib_info(a.d, false, "host-jobs") < 1; i++) {
         g_usleep(10 * 1000);
     }

@@ -534,6 +534,17 @@ void qvrdma_dp_wait_ring_idle(QVrdmaRing *ring)
     }
 }
 
+void qvrdma_dp_wait_ring_taken(QVrdmaRing *ring)
+{
+    gint64 start = g_get_monotonic_time();
+
+    while (ring_used_idx(ring) != ring->avail_idx) {
+        g_assert_cmpint(g_get_monotonic_time() - start, <=,
+                        QVRDMA_DP_TIMEOUT_US);
+        g_usleep(QVRDMA_DP_POLL_US);
+    }
+}
+
 void qvrdma_dp_post_raw(QVrdmaRing *ring, const void *wqe, uint32_t len)
 {
     qvrdma_dp_post_desc(ring, wqe, len, false);

@@ -255,6 +255,13 @@ uint32_t qvrdma_dp_ring_in_flight(QVrdmaRing *ring);
  * later, in the device's own time).
  */
 void qvrdma_dp_wait_ring_idle(QVrdmaRing *ring);
+/*
+ * Waits until the device has taken every published descriptor of @ring,
+ * reading only the used index (one qtest read per poll, however many
+ * descriptors: under nested TCG each read costs milliseconds).  The
+ * descriptors stay unreclaimed: for a ring about to be reset or unplugged.
+ */
+void qvrdma_dp_wait_ring_taken(QVrdmaRing *ring);
 /* The same with the descriptor's WRITE flag as given (a broken driver). */
 void qvrdma_dp_post_desc(QVrdmaRing *ring, const void *wqe, uint32_t len,
                          bool device_writable);

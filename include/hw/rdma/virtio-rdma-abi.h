@@ -795,6 +795,17 @@ struct virtio_rdma_uresp_create_qp {
     uint32_t reserved;
 };
 
+/*
+ * The address vector the module made of the user's ah_attr: what the
+ * provider copies into each UD send entry.  It is the process's own
+ * request resolved (its PD, its GID index, the peer's MAC); the device
+ * checks a posted one as it checks any.
+ */
+struct virtio_rdma_uresp_create_ah {
+    struct virtio_rdma_av av;
+    uint32_t reserved;
+};
+
 /* ---- Layout pins ---------------------------------------------------------- */
 
 #define VRDMA_PIN(type, field, off) \
@@ -904,6 +915,7 @@ VRDMA_SIZE(virtio_rdma_uresp_create_cq, 8);
 VRDMA_SIZE(virtio_rdma_ucmd_create_qp, 24);
 VRDMA_PIN(virtio_rdma_ucmd_create_qp, sq_log_entries, 16);
 VRDMA_SIZE(virtio_rdma_uresp_create_qp, 8);
+VRDMA_SIZE(virtio_rdma_uresp_create_ah, 48);
 VRDMA_PIN(virtio_rdma_cqe, owner, 63);
 VRDMA_SIZE(virtio_rdma_event, 16);
 VRDMA_SIZE(virtio_rdma_cq_req, 48);

@@ -1,21 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * rdma-core provider for virtio-rdma-pci (the virtio_rdma kernel module).
+ * rdma-core provider for virtio-rdma-pci (the virtio_rdma kernel module):
+ * the verbs.  virtio_rdma.h says which data path the module's uverbs ABI
+ * version selects; ring.c is the rings one.
  *
- * Every verb, the data path included, is a uverbs write() command: the
- * kernel driver owns the virtqueues and builds every descriptor, so nothing
- * of the device (vring, doorbell, guest-physical address) is mapped into the
- * process.  The module enables POST_SEND, POST_RECV, POLL_CQ and
- * REQ_NOTIFY_CQ in its uverbs_cmd_mask for this, and passes no
- * driver-private data in any command, so each ibv_cmd_* below is called with
- * an empty driver part.
+ * ABI 1 (virtqueues): every verb, the data path included, is a uverbs
+ * write() command: the kernel driver owns the virtqueues and builds every
+ * descriptor, so nothing of the device is mapped into the process.  The
+ * module enables POST_SEND, POST_RECV, POLL_CQ and REQ_NOTIFY_CQ in its
+ * uverbs_cmd_mask for this, and passes no driver-private data in any
+ * command, so each ibv_cmd_* is called with an empty driver part.
+ *
+ * ABI 2 (rings): the control verbs are still commands, with the driver data
+ * of virtio-rdma-abi.h ("Kernel module <-> rdma-core provider"): a context
+ * brings the process's doorbell page, a CQ or QP names its rings by their
+ * address in our memory, an AH returns the address vector that UD send
+ * entries carry.  Post, poll and arm are ring.c's, without a command.
  *
  * Built against the rdma-core source of the installed libibverbs (PABI 34
  * in Debian 12): only ibv_cmd_* that rdma-core 44 exports are used, with
  * the signatures 44 has (checked for each in docs/devel/rdma-core-tests.rst,
  * "The provider against libibverbs 44").
  *
- * The extended CQ polls one work completion per poll command and reads its
+ * The extended CQ polls one work completion per fetch and reads its
  * fields; the ibv_wr_* post API builds an ibv_send_wr list that
  * wr_complete posts through the same path as ibv_post_send.
  */
@@ -27,18 +34,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
-#include <infiniband/driver.h>
-#include <infiniband/verbs.h>
-
-/* The device's one ABI header, shared with QEMU and the kernel module. */
-#include <hw/rdma/virtio-rdma-abi.h>
+#include "virtio_rdma.h"
 
 /* Virtio's PCI vendor id (PCI_VENDOR_ID_REDHAT_QUMRANET). */
 #define VIRTIO_PCI_VENDOR 0x1af4
-
-/* The kernel module's ops.uverbs_abi_ver. */
-#define VIRTIO_RDMA_UVERBS_ABI 1
 
 /*
  * ibv_cmd_post_send/post_recv build the whole command with alloca(), sized
@@ -48,71 +49,49 @@
 
 struct vrdma_device {
 	struct verbs_device ibv_dev;
+	uint32_t abi_ver;		/* the module's uverbs ABI version */
 };
 
-struct vrdma_context {
-	struct verbs_context ibv_ctx;
-	/*
-	 * Where the running libibverbs' ibv_qp_to_qp_ex() looks for
-	 * VERBS_QP_EX in a struct verbs_qp (0: nowhere we can serve): see
-	 * vrdma_qpex_mask_offset().
-	 */
-	size_t qpex_mask_off;
+/* Commands and responses with the module's driver data after the core's. */
+struct vrdma_get_context_resp {
+	struct ib_uverbs_get_context_resp ibv_resp;
+	struct virtio_rdma_uresp_alloc_ucontext drv;
 };
 
-struct vrdma_cq {
-	struct verbs_cq vcq;
-	/* Extended CQ: held from start_poll to end_poll, unless single-threaded. */
-	pthread_spinlock_t lock;
-	bool locked;
-	/* The completion start_poll/next_poll fetched, for the read_* calls. */
-	struct ibv_wc wc;
+struct vrdma_create_cq_cmd {
+	struct ibv_create_cq ibv_cmd;
+	struct virtio_rdma_ucmd_create_cq drv;
 };
 
-/* The ibv_wr_* builder's list, sized at create by the granted max_send_wr. */
-struct vrdma_wr_list {
-	pthread_spinlock_t lock;
-	uint64_t ops;			/* the QP's send_ops_flags */
-	struct ibv_send_wr *wr;		/* wr[max_wr] */
-	struct ibv_sge *sge;		/* max_send_sge per WR */
-	uint32_t max_wr;
-	uint32_t n;			/* WRs built since wr_start */
-	struct ibv_send_wr *cur;	/* the WR the wr_set_* calls fill */
-	int err;			/* the first error since wr_start */
+struct vrdma_create_cq_resp {
+	struct ib_uverbs_create_cq_resp ibv_resp;
+	struct virtio_rdma_uresp_create_cq drv;
 };
 
-struct vrdma_qp {
-	struct verbs_qp vqp;
-	/* What the kernel granted at create: bounds num_sge before alloca. */
-	uint32_t max_send_sge;
-	uint32_t max_recv_sge;
-	struct vrdma_wr_list wrl;	/* ibv_wr_*: only with SEND_OPS_FLAGS */
+struct vrdma_create_cq_ex_cmd {
+	struct ibv_create_cq_ex ibv_cmd;
+	struct virtio_rdma_ucmd_create_cq drv;
 };
 
-static inline struct vrdma_context *to_vctx(struct ibv_context *ibctx)
-{
-	return container_of(ibctx, struct vrdma_context, ibv_ctx.context);
-}
+struct vrdma_create_cq_ex_resp {
+	struct ib_uverbs_ex_create_cq_resp ibv_resp;
+	struct virtio_rdma_uresp_create_cq drv;
+};
 
-static inline struct vrdma_qp *to_vqp(struct ibv_qp *ibqp)
-{
-	return container_of(ibqp, struct vrdma_qp, vqp.qp);
-}
+struct vrdma_create_qp_cmd {
+	struct ibv_create_qp ibv_cmd;
+	struct virtio_rdma_ucmd_create_qp drv;
+};
 
-static inline struct vrdma_qp *qpx_to_vqp(struct ibv_qp_ex *qpx)
-{
-	return container_of(qpx, struct vrdma_qp, vqp.qp_ex);
-}
+struct vrdma_create_qp_resp {
+	struct ib_uverbs_create_qp_resp ibv_resp;
+	struct virtio_rdma_uresp_create_qp drv;
+};
 
-static inline struct vrdma_cq *to_vcq(struct ibv_cq *ibcq)
-{
-	return container_of(ibcq, struct vrdma_cq, vcq.cq);
-}
-
-static inline struct vrdma_cq *cqx_to_vcq(struct ibv_cq_ex *cqx)
-{
-	return container_of(cqx, struct vrdma_cq, vcq.cq_ex);
-}
+struct vrdma_create_ah_resp {
+	struct ib_uverbs_create_ah_resp ibv_resp;
+	struct virtio_rdma_uresp_create_ah drv;
+};
 
 static const struct verbs_match_ent vrdma_match_table[] = {
 	VERBS_PCI_MATCH(VIRTIO_PCI_VENDOR, VIRTIO_RDMA_PCI_DEVICE_ID, NULL),
@@ -208,23 +187,62 @@ static int vrdma_dereg_mr(struct verbs_mr *vmr)
 	return 0;
 }
 
+/*
+ * ABI 2: the CQ's ring of at least cqe CQEs, zeroed, named in the create
+ * command's driver data; 0 or an errno.
+ */
+static int vrdma_cq_ring_prepare(struct vrdma_cq *cq, int cqe,
+				 struct virtio_rdma_ucmd_create_cq *drv)
+{
+	int ret;
+
+	if (cqe < 1)
+		return EINVAL;
+	ret = vrdma_uring_alloc(&cq->ring, cqe, sizeof(struct virtio_rdma_cqe));
+	if (ret)
+		return ret;
+	memset(drv, 0, sizeof(*drv));
+	drv->ring_va = (uintptr_t)cq->ring.buf;
+	drv->log_entries = cq->ring.log_entries;
+	return 0;
+}
+
 static struct ibv_cq *vrdma_create_cq(struct ibv_context *context, int cqe,
 				      struct ibv_comp_channel *channel,
 				      int comp_vector)
 {
-	struct ib_uverbs_create_cq_resp resp;
-	struct ibv_create_cq cmd;
+	bool rings = to_vctx(context)->rings;
+	struct vrdma_create_cq_resp resp = {};
+	struct vrdma_create_cq_cmd cmd = {};
 	struct vrdma_cq *cq;
+	int ret;
 
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return NULL;
-	if (ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->vcq.cq,
-			      &cmd, sizeof(cmd), &resp, sizeof(resp))) {
-		free(cq);
-		return NULL;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	cq->locked = true;
+	if (rings) {
+		ret = vrdma_cq_ring_prepare(cq, cqe, &cmd.drv);
+		if (ret)
+			goto err;
 	}
+	ret = ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->vcq.cq,
+				&cmd.ibv_cmd,
+				rings ? sizeof(cmd) : sizeof(cmd.ibv_cmd),
+				&resp.ibv_resp,
+				rings ? sizeof(resp) : sizeof(resp.ibv_resp));
+	if (ret)
+		goto err;
+	cq->cqn = resp.drv.cqn;
 	return &cq->vcq.cq;
+
+err:
+	vrdma_uring_free(&cq->ring);
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+	errno = ret;
+	return NULL;
 }
 
 /* ---- extended CQ: one poll command per work completion ---------------- */
@@ -241,11 +259,17 @@ static int vrdma_cq_fetch(struct vrdma_cq *cq)
 	struct ibv_cq_ex *cqx = &cq->vcq.cq_ex;
 	int n;
 
-	n = ibv_cmd_poll_cq(&cq->vcq.cq, 1, &cq->wc);
-	if (n < 0)
-		return -n;
-	if (n == 0)
-		return ENOENT;
+	if (to_vctx(cq->vcq.cq.context)->rings) {
+		n = vrdma_ring_poll_one(cq, &cq->wc);
+		if (n)
+			return n;
+	} else {
+		n = ibv_cmd_poll_cq(&cq->vcq.cq, 1, &cq->wc);
+		if (n < 0)
+			return -n;
+		if (n == 0)
+			return ENOENT;
+	}
 	cqx->status = cq->wc.status;
 	cqx->wr_id = cq->wc.wr_id;
 	return 0;
@@ -339,8 +363,9 @@ static uint8_t vrdma_read_dlid_path_bits(struct ibv_cq_ex *cqx)
 static struct ibv_cq_ex *vrdma_create_cq_ex(struct ibv_context *context,
 					    struct ibv_cq_init_attr_ex *attr)
 {
-	struct ib_uverbs_ex_create_cq_resp resp;
-	struct ibv_create_cq_ex cmd;
+	bool rings = to_vctx(context)->rings;
+	struct vrdma_create_cq_ex_resp resp = {};
+	struct vrdma_create_cq_ex_cmd cmd = {};
 	struct ibv_cq_ex *cqx;
 	struct vrdma_cq *cq;
 	int ret;
@@ -364,13 +389,26 @@ static struct ibv_cq_ex *vrdma_create_cq_ex(struct ibv_context *context,
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return NULL;
-	ret = ibv_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd, sizeof(cmd),
-				   &resp, sizeof(resp), 0);
+	if (rings) {
+		ret = vrdma_cq_ring_prepare(cq, attr->cqe, &cmd.drv);
+		if (ret) {
+			free(cq);
+			errno = ret;
+			return NULL;
+		}
+	}
+	ret = ibv_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd.ibv_cmd,
+				   rings ? sizeof(cmd) : sizeof(cmd.ibv_cmd),
+				   &resp.ibv_resp,
+				   rings ? sizeof(resp) : sizeof(resp.ibv_resp),
+				   0);
 	if (ret) {
+		vrdma_uring_free(&cq->ring);
 		free(cq);
 		errno = ret;
 		return NULL;
 	}
+	cq->cqn = resp.drv.cqn;
 	cq->locked = !((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 		       (attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED));
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
@@ -400,44 +438,102 @@ static int vrdma_destroy_cq(struct ibv_cq *ibcq)
 	ret = ibv_cmd_destroy_cq(ibcq);
 	if (ret)
 		return ret;
+	vrdma_uring_free(&cq->ring);	/* the device let go of it */
 	pthread_spin_destroy(&cq->lock);
 	free(cq);
 	return 0;
 }
 
+/* Only once the device let go of the rings (destroyed, or never made). */
 static void vrdma_qp_free(struct vrdma_qp *qp)
 {
 	if (qp->wrl.max_wr)
 		pthread_spin_destroy(&qp->wrl.lock);
 	free(qp->wrl.wr);
 	free(qp->wrl.sge);
+	vrdma_uwq_fini(&qp->sq);
+	vrdma_uwq_fini(&qp->rq);
 	free(qp);
+}
+
+/* ABI 2: the QP's rings for the capabilities asked, in the driver data. */
+static int vrdma_qp_rings_prepare(struct vrdma_qp *qp,
+				  const struct ibv_qp_init_attr *attr,
+				  struct virtio_rdma_ucmd_create_qp *drv)
+{
+	int ret;
+
+	ret = vrdma_uwq_init(&qp->sq, attr->cap.max_send_wr,
+			     attr->cap.max_send_sge,
+			     sizeof(struct virtio_rdma_sq_req));
+	if (!ret)
+		ret = vrdma_uwq_init(&qp->rq, attr->cap.max_recv_wr,
+				     attr->cap.max_recv_sge,
+				     sizeof(struct virtio_rdma_rq_req));
+	if (ret)
+		return ret;
+	memset(drv, 0, sizeof(*drv));
+	drv->sq_va = (uintptr_t)qp->sq.ring.buf;
+	drv->rq_va = (uintptr_t)qp->rq.ring.buf;
+	if (qp->sq.ring.buf) {
+		drv->sq_log_entries = qp->sq.ring.log_entries;
+		drv->sq_log_stride = qp->sq.ring.log_stride;
+	}
+	if (qp->rq.ring.buf) {
+		drv->rq_log_entries = qp->rq.ring.log_entries;
+		drv->rq_log_stride = qp->rq.ring.log_stride;
+	}
+	qp->sig_all = attr->sq_sig_all;
+	return 0;
 }
 
 static struct vrdma_qp *vrdma_qp_new(struct ibv_pd *pd,
 				     struct ibv_qp_init_attr *attr)
 {
-	struct ib_uverbs_create_qp_resp resp;
-	struct ibv_create_qp cmd;
+	struct vrdma_context *ctx = to_vctx(pd->context);
+	struct vrdma_create_qp_resp resp = {};
+	struct vrdma_create_qp_cmd cmd = {};
 	struct vrdma_qp *qp;
+	int ret = 0;
 
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
+	if (ctx->rings) {
+		/* No SRQ on this device (the module refuses one too). */
+		ret = attr->srq ? EOPNOTSUPP :
+				  vrdma_qp_rings_prepare(qp, attr, &cmd.drv);
+		if (ret)
+			goto err;
+	}
 	/*
 	 * Into the ibv_qp only: libibverbs 44 would write a verbs_qp's
 	 * comp_mask at another offset than 56.1's (see
 	 * vrdma_qpex_mask_offset); this provider owns that field.
 	 */
-	if (ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd, sizeof(cmd), &resp,
-			      sizeof(resp))) {
-		free(qp);
-		return NULL;
-	}
+	ret = ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd.ibv_cmd,
+				ctx->rings ? sizeof(cmd) : sizeof(cmd.ibv_cmd),
+				&resp.ibv_resp,
+				ctx->rings ? sizeof(resp) : sizeof(resp.ibv_resp));
+	if (ret)
+		goto err;
 	/* ibv_cmd_create_qp wrote the granted capabilities back into attr. */
 	qp->max_send_sge = attr->cap.max_send_sge;
 	qp->max_recv_sge = attr->cap.max_recv_sge;
+	qp->qpn = resp.drv.qpn;
+	if (ctx->rings) {
+		ret = vrdma_qp_table_add(ctx, qp);
+		if (ret) {
+			ibv_cmd_destroy_qp(&qp->vqp.qp);
+			goto err;
+		}
+	}
 	return qp;
+
+err:
+	vrdma_qp_free(qp);
+	errno = ret;
+	return NULL;
 }
 
 static struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
@@ -461,17 +557,26 @@ static int vrdma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			   int attr_mask)
 {
 	struct ibv_modify_qp cmd;
+	int ret;
 
-	return ibv_cmd_modify_qp(qp, attr, attr_mask, &cmd, sizeof(cmd));
+	ret = ibv_cmd_modify_qp(qp, attr, attr_mask, &cmd, sizeof(cmd));
+	/* The device set the rings' counters to 0: so do we. */
+	if (!ret && to_vctx(qp->context)->rings &&
+	    (attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)
+		vrdma_qp_rings_reset(to_vqp(qp));
+	return ret;
 }
 
 static int vrdma_destroy_qp(struct ibv_qp *qp)
 {
+	struct vrdma_context *ctx = to_vctx(qp->context);
 	int ret;
 
 	ret = ibv_cmd_destroy_qp(qp);
 	if (ret)
 		return ret;
+	if (ctx->rings)
+		vrdma_qp_table_del(ctx, to_vqp(qp));
 	vrdma_qp_free(to_vqp(qp));
 	return 0;
 }
@@ -683,7 +788,9 @@ static int vrdma_wr_complete(struct ibv_qp_ex *qpx)
 	if (!ret && l->n) {
 		for (i = 0; i < l->n; i++)
 			l->wr[i].next = i + 1 < l->n ? &l->wr[i + 1] : NULL;
-		ret = vrdma_post_send(&qp->vqp.qp, l->wr, &bad);
+		ret = to_vctx(qp->vqp.qp.context)->rings ?
+			      vrdma_ring_post_send(&qp->vqp.qp, l->wr, &bad) :
+			      vrdma_post_send(&qp->vqp.qp, l->wr, &bad);
 	}
 	l->n = 0;
 	l->cur = NULL;
@@ -1021,6 +1128,8 @@ static struct ibv_qp *vrdma_create_qp_ex(struct ibv_context *context,
 		ret = vrdma_qp_ex_init(ctx, qp, ops, init.cap.max_send_wr);
 		if (ret) {
 			ibv_cmd_destroy_qp(&qp->vqp.qp);
+			if (ctx->rings)
+				vrdma_qp_table_del(ctx, qp);
 			vrdma_qp_free(qp);
 			errno = ret;
 			return NULL;
@@ -1032,17 +1141,20 @@ static struct ibv_qp *vrdma_create_qp_ex(struct ibv_context *context,
 static struct ibv_ah *vrdma_create_ah(struct ibv_pd *pd,
 				      struct ibv_ah_attr *attr)
 {
-	struct ib_uverbs_create_ah_resp resp;
-	struct ibv_ah *ah;
+	bool rings = to_vctx(pd->context)->rings;
+	struct vrdma_create_ah_resp resp = {};
+	struct vrdma_ah *ah;
 
 	ah = calloc(1, sizeof(*ah));
 	if (!ah)
 		return NULL;
-	if (ibv_cmd_create_ah(pd, ah, attr, &resp, sizeof(resp))) {
+	if (ibv_cmd_create_ah(pd, &ah->ibah, attr, &resp.ibv_resp,
+			      rings ? sizeof(resp) : sizeof(resp.ibv_resp))) {
 		free(ah);
 		return NULL;
 	}
-	return ah;
+	ah->av = resp.drv.av;	/* ABI 2: what UD send entries carry */
+	return &ah->ibah;
 }
 
 static int vrdma_destroy_ah(struct ibv_ah *ah)
@@ -1052,15 +1164,20 @@ static int vrdma_destroy_ah(struct ibv_ah *ah)
 	ret = ibv_cmd_destroy_ah(ah);
 	if (ret)
 		return ret;
-	free(ah);
+	free(to_vah(ah));
 	return 0;
 }
 
 static void vrdma_free_context(struct ibv_context *ibctx)
 {
-	struct vrdma_context *ctx =
-		container_of(ibctx, struct vrdma_context, ibv_ctx.context);
+	struct vrdma_context *ctx = to_vctx(ibctx);
+	unsigned int i;
 
+	if (ctx->db)
+		munmap(ctx->db, VIRTIO_RDMA_DB_PAGE);
+	for (i = 0; i < VRDMA_QP_TABLE_SIZE; i++)
+		free(ctx->qp_table[i]);
+	pthread_mutex_destroy(&ctx->qp_table_lock);
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);
 }
@@ -1090,11 +1207,21 @@ static const struct verbs_context_ops vrdma_ctx_ops = {
 	.free_context = vrdma_free_context,
 };
 
+/* ABI 2: the data path on the rings, no command (ring.c). */
+static const struct verbs_context_ops vrdma_ring_ctx_ops = {
+	.poll_cq = vrdma_ring_poll_cq,
+	.req_notify_cq = vrdma_ring_req_notify_cq,
+	.post_send = vrdma_ring_post_send,
+	.post_recv = vrdma_ring_post_recv,
+};
+
 static struct verbs_context *vrdma_alloc_context(struct ibv_device *ibdev,
 						 int cmd_fd,
 						 void *private_data)
 {
-	struct ib_uverbs_get_context_resp resp;
+	struct vrdma_device *dev =
+		container_of(ibdev, struct vrdma_device, ibv_dev.device);
+	struct vrdma_get_context_resp resp = {};
 	struct ibv_get_context cmd;
 	struct vrdma_context *ctx;
 
@@ -1103,15 +1230,33 @@ static struct verbs_context *vrdma_alloc_context(struct ibv_device *ibdev,
 					   RDMA_DRIVER_UNKNOWN);
 	if (!ctx)
 		return NULL;
-	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd), &resp,
-				sizeof(resp))) {
-		verbs_uninit_context(&ctx->ibv_ctx);
-		free(ctx);
-		return NULL;
+	ctx->rings = dev->abi_ver == VIRTIO_RDMA_UVERBS_ABI_RINGS;
+	pthread_mutex_init(&ctx->qp_table_lock, NULL);
+	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd),
+				&resp.ibv_resp,
+				ctx->rings ? sizeof(resp) :
+					     sizeof(resp.ibv_resp)))
+		goto err;
+	if (ctx->rings) {
+		/* Our doorbell page: the only part of the device we see. */
+		ctx->db = mmap(NULL, VIRTIO_RDMA_DB_PAGE, PROT_WRITE, MAP_SHARED,
+			       cmd_fd, resp.drv.db_mmap_offset);
+		if (ctx->db == MAP_FAILED) {
+			ctx->db = NULL;
+			goto err;
+		}
 	}
 	verbs_set_ops(&ctx->ibv_ctx, &vrdma_ctx_ops);
+	if (ctx->rings)
+		verbs_set_ops(&ctx->ibv_ctx, &vrdma_ring_ctx_ops);
 	ctx->qpex_mask_off = vrdma_qpex_mask_offset();
 	return &ctx->ibv_ctx;
+
+err:
+	pthread_mutex_destroy(&ctx->qp_table_lock);
+	verbs_uninit_context(&ctx->ibv_ctx);
+	free(ctx);
+	return NULL;
 }
 
 static struct verbs_device *vrdma_alloc_device(struct verbs_sysfs_dev *sysfs)
@@ -1121,6 +1266,7 @@ static struct verbs_device *vrdma_alloc_device(struct verbs_sysfs_dev *sysfs)
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return NULL;
+	dev->abi_ver = sysfs->abi_ver;
 	return &dev->ibv_dev;
 }
 
@@ -1131,8 +1277,8 @@ static void vrdma_uninit_device(struct verbs_device *verbs_device)
 
 static const struct verbs_device_ops vrdma_dev_ops = {
 	.name = "virtio_rdma",
-	.match_min_abi_version = VIRTIO_RDMA_UVERBS_ABI,
-	.match_max_abi_version = VIRTIO_RDMA_UVERBS_ABI,
+	.match_min_abi_version = VIRTIO_RDMA_UVERBS_ABI_VIRTQUEUES,
+	.match_max_abi_version = VIRTIO_RDMA_UVERBS_ABI_RINGS,
 	.match_table = vrdma_match_table,
 	.alloc_device = vrdma_alloc_device,
 	.uninit_device = vrdma_uninit_device,

@@ -9,9 +9,15 @@
  * header the device, its core and its tests share.
  *
  * With the module parameter rings=1 and VIRTIO_RDMA_F_RINGS negotiated,
- * kernel CQs and QPs are rings in guest memory (vrdma_ring.c, "Queues in
- * guest memory" in the spec) announced by doorbells of context 0; user
- * CQs and QPs are then refused until the provider speaks rings too.
+ * CQs and QPs are rings in guest memory (vrdma_ring.c, "Queues in guest
+ * memory" in the spec) announced by doorbells.  Kernel queues live in
+ * vmalloc memory and ring context 0's page.  User queues live in the
+ * process's own memory, pinned (ib_umem): each process gets a device
+ * context and may mmap() its doorbell page, nothing else, and then posts,
+ * polls and arms in user space (uverbs ABI VIRTIO_RDMA_UVERBS_ABI_RINGS,
+ * the ring-capable provider).  User space still never sees a
+ * guest-physical address: only its context, queue numbers, an mmap offset
+ * and the address vectors of its AHs.
  */
 #ifndef VRDMA_H
 #define VRDMA_H
@@ -26,6 +32,7 @@
 #include <linux/xarray.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 
 #include <hw/rdma/virtio-rdma-abi.h>
 
@@ -69,6 +76,9 @@ struct vrdma_dev {
 	bool rings;		/* VIRTIO_RDMA_F_RINGS negotiated */
 	/* RINGS: the kernel's doorbell page (context 0), vrdma_ring.c. */
 	void __iomem *db;
+	/* RINGS: the doorbell region, whose page c user context c mmaps. */
+	phys_addr_t db_base;
+	u64 db_len;
 
 	/* Control queue (vrdma_ctrl.c). */
 	struct virtqueue *ctrl_vq;
@@ -106,8 +116,17 @@ struct vrdma_dev {
 	bool removing;
 };
 
+/* RINGS: what a user context may mmap, its doorbell page (vrdma_verbs.c). */
+struct vrdma_mmap_entry {
+	struct rdma_user_mmap_entry rdma;
+	phys_addr_t addr;
+};
+
 struct vrdma_ucontext {
 	struct ib_ucontext ibuc;
+	/* RINGS: the device context (ALLOC_CONTEXT) and its doorbell page. */
+	u32 ctx;
+	struct vrdma_mmap_entry *db;
 };
 
 struct vrdma_pd {
@@ -129,21 +148,25 @@ struct vrdma_pt {
 
 /*
  * A queue in guest memory (vrdma_ring.c): 1 << log_entries entries of
- * 1 << log_stride bytes, then the trailer, in zeroed vmalloc pages the
- * device maps for the queue's life.  NULL va: no ring.
+ * 1 << log_stride bytes, then the trailer, in pages the device maps for
+ * the queue's life.  A kernel queue's are zeroed vmalloc pages (va); a
+ * user queue's are the process's, pinned (umem), and the driver never
+ * reads or writes them.  Neither: no ring (vrdma_ring_present()).
  */
 struct vrdma_ring {
 	void *va;
+	struct ib_umem *umem;
 	u32 npages;
 	u8 log_entries, log_stride;
-	struct virtio_rdma_ring_trailer *trailer;
+	struct virtio_rdma_ring_trailer *trailer;	/* va's only */
 };
 
 struct vrdma_cq {
 	struct ib_cq ibcq;
 	u32 cqn;
+	u32 ctx;			/* RINGS: the device context's */
 	struct vrdma_cqvq *cv;		/* virtqueue data path */
-	struct vrdma_ring ring;		/* RINGS */
+	struct vrdma_ring ring;		/* RINGS (a user CQ's: ring.umem) */
 	u32 cons;			/* RINGS: consumer counter (lock) */
 	spinlock_t lock;
 	/* A CQE taken ahead by req_notify_cq(REPORT_MISSED_EVENTS). */
@@ -201,6 +224,11 @@ struct vrdma_qp {
 	u32 pdn;
 	struct vrdma_wq sq, rq;
 	struct vrdma_cq *scq, *rcq;	/* the only CQs their CQEs may come on */
+	/*
+	 * RINGS, a user QP: its rings are the process's and so are its
+	 * wr_ids (no tag table); uverbs cannot post to it, the provider does.
+	 */
+	bool user_rings;
 	struct ib_qp_cap cap;
 	enum ib_sig_type sig_type;
 	/*
@@ -235,6 +263,10 @@ static inline struct vrdma_dev *to_vdev(struct ib_device *ib)
 {
 	return container_of(ib, struct vrdma_dev, ib);
 }
+static inline struct vrdma_ucontext *to_vuc(struct ib_ucontext *u)
+{
+	return container_of(u, struct vrdma_ucontext, ibuc);
+}
 static inline struct vrdma_pd *to_vpd(struct ib_pd *p)
 {
 	return container_of(p, struct vrdma_pd, ibpd);
@@ -254,6 +286,31 @@ static inline struct vrdma_mr *to_vmr(struct ib_mr *m)
 static inline struct vrdma_ah *to_vah(struct ib_ah *a)
 {
 	return container_of(a, struct vrdma_ah, ibah);
+}
+
+/*
+ * A provider's request (uverbs driver data) of a verb, into the kernel:
+ * at least len bytes, and any bytes beyond what this module knows zero.
+ */
+static inline int vrdma_udata_in(struct ib_udata *udata, void *req, size_t len)
+{
+	if (!udata || udata->inlen < len)
+		return -EINVAL;
+	if (ib_copy_from_udata(req, udata, len))
+		return -EFAULT;
+	if (udata->inlen > len &&
+	    !ib_is_udata_cleared(udata, len, udata->inlen - len))
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * The deepest CQ: with RINGS the ring is a CQ's only storage, so the ring's
+ * bound (max_ring_cqe), not the CQ virtqueue's size (max_cqe), limits it.
+ */
+static inline u32 vrdma_max_cqe(const struct vrdma_dev *dev)
+{
+	return dev->rings ? dev->cfg.max_ring_cqe : dev->cfg.max_cqe;
 }
 
 /* Virtqueue layout (docs/specs/virtio-rdma.rst, "Virtqueues"). */
@@ -295,6 +352,7 @@ extern const struct ib_device_ops vrdma_dev_ops;
 int vrdma_pt_alloc(struct vrdma_pt *pt, u32 npages, gfp_t gfp);
 void vrdma_pt_free(struct vrdma_pt *pt);
 void vrdma_pt_set(struct vrdma_pt *pt, u32 i, u64 addr);
+int vrdma_pt_from_umem(struct vrdma_pt *pt, struct ib_umem *umem, u32 npages);
 struct ib_mr *vrdma_get_dma_mr(struct ib_pd *pd, int access);
 struct ib_mr *vrdma_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 				u64 virt_addr, int access,
@@ -319,6 +377,8 @@ extern bool vrdma_rings_param;
 int vrdma_rings_init(struct vrdma_dev *dev);
 void vrdma_rings_fini(struct vrdma_dev *dev);
 int vrdma_ring_alloc(struct vrdma_ring *r, u32 min_entries, u32 entry_bytes);
+int vrdma_ring_get_user(struct vrdma_ring *r, struct ib_device *ib, u64 va,
+			u8 log_entries, u8 log_stride);
 int vrdma_ring_desc(const struct vrdma_ring *r, struct vrdma_pt *pt,
 		    struct virtio_rdma_ring *desc);
 void vrdma_ring_free(struct vrdma_ring *r);
@@ -329,6 +389,15 @@ static inline void *vrdma_ring_entry(const struct vrdma_ring *r, u32 i)
 static inline u32 vrdma_ring_entries(const struct vrdma_ring *r)
 {
 	return 1u << r->log_entries;
+}
+/* The entries' bytes: the trailer's offset. */
+static inline size_t vrdma_ring_entries_bytes(const struct vrdma_ring *r)
+{
+	return (size_t)1 << (r->log_entries + r->log_stride);
+}
+static inline bool vrdma_ring_present(const struct vrdma_ring *r)
+{
+	return r->va || r->umem;
 }
 void vrdma_doorbell(struct vrdma_dev *dev, enum virtio_rdma_db_type type,
 		    u32 qn, u32 value);

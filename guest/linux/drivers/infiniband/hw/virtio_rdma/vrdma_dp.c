@@ -29,10 +29,14 @@
  * wq->lock; a poll holds cq->lock and takes dev->qps' lock, then the
  * queue's wq->lock, inside it (nothing takes them the other way round).
  *
- * With RINGS (kernel queues only) a post writes each request in place into
- * the next slot of the queue's ring (vrdma_qp.c, "Rings") and rings one
+ * With RINGS a post to a kernel QP writes each request in place into the
+ * next slot of the queue's ring (vrdma_qp.c, "Rings") and rings one
  * doorbell for the batch; a poll reads the CQ's ring by the owner-bit rule
- * and a CQ is armed by doorbell (vrdma_ring.c states the ordering).
+ * and a CQ is armed by doorbell (vrdma_ring.c states the ordering).  User
+ * queues with RINGS are the provider's to post, poll and arm, in user
+ * space: their uverbs commands fail here with -EOPNOTSUPP.  Their CQ
+ * events and async events still come through the event queue below (none
+ * of that reads a ring), to the handlers uverbs installed.
  */
 #include <linux/scatterlist.h>
 
@@ -209,6 +213,10 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	unsigned int n = 0;
 	int err = 0;
 
+	if (qp->user_rings) {	/* the provider writes its rings itself */
+		*bad_wr = wr;
+		return -EOPNOTSUPP;
+	}
 	/* IBA 11.4.1.1: no send queue before RTS (the whole list fails). */
 	if (READ_ONCE(qp->state) < IB_QPS_RTS) {
 		*bad_wr = wr;
@@ -258,6 +266,10 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	unsigned int n = 0;
 	int err = 0;
 
+	if (qp->user_rings) {	/* the provider writes its rings itself */
+		*bad_wr = wr;
+		return -EOPNOTSUPP;
+	}
 	/* IBA 11.4.1.1: no receive queue in RESET. */
 	if (READ_ONCE(qp->state) == IB_QPS_RESET) {
 		*bad_wr = wr;
@@ -555,6 +567,8 @@ int vrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 	unsigned int len;
 	int n = 0;
 
+	if (cq->ring.umem)	/* the provider polls its ring itself */
+		return -EOPNOTSUPP;
 	if (dev->rings)
 		return vrdma_ring_poll_cq(cq, num_entries, wc);
 	spin_lock_irqsave(&cq->lock, flags);
@@ -590,6 +604,8 @@ int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	unsigned int len;
 	int err, missed = 0;
 
+	if (cq->ring.umem)	/* the provider arms by its own doorbell */
+		return -EOPNOTSUPP;
 	if (dev->rings) {
 		vrdma_doorbell(dev, VIRTIO_RDMA_DB_CQ_ARM, cq->cqn,
 			       le32_to_cpu(cmd.flags));
@@ -637,7 +653,9 @@ int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 /*
  * CQ @cqn's completion event, or (RINGS, @err) its CQ_ERR: the CQ overran
  * or its ring broke.  The CQ table's lock is held across the handler:
- * destroy_cq clears the slot under it.
+ * destroy_cq clears the slot under it.  Kernel and user CQs alike (for a
+ * user CQ uverbs' handlers queue the event for its process): nothing here
+ * reads the CQ's ring.
  */
 static void vrdma_cq_notify(struct vrdma_dev *dev, u32 cqn, bool err)
 {

@@ -8,7 +8,8 @@
  * (or, without it, each CQ queue) has one for CQ events.  The SQ/RQ queues
  * are reclaimed when posting, so they need no interrupt vector.  With
  * VIRTIO_RDMA_F_RINGS (module parameter rings) the CQ and QP queues stay
- * unused and the doorbell region is mapped (vrdma_ring.c).
+ * unused, the doorbell region is mapped (vrdma_ring.c) and user space
+ * gets uverbs ABI VIRTIO_RDMA_UVERBS_ABI_RINGS.
  */
 #include <linux/dma-mapping.h>
 #include <linux/module.h>
@@ -19,6 +20,7 @@
 /* docs/specs/virtio-rdma.rst, the device configuration's ranges. */
 #define VRDMA_SPEC_MAX_SGE	32
 #define VRDMA_SPEC_MAX_RD_ATOM	16
+#define VRDMA_SPEC_MAX_CTX	4096
 
 /* The config space is little-endian and packed: read it whole, convert. */
 #define VRDMA_LE(c, f)                                                      \
@@ -64,6 +66,8 @@ static void vrdma_read_config(struct vrdma_dev *dev)
 	VRDMA_LE(c, max_ah);
 	VRDMA_LE(c, max_fast_reg_page_list_len);
 	VRDMA_LE(c, max_pkeys);
+	VRDMA_LE(c, max_ctx);
+	VRDMA_LE(c, max_ring_cqe);
 }
 
 static int vrdma_init_vqs(struct vrdma_dev *dev)
@@ -189,6 +193,8 @@ static void vrdma_clamp_config(struct vrdma_dev *dev)
 	VRDMA_CLAMP(dev, max_ah, VIRTIO_RDMA_LIMIT_MAX);
 	VRDMA_CLAMP(dev, max_qp_rd_atom, VRDMA_SPEC_MAX_RD_ATOM);
 	VRDMA_CLAMP(dev, max_qp_init_rd_atom, VRDMA_SPEC_MAX_RD_ATOM);
+	VRDMA_CLAMP(dev, max_ctx, VRDMA_SPEC_MAX_CTX);
+	VRDMA_CLAMP(dev, max_ring_cqe, VIRTIO_RDMA_RING_MAX_CQE);
 }
 
 static int vrdma_probe(struct virtio_device *vdev)
@@ -232,7 +238,8 @@ static int vrdma_probe(struct virtio_device *vdev)
 	if (!dev->event_queue)
 		dev_warn(&vdev->dev, "no event queue: a CQ event can be lost if a CQE is polled before its interrupt\n");
 	if (dev->rings)
-		dev_info(&vdev->dev, "kernel queues in guest memory (rings); user CQs and QPs refused\n");
+		dev_info(&vdev->dev, "queues in guest memory (rings), %u user contexts: user space needs the ring-capable provider (uverbs ABI %u)\n",
+			 dev->cfg.max_ctx, VIRTIO_RDMA_UVERBS_ABI_RINGS);
 
 	err = -ENOMEM;
 	dev->cqvqs = kcalloc(dev->max_cq, sizeof(*dev->cqvqs), GFP_KERNEL);
@@ -269,6 +276,12 @@ static int vrdma_probe(struct virtio_device *vdev)
 				   BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	strscpy(dev->ib.node_desc, "virtio-rdma", sizeof(dev->ib.node_desc));
 	ib_set_device_ops(&dev->ib, &vrdma_dev_ops);
+	/*
+	 * libibverbs loads a provider only for the ABI it was built for, so a
+	 * provider of the virtqueue path never meets rings, nor the reverse.
+	 */
+	if (dev->rings)
+		dev->ib.ops.uverbs_abi_ver = VIRTIO_RDMA_UVERBS_ABI_RINGS;
 
 	err = vrdma_netdev_init(dev);
 	if (err)

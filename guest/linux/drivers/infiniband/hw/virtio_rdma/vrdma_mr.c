@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Memory regions: DMA MRs (kernel), user MRs (ib_umem -> a two-level page
- * table the device reads once during REG_USER_MR, freed after it), and
+ * table the device reads once during REG_USER_MR, freed after it; user
+ * rings get theirs the same way, vrdma_pt_from_umem()), and
  * fast-registration MRs (a table kept for the MR's life and rewritten by
  * every map_mr_sg, which block drivers call in atomic context: its command
  * goes in the MR's own control buffer, vrdma_cmd_atomic()).
@@ -103,6 +104,28 @@ void vrdma_pt_set(struct vrdma_pt *pt, u32 i, u64 addr)
 		cpu_to_le64(addr);
 }
 
+/*
+ * A table of the umem's 4 KiB blocks, of which its caller counted npages
+ * (ib_umem_num_dma_blocks()): a user MR's pages, a user queue's ring.  For
+ * the one command that walks it; vrdma_pt_free() after, or on failure.
+ */
+int vrdma_pt_from_umem(struct vrdma_pt *pt, struct ib_umem *umem, u32 npages)
+{
+	struct ib_block_iter it;
+	u32 i = 0;
+	int err;
+
+	err = vrdma_pt_alloc(pt, npages, GFP_KERNEL);
+	if (err)
+		return err;
+	rdma_umem_for_each_dma_block(umem, &it, SZ_4K) {
+		if (i < npages)
+			vrdma_pt_set(pt, i, rdma_block_iter_dma_address(&it));
+		i++;
+	}
+	return WARN_ON(i != npages) ? -EINVAL : 0;
+}
+
 struct ib_mr *vrdma_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 				u64 virt_addr, int access,
 				struct ib_udata *udata)
@@ -110,10 +133,9 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 	struct vrdma_dev *dev = to_vdev(pd->device);
 	struct virtio_rdma_cmd_reg_user_mr cmd = {};
 	struct virtio_rdma_rsp_mr r;
-	struct ib_block_iter it;
 	struct vrdma_mr *mr;
 	u64 npages;
-	u32 acc, i = 0;
+	u32 acc;
 	int err;
 
 	if (udata && (udata->inlen || udata->outlen))
@@ -142,14 +164,9 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 		err = -EINVAL;
 		goto err_umem;
 	}
-	err = vrdma_pt_alloc(&mr->pt, npages, GFP_KERNEL);
+	err = vrdma_pt_from_umem(&mr->pt, mr->umem, npages);
 	if (err)
 		goto err_pt;
-	rdma_umem_for_each_dma_block(mr->umem, &it, SZ_4K) {
-		if (WARN_ON(i >= npages))
-			break;
-		vrdma_pt_set(&mr->pt, i++, rdma_block_iter_dma_address(&it));
-	}
 	cmd.pdn = cpu_to_le32(to_vpd(pd)->pdn);
 	cmd.access_flags = cpu_to_le32(acc);
 	cmd.start = cpu_to_le64(start);

@@ -8,8 +8,9 @@
  * carry, so it is ib_qp.qp_num.  The virtqueues outlive the QP: the next
  * QP with the same index continues on the same rings, which is why the
  * device discards what is still posted when a QP is destroyed and the
- * driver reclaims those buffers here.  With RINGS (kernel QPs) the SQ and
- * RQ are rings of the QP's own instead ("Rings" below).
+ * driver reclaims those buffers here.  With RINGS the SQ and RQ are rings
+ * of the QP's own instead ("Rings" below): a kernel QP's in vmalloc memory,
+ * a user QP's in the process's ("User rings").
  */
 #include <linux/scatterlist.h>
 
@@ -216,8 +217,50 @@ bool vrdma_wq_complete(struct vrdma_wq *wq, u64 tag, bool success,
 }
 
 /*
+ * User rings.  A user QP's SQ and RQ with RINGS are rings the provider
+ * allocated, of the geometry it chose and sent in
+ * virtio_rdma_ucmd_create_qp; the module checks it against the QP's
+ * request (it must hold max_wr entries of max_sge SGEs: the cap granted is
+ * exactly the one asked for, so the provider sizes from the same numbers),
+ * pins it and gives the device its page table.  The provider writes the
+ * entries, their wr_ids and the doorbells: the module keeps no buffers and
+ * no tag table for such a queue, and uverbs cannot post to it.
+ */
+
+/* One queue of a user QP's request; -EINVAL unless it fits the cap. */
+static int vrdma_uwq_check(u64 va, u8 log_entries, u8 log_stride, u32 max_wr,
+			   u32 max_sge, size_t hdr)
+{
+	if (!max_wr)	/* no work requests: no ring */
+		return va || log_entries || log_stride ? -EINVAL : 0;
+	if (!va || !PAGE_ALIGNED(va) ||
+	    log_entries > VIRTIO_RDMA_RING_MAX_LOG_ENTRIES ||
+	    log_stride < VIRTIO_RDMA_RING_MIN_LOG_STRIDE ||
+	    log_stride > VIRTIO_RDMA_RING_MAX_LOG_STRIDE ||
+	    (1u << log_entries) < max_wr ||
+	    (1u << log_stride) < hdr + max_sge * sizeof(struct virtio_rdma_sge))
+		return -EINVAL;
+	return 0;
+}
+
+/* A user QP's queue, checked (vrdma_uwq_check()): its ring pinned. */
+static int vrdma_uwq_init(struct vrdma_wq *wq, struct ib_device *ib, u64 va,
+			  u8 log_entries, u8 log_stride, u32 max_wr,
+			  u32 max_sge)
+{
+	spin_lock_init(&wq->lock);
+	wq->max_wr = max_wr;
+	wq->max_sge = max_sge;
+	wq->next_tag = 1;
+	if (!max_wr)
+		return 0;
+	return vrdma_ring_get_user(&wq->ring, ib, va, log_entries, log_stride);
+}
+
+/*
  * Free what is ours; orphan what the device still holds.  A ring is freed
- * only if the device let go of it (device_done: DESTROY_QP succeeded).
+ * (a user one unpinned) only if the device let go of it (device_done:
+ * DESTROY_QP succeeded).
  */
 static void vrdma_wq_fini(struct vrdma_wq *wq, bool device_done)
 {
@@ -228,7 +271,7 @@ static void vrdma_wq_fini(struct vrdma_wq *wq, bool device_done)
 	wq->ents = NULL;
 	if (device_done)
 		vrdma_ring_free(&wq->ring);
-	else if (wq->ring.va)
+	else if (vrdma_ring_present(&wq->ring))
 		pr_warn("virtio_rdma: a ring of %u pages left to the device\n",
 			wq->ring.npages);
 	if (!wq->all || !wq->free) {	/* creation failed before the ring */
@@ -277,24 +320,40 @@ static int vrdma_destroy_cmd(struct vrdma_dev *dev, u32 qpn)
 }
 
 /*
- * RINGS: CREATE_QP_RING for the checked request cmd, the SQ and RQ rings
- * made first (vrdma_qp.c, "Rings"); on failure nothing is left.
+ * RINGS: CREATE_QP_RING for the checked request cmd of context ctx, the
+ * SQ and RQ rings made first: a kernel QP's ("Rings"), or with ucmd (its
+ * checked request, vrdma_user_qp_check()) a user QP's ("User rings"); on
+ * failure nothing is left.
  */
 static int vrdma_create_qp_ring(struct vrdma_dev *dev, struct vrdma_qp *qp,
 				const struct ib_qp_cap *cap,
 				const struct virtio_rdma_cmd_create_qp *cmd,
+				u32 ctx,
+				const struct virtio_rdma_ucmd_create_qp *ucmd,
 				struct virtio_rdma_rsp_create_qp_wire *r)
 {
 	struct virtio_rdma_cmd_create_qp_ring *req;
 	struct vrdma_pt spt, rpt;
 	int err;
 
-	err = vrdma_wq_init(&qp->sq, NULL, cap->max_send_wr, cap->max_send_sge,
-			    sizeof(struct virtio_rdma_sq_req));
-	if (!err)
-		err = vrdma_wq_init(&qp->rq, NULL, cap->max_recv_wr,
-				    cap->max_recv_sge,
-				    sizeof(struct virtio_rdma_rq_req));
+	if (ucmd) {
+		err = vrdma_uwq_init(&qp->sq, &dev->ib, ucmd->sq_va,
+				     ucmd->sq_log_entries, ucmd->sq_log_stride,
+				     cap->max_send_wr, cap->max_send_sge);
+		if (!err)
+			err = vrdma_uwq_init(&qp->rq, &dev->ib, ucmd->rq_va,
+					     ucmd->rq_log_entries,
+					     ucmd->rq_log_stride,
+					     cap->max_recv_wr, cap->max_recv_sge);
+	} else {
+		err = vrdma_wq_init(&qp->sq, NULL, cap->max_send_wr,
+				    cap->max_send_sge,
+				    sizeof(struct virtio_rdma_sq_req));
+		if (!err)
+			err = vrdma_wq_init(&qp->rq, NULL, cap->max_recv_wr,
+					    cap->max_recv_sge,
+					    sizeof(struct virtio_rdma_rq_req));
+	}
 	req = kzalloc(sizeof(*req), GFP_KERNEL);
 	if (!req && !err)
 		err = -ENOMEM;
@@ -302,7 +361,7 @@ static int vrdma_create_qp_ring(struct vrdma_dev *dev, struct vrdma_qp *qp,
 	memset(&rpt, 0, sizeof(rpt));
 	if (!err) {
 		req->qp = *cmd;
-		req->ctx = cpu_to_le32(VIRTIO_RDMA_KERNEL_CTX);
+		req->ctx = cpu_to_le32(ctx);
 		err = vrdma_ring_desc(&qp->sq.ring, &spt, &req->sq);
 	}
 	if (!err)
@@ -320,6 +379,40 @@ static int vrdma_create_qp_ring(struct vrdma_dev *dev, struct vrdma_qp *qp,
 	return err;
 }
 
+/*
+ * RINGS, a user QP: its request (virtio_rdma_ucmd_create_qp) into ucmd,
+ * checked against the cap and the CQs before anything is pinned or the
+ * device hears of it ("User rings").
+ */
+static int vrdma_user_qp_check(struct ib_qp_init_attr *init,
+			       struct ib_udata *udata, u32 ctx,
+			       struct virtio_rdma_ucmd_create_qp *ucmd)
+{
+	const struct ib_qp_cap *cap = &init->cap;
+	int err;
+
+	err = vrdma_udata_in(udata, ucmd, sizeof(*ucmd));
+	if (err)
+		return err;
+	if (udata->outlen < sizeof(struct virtio_rdma_uresp_create_qp) ||
+	    ucmd->reserved)
+		return -EINVAL;
+	/* The device checks it too; uverbs gives only the file's own CQs. */
+	if (to_vcq(init->send_cq)->ctx != ctx ||
+	    to_vcq(init->recv_cq)->ctx != ctx)
+		return -EINVAL;
+	err = vrdma_uwq_check(ucmd->sq_va, ucmd->sq_log_entries,
+			      ucmd->sq_log_stride, cap->max_send_wr,
+			      cap->max_send_sge,
+			      sizeof(struct virtio_rdma_sq_req));
+	if (err)
+		return err;
+	return vrdma_uwq_check(ucmd->rq_va, ucmd->rq_log_entries,
+			       ucmd->rq_log_stride, cap->max_recv_wr,
+			       cap->max_recv_sge,
+			       sizeof(struct virtio_rdma_rq_req));
+}
+
 int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata)
 {
@@ -328,15 +421,16 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct ib_qp_cap *cap = &init->cap;
 	struct virtio_rdma_cmd_create_qp cmd = {};
 	struct virtio_rdma_rsp_create_qp_wire r = {};
+	struct virtio_rdma_ucmd_create_qp ucmd;
 	int type = vrdma_qp_type(init->qp_type);
+	bool user = dev->rings && udata;
+	u32 ctx = VIRTIO_RDMA_KERNEL_CTX;
 	int err, err2;
 
-	if (udata && (udata->inlen || udata->outlen))
+	/* Without RINGS the provider passes no driver data. */
+	if (udata && !dev->rings && (udata->inlen || udata->outlen))
 		return -EINVAL;
 	if (type < 0 || init->srq || init->create_flags || init->rwq_ind_tbl)
-		return -EOPNOTSUPP;
-	/* RINGS: the provider cannot post to a ring yet (vrdma_ring.c). */
-	if (dev->rings && udata)
 		return -EOPNOTSUPP;
 	if (init->port_num > 1)
 		return -EINVAL;
@@ -346,7 +440,17 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	    cap->max_recv_sge > dev->cfg.max_recv_sge ||
 	    (!cap->max_send_wr && !cap->max_recv_wr))
 		return -EINVAL;
-	/* No inline data: report 0, as callers that ask check what they got. */
+	if (user) {
+		ctx = rdma_udata_to_drv_context(udata, struct vrdma_ucontext,
+						ibuc)->ctx;
+		err = vrdma_user_qp_check(init, udata, ctx, &ucmd);
+		if (err)
+			return err;
+	}
+	/*
+	 * No inline data: report 0, as callers that ask check what they got.
+	 * The rest of the cap is granted exactly as asked.
+	 */
 	cap->max_inline_data = 0;
 
 	cmd.pdn = cpu_to_le32(to_vpd(ibqp->pd)->pdn);
@@ -360,7 +464,8 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	cmd.max_recv_sge = cpu_to_le32(cap->max_recv_sge);
 	cmd.recv_cqn = cpu_to_le32(to_vcq(init->recv_cq)->cqn);
 	if (dev->rings)
-		err = vrdma_create_qp_ring(dev, qp, cap, &cmd, &r);
+		err = vrdma_create_qp_ring(dev, qp, cap, &cmd, ctx,
+					   user ? &ucmd : NULL, &r);
 	else
 		err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_CREATE_QP, &cmd, sizeof(cmd),
 				&r, dev->wire_qpn ? sizeof(r) :
@@ -384,6 +489,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->state = IB_QPS_RESET;
 	qp->scq = to_vcq(init->send_cq);
 	qp->rcq = to_vcq(init->recv_cq);
+	qp->user_rings = user;
 	atomic_set(&qp->rq_posted, 0);
 	if (!dev->rings) {
 		err = vrdma_wq_init(&qp->sq, dev->vqs[vrdma_vq_sq(dev, qp->qpn)],
@@ -394,6 +500,12 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 					    dev->vqs[vrdma_vq_sq(dev, qp->qpn) + 1],
 					    cap->max_recv_wr, cap->max_recv_sge,
 					    sizeof(struct virtio_rdma_rq_req));
+	}
+	if (!err && user) {
+		/* The queue index its doorbells name; qp_num is the wire QPN. */
+		struct virtio_rdma_uresp_create_qp resp = { .qpn = qp->qpn };
+
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
 	}
 	if (!err)
 		err = xa_insert_irq(&dev->qps, qp->wire_qpn, qp, GFP_KERNEL);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Device, port, GID, context, PD, AH and CQ verbs, and the ops table.
+ * Device, port, GID, context (and its doorbell mapping), PD, AH and CQ
+ * verbs, and the ops table.
  *
  * Everything here runs in process context except create_ah (the CM creates
  * address handles in atomic context): an AH is only a stored address
@@ -39,7 +40,7 @@ static int vrdma_query_device(struct ib_device *ib, struct ib_device_attr *a,
 	a->max_recv_sge = c->max_recv_sge;
 	a->max_sge_rd = c->max_sge_rd;
 	a->max_cq = c->max_cq;
-	a->max_cqe = c->max_cqe;
+	a->max_cqe = vrdma_max_cqe(dev);
 	a->max_mr = c->max_mr;
 	a->max_pd = c->max_pd;
 	a->max_qp_rd_atom = c->max_qp_rd_atom;
@@ -157,18 +158,139 @@ static int vrdma_del_gid(const struct ib_gid_attr *attr, void **context)
 			 sizeof(cmd), NULL, 0);
 }
 
-static int vrdma_alloc_ucontext(struct ib_ucontext *uc, struct ib_udata *udata)
+static int vrdma_free_context_cmd(struct vrdma_dev *dev, u32 ctx)
 {
+	struct virtio_rdma_cmd_free_context cmd = { .ctx = cpu_to_le32(ctx) };
+	int err;
+
+	err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_FREE_CONTEXT, &cmd, sizeof(cmd),
+			NULL, 0);
+	if (err)
+		dev_warn(&dev->vdev->dev, "FREE_CONTEXT %u: %d\n", ctx, err);
+	return err;
+}
+
+/*
+ * RINGS: a device context for the process, and its doorbell page as the
+ * one thing it may mmap (at the offset the response gives).  Without
+ * RINGS a process has no context of its own and nothing to map.
+ */
+static int vrdma_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
+{
+	struct vrdma_dev *dev = to_vdev(ibuc->device);
+	struct vrdma_ucontext *uc = to_vuc(ibuc);
+	struct virtio_rdma_uresp_alloc_ucontext resp = {};
+	struct virtio_rdma_rsp_alloc_context r;
+	struct vrdma_mmap_entry *e;
+	u32 ctx;
+	int err;
+
+	if (!dev->rings)
+		return 0;
+	if (!udata || udata->outlen < sizeof(resp))
+		return -EINVAL;	/* not the ring-capable provider */
+	err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_ALLOC_CONTEXT, NULL, 0, &r,
+			sizeof(r));
+	if (err)
+		return err;
+	ctx = le32_to_cpu(r.ctx);
+	if (ctx == VIRTIO_RDMA_KERNEL_CTX || ctx > dev->cfg.max_ctx ||
+	    (u64)(ctx + 1) * VIRTIO_RDMA_DB_PAGE > dev->db_len) {
+		dev_err(&dev->vdev->dev, "device gave context %u: not usable\n", ctx);
+		err = -EIO;
+		if (ctx == VIRTIO_RDMA_KERNEL_CTX)
+			return err;	/* the kernel's own: never freed */
+		goto err_free_ctx;
+	}
+	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	if (!e) {
+		err = -ENOMEM;
+		goto err_free_ctx;
+	}
+	e->addr = dev->db_base + (phys_addr_t)ctx * VIRTIO_RDMA_DB_PAGE;
+	err = rdma_user_mmap_entry_insert(ibuc, &e->rdma, PAGE_SIZE);
+	if (err) {
+		kfree(e);
+		goto err_free_ctx;
+	}
+	uc->ctx = ctx;
+	uc->db = e;
+	resp.ctx = ctx;
+	resp.db_mmap_offset = rdma_user_mmap_get_offset(&e->rdma);
+	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	if (err)
+		goto err_entry;
 	return 0;
+
+err_entry:
+	rdma_user_mmap_entry_remove(&e->rdma);	/* never mapped: freed now */
+	uc->db = NULL;
+err_free_ctx:
+	vrdma_free_context_cmd(dev, ctx);
+	return err;
 }
 
-static void vrdma_dealloc_ucontext(struct ib_ucontext *uc)
+/*
+ * Entry first, then FREE_CONTEXT.  uverbs calls this only when every
+ * object of the context is destroyed (so the device finds it owning no
+ * queue) and every mapping of its file is gone (a VMA holds the file, so
+ * it is being released) or zapped (disassociation,
+ * uverbs_user_mmap_disassociate()); removing the entry stops any later
+ * mmap() of the page.  So once FREE_CONTEXT lets the device give the
+ * context, and with it the doorbell page, to another process, no mapping
+ * of this process can ring that process's queues.
+ */
+static void vrdma_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
+	struct vrdma_ucontext *uc = to_vuc(ibuc);
+
+	if (!uc->db)
+		return;
+	rdma_user_mmap_entry_remove(&uc->db->rdma);
+	uc->db = NULL;
+	vrdma_free_context_cmd(to_vdev(ibuc->device), uc->ctx);
 }
 
-/* Nothing is mapped into user space, so there is nothing to revoke. */
+/*
+ * The core zaps the user mappings itself (the doorbell page included)
+ * before it calls this; the context and its queues go with dealloc and
+ * the destroy verbs, as on a close.
+ */
 static void vrdma_disassociate_ucontext(struct ib_ucontext *uc)
 {
+}
+
+/*
+ * The one mapping there is: RINGS, the process's own doorbell page (its
+ * context's entry; another context's offset is not found in this one),
+ * one page, shared, not asked for PROT_EXEC, uncached (each doorbell is
+ * one 8-byte MMIO write the device acts on at once).  Without RINGS there
+ * is no entry, so every mmap() fails.
+ */
+static int vrdma_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *re;
+	int err;
+
+	if ((vma->vm_flags & VM_EXEC) || vma->vm_end - vma->vm_start != PAGE_SIZE)
+		return -EINVAL;
+	/* Only an entry of this context, of exactly its size, VM_SHARED. */
+	re = rdma_user_mmap_entry_get(ibuc, vma);
+	if (!re)
+		return -EINVAL;
+	err = rdma_user_mmap_io(ibuc, vma,
+				PHYS_PFN(container_of(re, struct vrdma_mmap_entry,
+						      rdma)->addr),
+				PAGE_SIZE, pgprot_noncached(vma->vm_page_prot),
+				re);
+	rdma_user_mmap_entry_put(re);
+	return err;
+}
+
+/* The entry's last reference is gone: removed, and no mapping left. */
+static void vrdma_mmap_free(struct rdma_user_mmap_entry *re)
+{
+	kfree(container_of(re, struct vrdma_mmap_entry, rdma));
 }
 
 static int vrdma_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
@@ -219,6 +341,18 @@ static int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	av->static_rate = rdma_ah_get_static_rate(a);
 	av->hop_limit = grh->hop_limit;
 	memcpy(av->dmac, a->roce.dmac, ETH_ALEN);
+	/*
+	 * create_user_ah: the ring-capable provider copies the AV into its UD
+	 * send entries (uverbs runs this in process context).  The
+	 * virtqueue-mode provider gives no room and gets nothing.
+	 */
+	if (udata && udata->outlen >= sizeof(struct virtio_rdma_uresp_create_ah)) {
+		struct virtio_rdma_uresp_create_ah resp;
+
+		memset(&resp, 0, sizeof(resp));
+		resp.av = *av;
+		return ib_copy_to_udata(udata, &resp, sizeof(resp));
+	}
 	return 0;
 }
 
@@ -228,24 +362,20 @@ static int vrdma_destroy_ah(struct ib_ah *ibah, u32 flags)
 }
 
 /*
- * RINGS: CREATE_CQ_RING of a zeroed ring of at least cqe entries for the
- * kernel's context; its cqn, or a negative errno with nothing left.
+ * RINGS: CREATE_CQ_RING of cq->ring (its caller made it) for context ctx;
+ * the cqn in r, or a negative errno with the ring freed.
  */
 static int vrdma_create_cq_ring(struct vrdma_dev *dev, struct vrdma_cq *cq,
-				u32 cqe, struct virtio_rdma_rsp_create_cq *r)
+				u32 ctx, u32 cqe,
+				struct virtio_rdma_rsp_create_cq *r)
 {
 	struct virtio_rdma_cmd_create_cq_ring cmd = {
-		.ctx = cpu_to_le32(VIRTIO_RDMA_KERNEL_CTX),
+		.ctx = cpu_to_le32(ctx),
 		.cqe = cpu_to_le32(cqe),
 	};
 	struct vrdma_pt pt;
 	int err;
 
-	BUILD_BUG_ON(sizeof(struct virtio_rdma_cqe) !=
-		     1u << VIRTIO_RDMA_CQE_LOG_STRIDE);
-	err = vrdma_ring_alloc(&cq->ring, cqe, sizeof(struct virtio_rdma_cqe));
-	if (err)
-		return err;
 	err = vrdma_ring_desc(&cq->ring, &pt, &cmd.ring);
 	if (!err)
 		err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_CREATE_CQ_RING, &cmd,
@@ -257,28 +387,69 @@ static int vrdma_create_cq_ring(struct vrdma_dev *dev, struct vrdma_cq *cq,
 	return err;
 }
 
+/*
+ * RINGS, a user CQ: the provider's ring (virtio_rdma_ucmd_create_cq),
+ * checked against the request before the device hears of it, pinned.
+ */
+static int vrdma_user_cq_ring(struct vrdma_dev *dev, struct vrdma_cq *cq,
+			      const struct ib_cq_init_attr *attr,
+			      struct ib_udata *udata)
+{
+	struct virtio_rdma_ucmd_create_cq ucmd;
+	int err;
+
+	err = vrdma_udata_in(udata, &ucmd, sizeof(ucmd));
+	if (err)
+		return err;
+	if (udata->outlen < sizeof(struct virtio_rdma_uresp_create_cq) ||
+	    memchr_inv(ucmd.reserved, 0, sizeof(ucmd.reserved)) ||
+	    !ucmd.ring_va || !PAGE_ALIGNED(ucmd.ring_va) ||
+	    ucmd.log_entries > VIRTIO_RDMA_RING_MAX_LOG_ENTRIES ||
+	    (1u << ucmd.log_entries) < attr->cqe)
+		return -EINVAL;
+	return vrdma_ring_get_user(&cq->ring, &dev->ib, ucmd.ring_va,
+				   ucmd.log_entries, VIRTIO_RDMA_CQE_LOG_STRIDE);
+}
+
 static int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			   VRDMA_CREATE_CQ_LAST_ARG)
 {
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+	/* vrdma_compat.h; a kernel CQ (ib_alloc_cq()) comes with no bundle. */
+	struct ib_udata *udata = attrs ? &attrs->driver_udata : NULL;
+#endif
 	struct vrdma_dev *dev = to_vdev(ibcq->device);
 	struct vrdma_cq *cq = to_vcq(ibcq);
 	struct virtio_rdma_cmd_create_cq cmd;
 	struct virtio_rdma_rsp_create_cq r;
+	u32 ctx = VIRTIO_RDMA_KERNEL_CTX;
+	bool user = dev->rings && ibcq->uobject;
 	unsigned long flags;
 	u32 cqn;
 	int err;
 
-	if (attr->flags || attr->cqe < 1 || attr->cqe > dev->cfg.max_cqe)
+	BUILD_BUG_ON(sizeof(struct virtio_rdma_cqe) !=
+		     1u << VIRTIO_RDMA_CQE_LOG_STRIDE);
+	if (attr->flags || attr->cqe < 1 || attr->cqe > vrdma_max_cqe(dev))
 		return -EINVAL;
-	/* RINGS: the provider cannot poll a ring yet (vrdma_ring.c). */
-	if (dev->rings && ibcq->uobject)
-		return -EOPNOTSUPP;
 	cmd.cqe = cpu_to_le32(attr->cqe);
-	if (dev->rings)
-		err = vrdma_create_cq_ring(dev, cq, attr->cqe, &r);
-	else
+	if (user) {
+		/* The provider polls the ring and arms it by doorbell itself. */
+		err = vrdma_user_cq_ring(dev, cq, attr, udata);
+		if (err)
+			return err;
+		ctx = rdma_udata_to_drv_context(udata, struct vrdma_ucontext,
+						ibuc)->ctx;
+		err = vrdma_create_cq_ring(dev, cq, ctx, attr->cqe, &r);
+	} else if (dev->rings) {
+		err = vrdma_ring_alloc(&cq->ring, attr->cqe,
+				       sizeof(struct virtio_rdma_cqe));
+		if (!err)
+			err = vrdma_create_cq_ring(dev, cq, ctx, attr->cqe, &r);
+	} else {
 		err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_CREATE_CQ, &cmd,
 				sizeof(cmd), &r, sizeof(r));
+	}
 	if (err)
 		return err;
 	cqn = le32_to_cpu(r.cqn);
@@ -287,10 +458,18 @@ static int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *att
 		goto err_destroy;
 	}
 	cq->cqn = cqn;
+	cq->ctx = ctx;
 	cq->cv = &dev->cqvqs[cqn];
 	vrdma_ctrl_req_init(&cq->arm, cqn);
 	spin_lock_init(&cq->lock);
 	ibcq->cqe = attr->cqe;
+	if (user) {
+		struct virtio_rdma_uresp_create_cq resp = { .cqn = cqn };
+
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_destroy;
+	}
 	if (!dev->rings) {
 		err = vrdma_cqvq_prepare(dev, cqn);
 		if (err)
@@ -332,7 +511,7 @@ static int vrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	/* An abandoned arm came back before DESTROY_CQ: its event is moot. */
 	clear_bit(cq->cqn, dev->ctrl_events);
 	if (dev->rings)
-		vrdma_ring_free(&cq->ring);	/* the device let go of it */
+		vrdma_ring_free(&cq->ring);	/* the device let go of it: unpin */
 	else
 		vrdma_cqvq_drain(cq);
 	return 0;
@@ -341,7 +520,8 @@ static int vrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 const struct ib_device_ops vrdma_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
-	.uverbs_abi_ver = 1,
+	/* RINGS: VIRTIO_RDMA_UVERBS_ABI_RINGS instead (vrdma_probe()). */
+	.uverbs_abi_ver = VIRTIO_RDMA_UVERBS_ABI_VIRTQUEUES,
 
 	.query_device = vrdma_query_device,
 	.query_port = vrdma_query_port,
@@ -353,6 +533,8 @@ const struct ib_device_ops vrdma_dev_ops = {
 	.alloc_ucontext = vrdma_alloc_ucontext,
 	.dealloc_ucontext = vrdma_dealloc_ucontext,
 	.disassociate_ucontext = vrdma_disassociate_ucontext,
+	.mmap = vrdma_mmap,
+	.mmap_free = vrdma_mmap_free,
 	.alloc_pd = vrdma_alloc_pd,
 	.dealloc_pd = vrdma_dealloc_pd,
 	.create_ah = vrdma_create_ah,

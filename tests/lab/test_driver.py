@@ -70,12 +70,19 @@ SEQ_ERRORS = ('rcvd_seq_err', 'out_of_seq_request')
 # and rping over IPv6, the kill and the abuse; against rxe, both ways, RC
 # and UD SEND, WRITE, READ, atomics and rping over IPv4, RC SEND and rping
 # over IPv6; every pair's device and kernel checks.
+# With rings, against itself, every tool over IPv4 and the system calls.
 QUICK = {
     ('vv', 4): set(tools.DRV_CASES),
     ('vv', 6): {'rc_pingpong', 'rping'},
     ('vr', 4): {'rc_pingpong', 'ud_pingpong', 'write_bw', 'read_bw', 'atomic_bw', 'rping'},
     ('vr', 6): {'rc_pingpong', 'rping'},
+    ('vv-rings', 4): set(tools.DRV_CASES) | {'rc_pingpong_sys'},
+    ('vv-rings', 6): set(),
 }
+# With rings the client's write() and ioctl() during rc_pingpong_sys, all
+# of its set-up and teardown commands included, stay below this share of
+# its iterations (the virtqueue path makes several per iteration).
+SYS_PER_ITER = 0.25
 
 
 def module_path(env):
@@ -162,11 +169,12 @@ class Side:
         return {stage: handler(stage) for stage in STAGES}
 
 
-def tool_table(pair, servers):
+def tool_table(cls):
     """(NAME, TOOL, FAMILY, SERVER) of a pair's tool cases, in the order
     the guests run them; SERVER is 'A' or 'B'."""
-    for fam in (4, 6):
-        for tool in tools.DRV_CASES:
+    servers = cls.servers
+    for fam in cls.families:
+        for tool in cls.cases:
             for s in servers:
                 suffix = '' if len(servers) == 1 else ('-vsrv' if s == 'A' else '-vcli')
                 yield f'v{fam}-{tool}{suffix}', tool, fam, s
@@ -180,12 +188,16 @@ class _Pair(LabTest):
     servers = ()    # who serves the tools: 'A', 'B'
     kill = False    # kill-send_bw
     abuse = False   # A-abuse, B-abuse
+    cases = tools.DRV_CASES + ('rc_pingpong_sys',)
+    families = (4, 6)
+    kopts = ''      # the module's parameters (lab.kopts)
 
     @classmethod
     def add_cases(cls):
-        for name, tool, fam, server in tool_table(cls.pair, cls.servers):
+        for name, tool, fam, server in tool_table(cls):
+            check = cls.assertSyscalls if tool == 'rc_pingpong_sys' else cls.assertToolCase
             add_case(cls, f'{cls.pair}/{name}',
-                     lambda self, n=name, s=server: self.assertToolCase(n, s),
+                     lambda self, n=name, s=server, c=check: c(self, n, s),
                      quick=tool in QUICK[cls.pair, fam], timeout=TOOL_TIMEOUT)
         if cls.kill:
             add_case(cls, f'{cls.pair}/kill-send_bw',
@@ -218,7 +230,7 @@ class _Pair(LabTest):
         want = lambda name: f'{cls.pair}/{name}' in chosen
         cls.order = []  # (NAME, SERVER) of the tool cases, in order
         port = PORT
-        for name, tool, fam, server in tool_table(cls.pair, cls.servers):
+        for name, tool, fam, server in tool_table(cls):
             if not want(name):
                 continue
             port += 1
@@ -272,6 +284,7 @@ class _Pair(LabTest):
             s.guest = Guest(cls.env, s.out,
                             f'lab.ip={s.ip4}/24 lab.ip6={s.ip6}/64 lab.rdma={rdma} '
                             f'lab.ko={ko} lab.prov={prov} lab.stages={int(s.vrdma)} '
+                            + (f'lab.kopts={cls.kopts} ' if cls.kopts else '') +
                             'lab.run=/lab/guest-cases.sh',
                             links[s.name], s.mac, vrdma=s.vrdma)
             if s.vrdma:
@@ -348,6 +361,25 @@ class _Pair(LabTest):
             self.fail(f'{said} ({self.status()})')
         if said:
             self.note(said)
+
+    def assertSyscalls(self, name, server):
+        """rc_pingpong_sys: the tool case passed, and each side's write()
+        and ioctl() (uverbs commands and methods) are noted per iteration;
+        with rings the client's stay below SYS_PER_ITER of its iterations:
+        posting and polling make none."""
+        self.assertToolCase(name, server)
+        said = []
+        for g, s in self.sides.items():
+            calls = tools.syscalls(s.tc.run(name).out)
+            n = calls.get('write', 0) + calls.get('ioctl', 0)
+            said.append(f'{g}: write={calls.get("write", 0)} ioctl={calls.get("ioctl", 0)} '
+                        f'({n / tools.SYS_ITERS:.2f} per iteration)')
+            if not calls:
+                self.fail(f'{g}: no strace -c table in its output')
+            if self.kopts and g != server and n >= SYS_PER_ITER * tools.SYS_ITERS:
+                self.fail(f'{"; ".join(said)}: the client made {n} uverbs calls in '
+                          f'{tools.SYS_ITERS} iterations')
+        self.note('; '.join(said))
 
     @staticmethod
     def kills(runs):
@@ -436,8 +468,19 @@ class Vr(_Pair):
     kernels = ('6.1',)
 
 
+class VvRings(Vv):
+    """Our driver against itself with the module's rings=1: kernel and user
+    queues in guest memory (VIRTIO_RDMA_F_RINGS; the provider on uverbs
+    ABI 2 posts, polls and arms in its own rings); every tool over IPv4,
+    the kill, the abuse, the stages, and the system calls of a ping-pong."""
+    pair = 'vv-rings'
+    families = (4,)
+    kopts = 'rings=1'
+
+
 Vv.add_cases()
 Vr.add_cases()
+VvRings.add_cases()
 
 
 # The storm: STORM_ARMERS processes loop ibv_req_notify_cq for STORM_SECONDS

@@ -34,7 +34,15 @@ ARGS = {
     # add it (the server binds it).  The client verifies every ping (-V);
     # @R@ is the side: s or c.
     'rping': 'rping -@R@ -V -C 50 -S 4096 -p @P@ -a',
+    # The system calls of an RC ping-pong (polling, no events): strace -c's
+    # table of write() (uverbs commands) and ioctl() (uverbs methods) after
+    # the tool's output (syscalls()).
+    'rc_pingpong_sys': 'strace -f -c -e trace=write,ioctl '
+                       'ibv_rc_pingpong -d @D@ -g @G@ -p @P@ -s 4096 -n 500',
 }
+
+# rc_pingpong_sys's iterations.
+SYS_ITERS = 500
 
 TOOL_CASES = ('rc_pingpong', 'ud_pingpong', 'write_bw', 'read_bw', 'send_bw',
               'atomic_bw')
@@ -51,6 +59,16 @@ def args(case, side='srv'):
 _NUMBER = re.compile(r'[0-9]+')
 _BW_HEADER = re.compile(r'#bytes +#iterations +BW peak')
 _LAT_HEADER = re.compile(r'#bytes +#iterations +t_min')
+
+
+def syscalls(text):
+    """strace -c's calls per system call in TEXT: {'write': N, ...}."""
+    calls = {}
+    for m in re.finditer(r'^ *[0-9.]+ +[0-9.]+ +[0-9]+ +([0-9]+)(?: +[0-9]+)? +(\w+)$',
+                         text, re.M):
+        if m.group(2) != 'total':
+            calls[m.group(2)] = int(m.group(1))
+    return calls
 
 
 def figures(text):

@@ -7,10 +7,16 @@
  * device must keep working: the last case moves data again.  TAP output;
  * exit status 1 if any case failed.
  *
+ * With the module's uverbs ABI 2 (rings in user memory) also what a user
+ * can do with the one part of the device it may map, its doorbell page:
+ * map other offsets, map it executable, ring doorbells for every queue
+ * number with indexes beyond any ring.
+ *
  *   vrdma-abuse DEVICE [GID_INDEX]
  */
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -394,6 +400,129 @@ static void exhaust_cases(void)
 	free(q);
 }
 
+/* The uverbs ABI version of the device's verbs node, or -1. */
+static int uverbs_abi(void)
+{
+	char path[IBV_SYSFS_PATH_MAX + 16];
+	FILE *f;
+	int v = -1;
+
+	snprintf(path, sizeof(path), "%s/abi_version", ctx->device->dev_path);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * Async events of type within timeout_ms, until qa's and qb's came: sets
+ * *a and *b for those seen (other events are acked and ignored).
+ */
+static void wait_async(enum ibv_event_type type, int timeout_ms, int *a, int *b)
+{
+	double end = now_ms() + timeout_ms;
+	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+
+	*a = *b = 0;
+	while (!(*a && *b) && now_ms() < end) {
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		if (ibv_get_async_event(ctx, &ev))
+			break;
+		if (ev.event_type == type) {
+			*a |= ev.element.qp == qa;
+			*b |= ev.element.qp == qb;
+		}
+		ibv_ack_async_event(&ev);
+	}
+}
+
+/*
+ * ABI 2: the doorbell page.  The provider mapped it at the context's one
+ * mmap offset (the first: 0); a second mapping of it is the user's own.
+ * Doorbells for every queue number: the device takes those for this
+ * context's queues (an index beyond the ring breaks the QP: QP_FATAL, its
+ * work flushed) and ignores the rest -- the kernel's QP1, other processes'
+ * queues -- which the roundtrip at the end and the lab's later cases use.
+ */
+static void ring_cases(void)
+{
+	const long pg = sysconf(_SC_PAGESIZE);
+	int fd = ctx->cmd_fd, abi = uverbs_abi(), fatal_a, fatal_b;
+	volatile uint64_t *db;
+	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey };
+	struct ibv_wc wc = { .status = IBV_WC_SUCCESS };
+	void *p;
+	uint32_t qn;
+	int got;
+
+	if (abi != 2) {
+		printf("# ring cases skipped: uverbs ABI %d (virtqueues)\n", abi);
+		return;
+	}
+	p = mmap(NULL, pg, PROT_WRITE, MAP_SHARED, fd, 64 * pg);
+	result(p == MAP_FAILED, "mmap of an offset that is no doorbell page is refused",
+	       "%s", p == MAP_FAILED ? strerror(errno) : "mapped");
+	if (p != MAP_FAILED)
+		munmap(p, pg);
+	p = mmap(NULL, pg, PROT_WRITE | PROT_EXEC, MAP_SHARED, fd, 0);
+	result(p == MAP_FAILED, "an executable mapping of the doorbell page is refused",
+	       "%s", p == MAP_FAILED ? strerror(errno) : "mapped");
+	if (p != MAP_FAILED)
+		munmap(p, pg);
+	p = mmap(NULL, 2 * pg, PROT_WRITE, MAP_SHARED, fd, 0);
+	result(p == MAP_FAILED, "a two-page mapping of the doorbell page is refused",
+	       "%s", p == MAP_FAILED ? strerror(errno) : "mapped");
+	if (p != MAP_FAILED)
+		munmap(p, 2 * pg);
+	db = mmap(NULL, pg, PROT_WRITE, MAP_SHARED, fd, 0);
+	result(db != MAP_FAILED, "the context's own doorbell page maps", "%s",
+	       db == MAP_FAILED ? strerror(errno) : "mapped");
+	if (db == MAP_FAILED)
+		return;
+	/*
+	 * Two receives on qb, one consumed by a SEND from qa: the device took
+	 * both (one doorbell, drained before qa's send), so the other is
+	 * outstanding in the device when the storm breaks the QP.  (An entry
+	 * not yet taken when a ring breaks is never read, nor completed.)
+	 */
+	if (reconnect() || post_recv(qb, buf + BUF_SIZE / 2, 4096, mr->lkey) ||
+	    post_recv(qb, buf + BUF_SIZE / 2, 4096, mr->lkey) ||
+	    post_one(qa, IBV_WR_SEND, &s, 1, 0, 0, 0)) {
+		result(0, "a SEND and two receives before the doorbell storm", NULL);
+		munmap((void *)db, pg);
+		return;
+	}
+	for (got = 0; got < 2 && wait_wc(cq, &wc, 5000) > 0 &&
+		      wc.status == IBV_WC_SUCCESS; got++)
+		;
+	result(got == 2, "a SEND and two receives before the doorbell storm",
+	       "%d of 2 completions", got);
+	/* RQ, then SQ doorbells beyond any ring; CQ arms with bad flags. */
+	for (qn = 0; qn < 4096; qn++) {
+		db[0] = (uint64_t)0x80000000u << 32 | 1u << 24 | qn;
+		db[0] = (uint64_t)0x80000000u << 32 | 0u << 24 | qn;
+		db[0] = (uint64_t)0xffu << 32 | 3u << 24 | qn;
+	}
+	db[1] = 1;	/* offsets other than 0 are ignored */
+	wait_async(IBV_EVENT_QP_FATAL, 5000, &fatal_a, &fatal_b);
+	result(fatal_a && fatal_b, "doorbells beyond the rings break our QPs (QP_FATAL)",
+	       "qa %s, qb %s", fatal_a ? "fatal" : "no event", fatal_b ? "fatal" : "no event");
+	wc.status = IBV_WC_SUCCESS;
+	got = wait_wc(cq, &wc, 3000);	/* before result()'s arguments read wc */
+	result(got && wc.status == IBV_WC_WR_FLUSH_ERR &&
+	       wc.wr_id == 2 && wc.qp_num == qb->qp_num,
+	       "the broken QP's receive is flushed", "status %s wr_id %llu",
+	       ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
+	drain_cq(cq);
+	munmap((void *)db, pg);
+	result(!reconnect(), "the QPs come back through RESET", NULL);
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device **list;
@@ -444,6 +573,7 @@ int main(int argc, char **argv)
 	state_cases();
 	race_cases();
 	exhaust_cases();
+	ring_cases();
 	result(ibv_destroy_cq(cq) != 0, "destroy_cq with QPs on it is refused", NULL);
 	roundtrip("the device still moves data after all of the above");
 

@@ -468,12 +468,16 @@ class Vr(_Pair):
     kernels = ('6.1',)
 
 
-class VvRings(Vv):
+class VvRings(_Pair):
     """Our driver against itself with the module's rings=1: kernel and user
     queues in guest memory (VIRTIO_RDMA_F_RINGS; the provider on uverbs
     ABI 2 posts, polls and arms in its own rings); every tool over IPv4,
-    the kill, the abuse, the stages, and the system calls of a ping-pong."""
+    the kill, the abuse, the stages, and the system calls of a ping-pong.
+    (Not a subclass of Vv: it would inherit Vv's cases.)"""
     pair = 'vv-rings'
+    kinds = ('vrdma', 'vrdma')
+    servers = ('A',)
+    kill = abuse = True
     families = (4,)
     kopts = 'rings=1'
 

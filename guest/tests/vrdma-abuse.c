@@ -10,7 +10,9 @@
  * With the module's uverbs ABI 2 (rings in user memory) also what a user
  * can do with the one part of the device it may map, its doorbell page:
  * map other offsets, map it executable, ring doorbells for every queue
- * number with indexes beyond any ring.
+ * number with indexes beyond any ring; and inline data (the provider's,
+ * with rings): from memory no MR covers, reused at once, too long, on an
+ * opcode that carries no data of its own.
  *
  *   vrdma-abuse DEVICE [GID_INDEX]
  */
@@ -523,6 +525,74 @@ static void ring_cases(void)
 	result(!reconnect(), "the QPs come back through RESET", NULL);
 }
 
+/*
+ * ABI 2: inline sends.  A QP asking for 128 bytes of inline data gets at
+ * least that; a SEND of 100 bytes from a buffer no MR covers, overwritten
+ * right after the post, arrives as it was at the post; more than granted,
+ * or inline on an RDMA READ, is refused at post.
+ */
+static void inline_cases(void)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2,
+			 .max_recv_sge = 1, .max_inline_data = 128 },
+	};
+	struct ibv_qp *sv_a = qa;
+	char src[300], *dst = buf + BUF_SIZE / 2;
+	struct ibv_sge s = { .addr = (uintptr_t)src, .length = 100 };
+	struct ibv_send_wr wr = {
+		.wr_id = 7, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+	}, *bad;
+	struct ibv_wc wc;
+	int i, got = 0, ok;
+
+	if (uverbs_abi() != 2) {
+		printf("# inline cases skipped: uverbs ABI %d (virtqueues)\n",
+		       uverbs_abi());
+		return;
+	}
+	qa = ibv_create_qp(pd, &ia);
+	result(qa && ia.cap.max_inline_data >= 128,
+	       "a QP with 128 bytes of inline data", "granted %u",
+	       qa ? ia.cap.max_inline_data : 0);
+	if (!qa) {
+		qa = sv_a;
+		return;
+	}
+	if (reconnect()) {
+		result(0, "an inline SEND arrives as it was at the post", "reconnect failed");
+		goto out;
+	}
+	for (i = 0; i < (int)sizeof(src); i++)
+		src[i] = (char)(i * 5 + 1);
+	memset(dst, 0, 200);
+	ok = !post_recv(qb, dst, 4096, mr->lkey) && !ibv_post_send(qa, &wr, &bad);
+	memset(src, 0xee, sizeof(src));	/* the caller's buffer is free */
+	while (ok && got < 2 && wait_wc(cq, &wc, 5000) > 0 &&
+	       wc.status == IBV_WC_SUCCESS)
+		got++;
+	for (i = 0; i < 100 && dst[i] == (char)(i * 5 + 1); i++)
+		;
+	result(got == 2 && i == 100 && !dst[100],
+	       "an inline SEND from memory no MR covers arrives as it was at the post",
+	       "%d completions, %d bytes equal", got, i);
+	s.length = 129 > ia.cap.max_inline_data ? 129 : ia.cap.max_inline_data + 1;
+	result(ibv_post_send(qa, &wr, &bad) == EINVAL,
+	       "inline data beyond max_inline_data is refused at post", NULL);
+	s.length = 8;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.wr.rdma.remote_addr = (uintptr_t)buf;
+	wr.wr.rdma.rkey = mr->rkey;
+	result(ibv_post_send(qa, &wr, &bad) == EINVAL,
+	       "inline on an RDMA READ is refused at post", NULL);
+out:
+	drain_cq(cq);
+	ibv_destroy_qp(qa);
+	qa = sv_a;
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device **list;
@@ -574,6 +644,7 @@ int main(int argc, char **argv)
 	race_cases();
 	exhaust_cases();
 	ring_cases();
+	inline_cases();
 	result(ibv_destroy_cq(cq) != 0, "destroy_cq with QPs on it is refused", NULL);
 	roundtrip("the device still moves data after all of the above");
 

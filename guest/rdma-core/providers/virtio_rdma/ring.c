@@ -111,8 +111,40 @@ int vrdma_uwq_init(struct vrdma_uwq *wq, uint32_t max_wr, uint32_t max_sge,
 	return 0;
 }
 
+/*
+ * The SQ's inline buffer: a slot of max_inline bytes (rounded up to 64) per
+ * ring entry, registered with the QP's PD for local access only.
+ */
+int vrdma_uwq_inline_init(struct vrdma_uwq *wq, struct ibv_pd *pd,
+			  uint32_t max_inline)
+{
+	size_t bytes;
+
+	if (!max_inline || !wq->max_wr)
+		return 0;
+	if (max_inline > VRDMA_MAX_INLINE)
+		return EINVAL;
+	wq->inline_slot = (max_inline + 63) & ~63u;
+	bytes = (size_t)wq->inline_slot << wq->ring.log_entries;
+	if (posix_memalign((void **)&wq->inline_buf, VRDMA_PAGE, bytes))
+		return ENOMEM;
+	wq->inline_mr = ibv_reg_mr(pd, wq->inline_buf, bytes,
+				   IBV_ACCESS_LOCAL_WRITE);
+	if (!wq->inline_mr) {
+		free(wq->inline_buf);
+		wq->inline_buf = NULL;
+		return errno ? errno : ENOMEM;
+	}
+	return 0;
+}
+
 void vrdma_uwq_fini(struct vrdma_uwq *wq)
 {
+	if (wq->inline_mr)
+		ibv_dereg_mr(wq->inline_mr);
+	free(wq->inline_buf);
+	wq->inline_buf = NULL;
+	wq->inline_mr = NULL;
 	vrdma_uring_free(&wq->ring);
 	free(wq->ents);
 	wq->ents = NULL;
@@ -206,7 +238,8 @@ static int vrdma_ring_opcode(enum ibv_qp_type type, enum ibv_wr_opcode op)
 	}
 }
 
-#define VRDMA_SEND_FLAGS_OK (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED)
+#define VRDMA_SEND_FLAGS_OK (IBV_SEND_FENCE | IBV_SEND_SIGNALED | \
+			     IBV_SEND_SOLICITED | IBV_SEND_INLINE)
 
 static void vrdma_put_sges(struct virtio_rdma_sge *d, const struct ibv_sge *s,
 			   int n)
@@ -220,17 +253,57 @@ static void vrdma_put_sges(struct virtio_rdma_sge *d, const struct ibv_sge *s,
 	}
 }
 
+/*
+ * IBV_SEND_INLINE: the data of wr's SGEs (their lkeys ignored) into the
+ * inline slot of ring entry pos, as the one SGE of the request in r
+ * (none for no data); 0 or EINVAL (too long, an opcode that sends no data
+ * of its own, a QP created without inline data).
+ */
+static int vrdma_put_inline(struct vrdma_uwq *wq, const struct ibv_send_wr *wr,
+			    uint32_t pos, struct virtio_rdma_sq_req *r)
+{
+	char *slot = wq->inline_buf +
+		     (size_t)(pos & ((1u << wq->ring.log_entries) - 1)) *
+			     wq->inline_slot;
+	struct virtio_rdma_sge *d = (struct virtio_rdma_sge *)(r + 1);
+	uint64_t len = 0;
+	int i;
+
+	if (wr->opcode == IBV_WR_RDMA_READ ||
+	    wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	    wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		return EINVAL;
+	for (i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	if (len > wq->inline_slot)
+		return EINVAL;	/* also: no inline buffer (inline_slot 0) */
+	len = 0;
+	for (i = 0; i < wr->num_sge; i++) {
+		memcpy(slot + len, (void *)(uintptr_t)wr->sg_list[i].addr,
+		       wr->sg_list[i].length);
+		len += wr->sg_list[i].length;
+	}
+	r->num_sge = htole32(len ? 1 : 0);
+	if (len) {
+		d->addr = htole64((uintptr_t)slot);
+		d->length = htole32(len);
+		d->lkey = htole32(wq->inline_mr->lkey);
+	}
+	return 0;
+}
+
 /* Build wr into the slot r with tag; 0 or EINVAL (nothing posted). */
 static int vrdma_build_send(struct vrdma_qp *qp, const struct ibv_send_wr *wr,
 			    uint64_t tag, struct virtio_rdma_sq_req *r)
 {
 	enum ibv_qp_type type = qp->vqp.qp.qp_type;
 	int op = vrdma_ring_opcode(type, wr->opcode);
+	bool inl = wr->send_flags & IBV_SEND_INLINE;
 	uint32_t flags = 0;
 
-	/* IBV_SEND_INLINE included: the device has no inline data. */
+	/* An inline request's SGEs are copied, however many (up to the slot). */
 	if (op < 0 || wr->num_sge < 0 ||
-	    (uint32_t)wr->num_sge > qp->sq.max_sge ||
+	    (!inl && (uint32_t)wr->num_sge > qp->sq.max_sge) ||
 	    (wr->send_flags & ~VRDMA_SEND_FLAGS_OK))
 		return EINVAL;
 	if ((type == IBV_QPT_UD) && !wr->wr.ud.ah)
@@ -283,6 +356,8 @@ static int vrdma_build_send(struct vrdma_qp *qp, const struct ibv_send_wr *wr,
 	default:
 		break;
 	}
+	if (inl)
+		return vrdma_put_inline(&qp->sq, wr, qp->sq.prod, r);
 	vrdma_put_sges((struct virtio_rdma_sge *)(r + 1), wr->sg_list,
 		       wr->num_sge);
 	return 0;

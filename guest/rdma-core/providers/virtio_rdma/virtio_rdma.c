@@ -451,6 +451,8 @@ static void vrdma_qp_free(struct vrdma_qp *qp)
 		pthread_spin_destroy(&qp->wrl.lock);
 	free(qp->wrl.wr);
 	free(qp->wrl.sge);
+	free(qp->wrl.inline_stage);
+	free(qp->wrl.inline_sge);
 	vrdma_uwq_fini(&qp->sq);
 	vrdma_uwq_fini(&qp->rq);
 	free(qp);
@@ -491,6 +493,7 @@ static struct vrdma_qp *vrdma_qp_new(struct ibv_pd *pd,
 				     struct ibv_qp_init_attr *attr)
 {
 	struct vrdma_context *ctx = to_vctx(pd->context);
+	uint32_t max_inline = attr->cap.max_inline_data;
 	struct vrdma_create_qp_resp resp = {};
 	struct vrdma_create_qp_cmd cmd = {};
 	struct vrdma_qp *qp;
@@ -522,11 +525,15 @@ static struct vrdma_qp *vrdma_qp_new(struct ibv_pd *pd,
 	qp->max_recv_sge = attr->cap.max_recv_sge;
 	qp->qpn = resp.drv.qpn;
 	if (ctx->rings) {
-		ret = vrdma_qp_table_add(ctx, qp);
+		/* Inline data is the provider's (the module grants none). */
+		ret = vrdma_uwq_inline_init(&qp->sq, pd, max_inline);
+		if (!ret)
+			ret = vrdma_qp_table_add(ctx, qp);
 		if (ret) {
 			ibv_cmd_destroy_qp(&qp->vqp.qp);
 			goto err;
 		}
+		attr->cap.max_inline_data = qp->sq.inline_slot;
 	}
 	return qp;
 
@@ -548,9 +555,16 @@ static int vrdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			  int attr_mask, struct ibv_qp_init_attr *init_attr)
 {
 	struct ibv_query_qp cmd;
+	int ret;
 
-	return ibv_cmd_query_qp(qp, attr, attr_mask, init_attr, &cmd,
-				sizeof(cmd));
+	ret = ibv_cmd_query_qp(qp, attr, attr_mask, init_attr, &cmd,
+			       sizeof(cmd));
+	/* ABI 2: inline data is the provider's, the module reports none. */
+	if (!ret && to_vctx(qp->context)->rings) {
+		attr->cap.max_inline_data = to_vqp(qp)->sq.inline_slot;
+		init_attr->cap.max_inline_data = to_vqp(qp)->sq.inline_slot;
+	}
+	return ret;
 }
 
 static int vrdma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
@@ -921,25 +935,43 @@ static void vrdma_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey,
 }
 
 /*
- * The device has no inline data (max_inline_data 0): only an empty buffer
- * list fits, which is a WR without SGEs.
+ * ABI 2: the data copied now into the WR's staging slot, posted as an
+ * inline send (vrdma_ring_post_send copies it into the SQ's inline slot).
+ * ABI 1 has no inline data (max_inline_data 0): only an empty buffer list
+ * fits, which is a WR without SGEs.
  */
 static void vrdma_wr_set_inline_data_list(struct ibv_qp_ex *qpx,
 					  size_t num_buf,
 					  const struct ibv_data_buf *buf_list)
 {
+	struct vrdma_qp *qp = qpx_to_vqp(qpx);
+	struct vrdma_wr_list *l = &qp->wrl;
 	struct ibv_send_wr *wr = vrdma_wr_cur(qpx);
-	size_t i;
+	size_t i, len = 0, idx;
+	char *stage;
 
 	if (!wr)
 		return;
-	for (i = 0; i < num_buf; i++) {
-		if (buf_list[i].length) {
-			vrdma_wr_fail(&qpx_to_vqp(qpx)->wrl, EINVAL);
-			return;
-		}
+	for (i = 0; i < num_buf; i++)
+		len += buf_list[i].length;
+	if (len && (!l->inline_stage || len > qp->sq.inline_slot)) {
+		vrdma_wr_fail(l, EINVAL);
+		return;
 	}
 	wr->num_sge = 0;
+	if (!len)
+		return;
+	idx = (size_t)(wr - l->wr);
+	stage = l->inline_stage + idx * qp->sq.inline_slot;
+	for (i = 0, len = 0; i < num_buf; i++) {
+		memcpy(stage + len, buf_list[i].addr, buf_list[i].length);
+		len += buf_list[i].length;
+	}
+	l->inline_sge[idx] = (struct ibv_sge){ .addr = (uintptr_t)stage,
+					       .length = len };
+	wr->sg_list = &l->inline_sge[idx];
+	wr->num_sge = 1;
+	wr->send_flags |= IBV_SEND_INLINE;
 }
 
 static void vrdma_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
@@ -1040,6 +1072,12 @@ static int vrdma_qp_ex_init(struct vrdma_context *ctx, struct vrdma_qp *qp,
 			sizeof(*l->sge));
 	if (!l->wr || !l->sge)
 		return ENOMEM;
+	if (qp->sq.inline_slot && max_send_wr) {
+		l->inline_stage = calloc(max_send_wr, qp->sq.inline_slot);
+		l->inline_sge = calloc(max_send_wr, sizeof(*l->inline_sge));
+		if (!l->inline_stage || !l->inline_sge)
+			return ENOMEM;
+	}
 
 	qpx->wr_start = vrdma_wr_start;
 	qpx->wr_complete = vrdma_wr_complete;

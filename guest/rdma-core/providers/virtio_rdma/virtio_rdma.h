@@ -28,6 +28,15 @@
 /* The device's one ABI header, shared with QEMU and the kernel module. */
 #include <hw/rdma/virtio-rdma-abi.h>
 
+/*
+ * ABI 2: the most inline data a send may carry (cap.max_inline_data).  The
+ * provider copies it at post time into a buffer of the QP's own, one slot
+ * per SQ ring entry, registered with the QP's PD, and the device reads it
+ * from there like any SGE: the application's buffer is free at once and
+ * needs no MR, as with inline data on any device.
+ */
+#define VRDMA_MAX_INLINE 512
+
 /* Wire QPNs are 24 bits: a two-level table of 4096 x 4096 QPs. */
 #define VRDMA_QP_TABLE_SHIFT 12
 #define VRDMA_QP_TABLE_SIZE (1u << VRDMA_QP_TABLE_SHIFT)
@@ -75,6 +84,13 @@ struct vrdma_cq {
 /* The ibv_wr_* builder's list, sized at create by the granted max_send_wr. */
 struct vrdma_wr_list {
 	pthread_spinlock_t lock;
+	/*
+	 * ABI 2, inline data: wr_set_inline_data* copies at once (the caller
+	 * may reuse its buffer on return) into a slot of inline_stage (max_wr
+	 * slots of the SQ's inline_slot bytes), named by the WR's inline_sge.
+	 */
+	char *inline_stage;
+	struct ibv_sge *inline_sge;	/* [max_wr] */
 	uint64_t ops;			/* the QP's send_ops_flags */
 	struct ibv_send_wr *wr;		/* wr[max_wr] */
 	struct ibv_sge *sge;		/* max_send_sge per WR */
@@ -106,6 +122,10 @@ struct vrdma_uwq {
 	pthread_spinlock_t lock;
 	struct vrdma_wr_ent *ents;	/* [entries] */
 	uint32_t max_wr, max_sge;
+	/* SQ with inline data: inline_slot bytes per ring entry, in inline_mr. */
+	uint32_t inline_slot;
+	char *inline_buf;
+	struct ibv_mr *inline_mr;
 	uint32_t prod;			/* producer counter: the doorbell's */
 	uint64_t next_tag;		/* the next request's tag */
 	uint64_t done_tag;		/* requests below it completed */
@@ -164,6 +184,8 @@ int vrdma_uring_alloc(struct vrdma_uring *r, uint32_t min_entries,
 void vrdma_uring_free(struct vrdma_uring *r);
 int vrdma_uwq_init(struct vrdma_uwq *wq, uint32_t max_wr, uint32_t max_sge,
 		   size_t hdr);
+int vrdma_uwq_inline_init(struct vrdma_uwq *wq, struct ibv_pd *pd,
+			  uint32_t max_inline);
 void vrdma_uwq_fini(struct vrdma_uwq *wq);
 void vrdma_qp_rings_reset(struct vrdma_qp *qp);
 int vrdma_qp_table_add(struct vrdma_context *ctx, struct vrdma_qp *qp);

@@ -82,11 +82,23 @@ class Args(unittest.TestCase):
 
     def test_cases(self):
         self.assertEqual(tools.DRV_CASES[:len(tools.TOOL_CASES)], tools.TOOL_CASES)
-        self.assertEqual(set(tools.DRV_CASES), set(tools.ARGS))
+        self.assertEqual(set(tools.DRV_CASES) | {'rc_pingpong_sys'}, set(tools.ARGS))
         for case in tools.DRV_CASES:
             self.assertRegex(tools.args(case), r'-p @P@')
         with self.assertRaises(KeyError):
             tools.args('bogus')
+
+    def test_syscalls(self):
+        """strace -c's table: calls per system call, without the total."""
+        table = ('% time     seconds  usecs/call     calls    errors syscall\n'
+                 '------ ----------- ----------- --------- --------- ----------------\n'
+                 ' 95.00    0.010000          10      1003           write\n'
+                 '  5.00    0.000500          50        10         2 ioctl\n'
+                 '------ ----------- ----------- --------- --------- ----------------\n'
+                 '100.00    0.010500                  1013         2 total\n')
+        self.assertEqual(tools.syscalls('  local address: ...\n' + table),
+                         {'write': 1003, 'ioctl': 10})
+        self.assertEqual(tools.syscalls('no table'), {})
 
     def test_baseline_has_each_tool_case(self):
         """test_baseline.py has a case for each of TOOL_CASES."""

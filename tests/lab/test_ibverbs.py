@@ -81,8 +81,8 @@ def mux_snapshot(env):
 RC = ('rc-send', 'rc-write', 'rc-write-imm', 'rc-read', 'rc-cas', 'rc-faa', 'rc-pipeline')
 DP = ([f'loopback/{t}' for t in RC + (
           'rc-unsignaled', 'rc-psn-wrap', 'rc-rem-access-err', 'rc-rem-bounds-err',
-          'rc-loc-prot-err', 'rc-recv-too-small', 'rc-rnr', 'wqe-malformed',
-          'wqe-device-writable')]
+          'rc-loc-prot-err', 'rc-recv-too-small', 'rc-rnr', 'cq-overrun',
+          'wqe-malformed', 'wqe-device-writable')]
       + [f'wire-qpn/loopback/{t}' for t in ('rc-send', 'rc-read', 'rc-rem-access-err', 'rc-rnr')]
       + ['cq-arm/next']
       + [f'event-queue/{t}' for t in ('cq-event', 'no-buffer', 'destroyed-cq', 'short-buffer')]
@@ -92,7 +92,7 @@ DP = ([f'loopback/{t}' for t in RC + (
       + [f'dma-sge/loopback/{t}' for t in ('rc-send', 'rc-write-imm', 'rc-read', 'rc-cas',
                                            'rc-faa')]
       + [f'dma-sge/wire/{t}' for t in ('rc-send', 'rc-read')])
-QUICK_DP = ('loopback/rc-send', 'cq-arm/next', 'wire/rc-read', 'wire/rc-cas',
+QUICK_DP = ('loopback/rc-send', 'loopback/cq-overrun', 'cq-arm/next', 'wire/rc-read', 'wire/rc-cas',
             'wire/ud-send-ipv6', 'wire/ud-qp1-refused', 'wire-qpn/wire/ud-send-ipv4',
             'dma-sge/wire/rc-send')
 

@@ -1052,6 +1052,52 @@ static void expect_qp_error(Side *s, const char *what, uint64_t next_wr_id)
     expect_cqe(s, what, &e);
 }
 
+/*
+ * A CQ overrun: A's QP completes to a CQ of one CQE that nobody polls, and
+ * two signaled WRITEs complete.  The second CQE finds no room: it is lost
+ * and counted (cq-overruns), and the QP that completed goes to ERR (the
+ * spec's "Completion queues", IBA 11.4.2.1), on either backend.  Before
+ * (backend=ibverbs): the CQE was lost and the QP went on in RTS.
+ */
+static void test_loopback_cq_overrun(void)
+{
+    struct virtio_rdma_sge src;
+    struct virtio_rdma_sq_req wr;
+    uint64_t overruns0;
+    gint64 end;
+    Side a, b;
+    int i;
+
+    loopback_boot(&a, &b, 0x100);
+    /* A's QP on a CQ of one CQE (the first QP and CQ stay unused). */
+    qvrdma_dp_qp_free(a.qp);
+    qvrdma_dp_cq_free(a.cq);
+    a.cq = qvrdma_dp_cq_create(a.d, 1);
+    a.qp = qvrdma_dp_qp_create(a.d, a.pdn, VIRTIO_RDMA_QPT_RC, a.cq, a.cq, 4,
+                               VIRTIO_RDMA_SIGNAL_ALL_WR);
+    rc_connect(&a, &b, 14, 7);
+    overruns0 = qvrdma_dp_counter(a.d, "cq-overruns");
+    src = sge_of(&a, 0, 64);
+    for (i = 0; i < 2; i++) {
+        wr = qvrdma_wr_rdma(VIRTIO_RDMA_WR_RDMA_WRITE, 0xf100 + i,
+                            b.va + 0x2000 + 0x100 * i, b.mr.rkey);
+        qvrdma_dp_post_send(a.qp, &wr, &src, 1);
+        memcpy(b.shadow + 0x2000 + 0x100 * i, a.shadow, 64);
+    }
+    end = g_get_monotonic_time() + QVRDMA_DP_TIMEOUT_US;
+    while (qvrdma_dp_qp_state(a.d, a.qp) != VIRTIO_RDMA_QPS_ERR &&
+           g_get_monotonic_time() < end) {
+        g_usleep(10 * 1000);
+    }
+    g_assert_cmpuint(qvrdma_dp_qp_state(a.d, a.qp), ==, VIRTIO_RDMA_QPS_ERR);
+    g_assert_cmpuint(qvrdma_dp_counter(a.d, "cq-overruns"), >, overruns0);
+    expect_sq_ok(&a, a.qp, "the WRITE that fit in the CQ", 0xf100,
+                 VIRTIO_RDMA_WC_RDMA_WRITE);
+    side_check_mem(&b, "two WRITEs, the second one's CQE lost");
+    side_free(&b);
+    side_free(&a);
+}
+
 /* WRITE with an rkey the responder does not know: REM_ACCESS_ERR. */
 static void test_loopback_rem_access(void)
 {
@@ -3405,6 +3451,7 @@ static const DpTest dp_tests[] = {
     { "loopback/rc-recv-too-small", wrap_void, test_loopback_recv_too_small,
       NULL },
     { "loopback/rc-rnr", wrap_void, test_loopback_rnr, NULL },
+    { "loopback/cq-overrun", wrap_void, test_loopback_cq_overrun, NULL },
     { "loopback/wqe-malformed", wrap_void, test_loopback_wqe_malformed,
       NULL },
     { "loopback/wqe-device-writable", wrap_void, test_loopback_wqe_writable,

@@ -134,12 +134,25 @@ bool Backend::poll_pending(VrdmaCore &c, unsigned budget)
     return more;
 }
 
+/*
+ * A CQ overrun (the guest's CQ has no room: no buffer, or a full or broken
+ * ring): the CQE is lost and counted (cq_deliver), and the QP that
+ * completed goes to ERR, host QP included, as on soft-RoCE (the spec's
+ * "Completion queues"; IBA 11.4.2.1).  Its later CQEs are flushes.
+ */
 void Backend::deliver(VrdmaCore &c, uint32_t cqn, const ibv_wc &wc)
 {
     if (wc.status != IBV_WC_SUCCESS) {
         qp_failed(c, wc.qp_num);
     }
-    cq_deliver(c, cqn, to_guest(wc), (wc.opcode & IBV_WC_RECV) != 0, stats);
+    if (!cq_deliver(c, cqn, to_guest(wc), (wc.opcode & IBV_WC_RECV) != 0,
+                    stats)) {
+        Qp *qp = c.qp_by_wire(wc.qp_num);
+        if (qp && qp->attr.qp_state != VIRTIO_RDMA_QPS_ERR) {
+            qp->attr.qp_state = VIRTIO_RDMA_QPS_ERR;
+            qp_to_error(c, *qp);
+        }
+    }
 }
 
 /*

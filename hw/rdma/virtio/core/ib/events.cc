@@ -8,8 +8,9 @@
  *                                      host flushes its work
  *   port error / port active           QUERY_PORT says DOWN / ACTIVE
  *   device fatal                       every QP in ERR, the port DOWN
- * The rest (CQ error, SRQ, GID change, ...) are counted only: a host CQ
- * overrun shows as its QPs' completions in error, and GIDs are looked up
+ *   CQ error (the host CQ overran)     every QP completing to the CQ in
+ *                                      ERR, a CQ overrun counted
+ * The rest (SRQ, GID change, ...) are counted only: GIDs are looked up
  * afresh each time they are used.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -69,11 +70,38 @@ void Backend::async_events(VrdmaCore &c)
             all_qps_to_error(c);
             c.port.link_up = false;
             break;
+        case IBV_EVENT_CQ_ERR:
+            host_cq_overrun(c, ev.element.cq);
+            break;
         default:
             break;
         }
         ibv_ack_async_event(&ev); /* before the object may be destroyed */
     }
+}
+
+/*
+ * The host CQ overran before we polled it (rxe drops the CQE and lets the
+ * QP go on): a completion is lost, of which QP is unknown, so every QP
+ * completing to that CQ goes to ERR, host QP included, as a guest CQ
+ * overrun puts its QP there (the spec's "Completion queues").  At most
+ * max_qp QPs per event, kAsyncBudget events per turn.
+ */
+void Backend::host_cq_overrun(VrdmaCore &c, ibv_cq *h)
+{
+    const auto cqn =
+        static_cast<uint32_t>(reinterpret_cast<uintptr_t>(h->cq_context));
+    if (cqn >= cqs_.size() || cqs_[cqn] != h) {
+        return; /* a CQ of a destroyed guest CQ (the graveyard's) */
+    }
+    stats.cq_overruns++;
+    c.qps.for_each([&](uint32_t, Qp &qp) {
+        if ((qp.send_cqn == cqn || qp.recv_cqn == cqn) &&
+            qp.attr.qp_state != VIRTIO_RDMA_QPS_ERR) {
+            qp.attr.qp_state = VIRTIO_RDMA_QPS_ERR;
+            qp_to_error(c, qp);
+        }
+    });
 }
 
 } // namespace vrdma::ib

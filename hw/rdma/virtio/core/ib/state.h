@@ -386,6 +386,8 @@ private:
      */
     void purge_qp_cqes(VrdmaCore &c, uint32_t cqn, uint32_t wire_qpn);
     void qp_failed(VrdmaCore &c, uint32_t wire_qpn);
+    /* The host CQ @h overran (IBV_EVENT_CQ_ERR): events.cc. */
+    void host_cq_overrun(VrdmaCore &c, ibv_cq *h);
     bool async_nonblocking();
 
     std::unique_ptr<HostDevice> dev_;

@@ -149,7 +149,6 @@ void Backend::deliver(VrdmaCore &c, uint32_t cqn, const ibv_wc &wc)
                     stats)) {
         Qp *qp = c.qp_by_wire(wc.qp_num);
         if (qp && qp->attr.qp_state != VIRTIO_RDMA_QPS_ERR) {
-            qp->attr.qp_state = VIRTIO_RDMA_QPS_ERR;
             qp_to_error(c, *qp);
         }
     }

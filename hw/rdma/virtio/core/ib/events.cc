@@ -98,7 +98,6 @@ void Backend::host_cq_overrun(VrdmaCore &c, ibv_cq *h)
     c.qps.for_each([&](uint32_t, Qp &qp) {
         if ((qp.send_cqn == cqn || qp.recv_cqn == cqn) &&
             qp.attr.qp_state != VIRTIO_RDMA_QPS_ERR) {
-            qp.attr.qp_state = VIRTIO_RDMA_QPS_ERR;
             qp_to_error(c, qp);
         }
     });

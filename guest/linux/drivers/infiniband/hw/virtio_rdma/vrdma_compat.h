@@ -6,7 +6,8 @@
  *  - virtio_find_vqs() takes struct virtqueue_info[] from 6.11 on
  *    (6.1: parallel callbacks[] and names[] arrays);
  *  - ib_device_ops.create_cq takes a struct uverbs_attr_bundle * from 6.11
- *    on (6.1: struct ib_udata *); we need neither;
+ *    on (6.1: struct ib_udata *); we need only the udata
+ *    (VRDMA_CREATE_CQ_UDATA);
  *  - enum ib_wc_opcode renumbered IB_WC_REG_MR in 6.2 (the driver only uses
  *    the names, so no switch is needed for it);
  *  - the umem block iterator moved to <rdma/iter.h> (a 2026 series that
@@ -22,10 +23,13 @@
 #include <rdma/iter.h>
 #endif
 
+/* create_cq's driver data; a kernel CQ (ib_alloc_cq()) has none (NULL). */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
 #define VRDMA_CREATE_CQ_LAST_ARG struct uverbs_attr_bundle *attrs
+#define VRDMA_CREATE_CQ_UDATA (attrs ? &attrs->driver_udata : NULL)
 #else
 #define VRDMA_CREATE_CQ_LAST_ARG struct ib_udata *udata
+#define VRDMA_CREATE_CQ_UDATA udata
 #endif
 
 /* Find nvqs virtqueues given a callback and a name for each. */

@@ -414,10 +414,7 @@ static int vrdma_user_cq_ring(struct vrdma_dev *dev, struct vrdma_cq *cq,
 static int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			   VRDMA_CREATE_CQ_LAST_ARG)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
-	/* vrdma_compat.h; a kernel CQ (ib_alloc_cq()) comes with no bundle. */
-	struct ib_udata *udata = attrs ? &attrs->driver_udata : NULL;
-#endif
+	struct ib_udata *ud = VRDMA_CREATE_CQ_UDATA;
 	struct vrdma_dev *dev = to_vdev(ibcq->device);
 	struct vrdma_cq *cq = to_vcq(ibcq);
 	struct virtio_rdma_cmd_create_cq cmd;
@@ -435,10 +432,10 @@ static int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *att
 	cmd.cqe = cpu_to_le32(attr->cqe);
 	if (user) {
 		/* The provider polls the ring and arms it by doorbell itself. */
-		err = vrdma_user_cq_ring(dev, cq, attr, udata);
+		err = vrdma_user_cq_ring(dev, cq, attr, ud);
 		if (err)
 			return err;
-		ctx = rdma_udata_to_drv_context(udata, struct vrdma_ucontext,
+		ctx = rdma_udata_to_drv_context(ud, struct vrdma_ucontext,
 						ibuc)->ctx;
 		err = vrdma_create_cq_ring(dev, cq, ctx, attr->cqe, &r);
 	} else if (dev->rings) {
@@ -466,7 +463,7 @@ static int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *att
 	if (user) {
 		struct virtio_rdma_uresp_create_cq resp = { .cqn = cqn };
 
-		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		err = ib_copy_to_udata(ud, &resp, sizeof(resp));
 		if (err)
 			goto err_destroy;
 	}

@@ -70,13 +70,14 @@ SEQ_ERRORS = ('rcvd_seq_err', 'out_of_seq_request')
 # and rping over IPv6, the kill and the abuse; against rxe, both ways, RC
 # and UD SEND, WRITE, READ, atomics and rping over IPv4, RC SEND and rping
 # over IPv6; every pair's device and kernel checks.
-# With rings, against itself, every tool over IPv4 and the system calls.
+# With rings, against itself, every tool over IPv4, queues deeper than a
+# virtqueue and the system calls.
 QUICK = {
     ('vv', 4): set(tools.DRV_CASES),
     ('vv', 6): {'rc_pingpong', 'rping'},
     ('vr', 4): {'rc_pingpong', 'ud_pingpong', 'write_bw', 'read_bw', 'atomic_bw', 'rping'},
     ('vr', 6): {'rc_pingpong', 'rping'},
-    ('vv-rings', 4): set(tools.DRV_CASES) | {'rc_pingpong_sys'},
+    ('vv-rings', 4): set(tools.DRV_CASES + tools.DEEP_CASES) | {'rc_pingpong_sys'},
     ('vv-rings', 6): set(),
 }
 # With rings the client's write() and ioctl() during rc_pingpong_sys, all
@@ -472,7 +473,8 @@ class VvRings(_Pair):
     """Our driver against itself with the module's rings=1: kernel and user
     queues in guest memory (VIRTIO_RDMA_F_RINGS; the provider on uverbs
     ABI 2 posts, polls and arms in its own rings); every tool over IPv4,
-    the kill, the abuse, the stages, and the system calls of a ping-pong.
+    queues deeper than a virtqueue, the kill, the abuse, the stages, and
+    the system calls of a ping-pong.
     (Not a subclass of Vv: it would inherit Vv's cases.)"""
     pair = 'vv-rings'
     kinds = ('vrdma', 'vrdma')
@@ -480,6 +482,7 @@ class VvRings(_Pair):
     kill = abuse = True
     families = (4,)
     kopts = 'rings=1'
+    cases = _Pair.cases + tools.DEEP_CASES
 
 
 Vv.add_cases()

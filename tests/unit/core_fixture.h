@@ -44,6 +44,7 @@ inline VrdmaLimits default_limits()
         .allow = {},            /* no allowed-gids */
         .max_ctx = 8,
         .max_ring_cqe = 0,      /* the ring bounds it */
+        .max_ring_qp_wr = 0,    /* the ring bounds it */
     };
 }
 

@@ -54,6 +54,7 @@ VrdmaLimits dp_limits()
         .allow = {},            /* no allowed-gids */
         .max_ctx = 8,
         .max_ring_cqe = 0,      /* the ring bounds it */
+        .max_ring_qp_wr = 0,    /* the ring bounds it */
     };
 }
 

@@ -27,7 +27,8 @@ TEST(CoreNew, AcceptsDefaultsAndExtremes)
                       .mac = {}, .max_mapped_pages = 0, .rng_seed = 0,
                       .max_qp_rd_atom = 1, .max_qp_init_rd_atom = 1,
                       .no_atomics = true, .no_fast_reg = true, .allow = {},
-                      .max_ctx = 0, .max_ring_cqe = 0};
+                      .max_ctx = 0, .max_ring_cqe = 0,
+                      .max_ring_qp_wr = 0};
     c = vrdma_core_new(&lim, &g.ops());
     ASSERT_NE(c, nullptr);
     vrdma_core_free(c);
@@ -42,7 +43,8 @@ TEST(CoreNew, AcceptsDefaultsAndExtremes)
                       .max_qp_rd_atom = UINT32_MAX,
                       .max_qp_init_rd_atom = UINT32_MAX,
                       .no_atomics = false, .no_fast_reg = false,
-                      .allow = {}, .max_ctx = 0, .max_ring_cqe = 0};
+                      .allow = {}, .max_ctx = 0, .max_ring_cqe = 0,
+                      .max_ring_qp_wr = 0};
     c = vrdma_core_new(&lim, &g.ops());
     ASSERT_NE(c, nullptr);
     vrdma_core_free(c);

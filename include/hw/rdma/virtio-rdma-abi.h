@@ -98,7 +98,8 @@ struct __attribute__((packed)) virtio_rdma_config {
     uint8_t local_ca_ack_delay;
     uint32_t max_ctx;                 /* RINGS: user contexts, doorbell pages 1.. */
     uint32_t max_ring_cqe;            /* RINGS: CREATE_CQ_RING's largest cqe */
-    uint8_t reserved[56];             /* draft text: le64[64] */
+    uint32_t max_ring_qp_wr;          /* RINGS: CREATE_QP_RING's deepest queue */
+    uint8_t reserved[52];             /* draft text: le64[64] */
 };
 
 /* device_cap_flags bits (enum ib_device_cap_flags) */
@@ -660,6 +661,12 @@ struct virtio_rdma_ring {
 #define VIRTIO_RDMA_CQE_LOG_STRIDE 6
 /* A CQ ring holds no per-entry state in the device: only the ring bounds it. */
 #define VIRTIO_RDMA_RING_MAX_CQE ((1u << VIRTIO_RDMA_RING_MAX_LOG_ENTRIES) - 1)
+/*
+ * The deepest SQ or RQ of CREATE_QP_RING: the device keeps a bounded
+ * window of each queue's requests, not one slot per request, so only the
+ * ring bounds it (rxe: 16384).
+ */
+#define VIRTIO_RDMA_RING_MAX_QP_WR 32768
 
 /*
  * After the entries.  Indexes are free-running 32-bit counters; entry
@@ -824,7 +831,7 @@ VRDMA_PIN(virtio_rdma_config, atomic_cap, 96);
 VRDMA_PIN(virtio_rdma_config, max_ah, 116);
 VRDMA_PIN(virtio_rdma_config, max_pkeys, 128);
 VRDMA_PIN(virtio_rdma_config, local_ca_ack_delay, 130);
-VRDMA_PIN(virtio_rdma_config, reserved, 139);
+VRDMA_PIN(virtio_rdma_config, reserved, 143);
 
 VRDMA_SIZE(virtio_rdma_port_attr, 172);
 VRDMA_PIN(virtio_rdma_port_attr, phys_mtu, 12);
@@ -896,6 +903,7 @@ VRDMA_PIN(virtio_rdma_rq_req, wr_id, 8);
 VRDMA_SIZE(virtio_rdma_rsp_create_qp_wire, 8);
 VRDMA_PIN(virtio_rdma_config, max_ctx, 131);
 VRDMA_PIN(virtio_rdma_config, max_ring_cqe, 135);
+VRDMA_PIN(virtio_rdma_config, max_ring_qp_wr, 139);
 VRDMA_SIZE(virtio_rdma_ring, 16);
 VRDMA_PIN(virtio_rdma_ring, npages, 8);
 VRDMA_PIN(virtio_rdma_ring, log_entries, 12);

@@ -131,6 +131,12 @@ typedef struct VrdmaLimits {
      * VIRTIO_RDMA_RING_MAX_CQE; a host RDMA device lowers it to its own.
      */
     uint32_t max_ring_cqe;
+    /*
+     * VIRTIO_RDMA_F_RINGS: the deepest SQ or RQ ring (max_send_wr,
+     * max_recv_wr), 0 for VIRTIO_RDMA_RING_MAX_QP_WR; a host RDMA device
+     * lowers it to its own.
+     */
+    uint32_t max_ring_qp_wr;
 } VrdmaLimits;
 
 /* The most user contexts (VrdmaLimits.max_ctx). */

@@ -12,6 +12,8 @@ virtio_rdma.ko), so that the figures compare like with like.
               (rdma_cm: the connection goes through the guest's CM MADs on
               QP1) and rc_pingpong on the ibv_wr_* post API (-N: the
               provider's extended QP under Debian's libibverbs).
+  DEEP_CASES  queues deeper than the virtqueue path's 1024 entries (the
+              rings' only).
   figures()   a tool's output -> "bw=<MB/s> rate=<Mpps> lat=<usec>", what
               the tool gives (lat: for ibv_*_pingpong usec/iter, for the
               ib_*_lat tools t_typical).
@@ -39,6 +41,12 @@ ARGS = {
     # the tool's output (syscalls()).
     'rc_pingpong_sys': 'strace -f -c -e trace=write,ioctl '
                        'ibv_rc_pingpong -d @D@ -g @G@ -p @P@ -s 4096 -n 500',
+    # Queues deeper than a virtqueue's 1024: 8192 receives posted (and a
+    # CQ of 8193); perftest with UCX's 4096-entry send and receive queues.
+    'rc_pingpong_deep': 'ibv_rc_pingpong -d @D@ -g @G@ -p @P@ -s 1024 -n 1000 '
+                        '-r 8192',
+    'send_bw_deep': 'ib_send_bw -d @D@ -x @G@ -p @P@ -F -s 64 -n 5000 -t 4096 '
+                    '-r 4096',
 }
 
 # rc_pingpong_sys's iterations.
@@ -48,6 +56,7 @@ TOOL_CASES = ('rc_pingpong', 'ud_pingpong', 'write_bw', 'read_bw', 'send_bw',
               'atomic_bw')
 DRV_CASES = TOOL_CASES + ('write_lat', 'read_lat', 'send_lat', 'atomic_lat',
                           'rping', 'rc_pingpong_wr')
+DEEP_CASES = ('rc_pingpong_deep', 'send_bw_deep')
 
 
 def args(case, side='srv'):

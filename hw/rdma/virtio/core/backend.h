@@ -40,6 +40,8 @@
  *                   refuse (the MR then stays, and so does DEREG_MR's
  *                   answer: the error).
  *   post_send/recv  one work request from a QP's send / receive queue.
+ *   wq_room         how many more a ring QP's queue takes now (rings.cc
+ *                   takes no more from the guest's ring).
  *   frame_receive   a frame from the paired NIC (soft-RoCE only: another
  *                   backend takes none and @returns false).
  *   mad_receive     a MAD from the host's MAD link for the GSI QP
@@ -52,8 +54,9 @@
  *                   that needs the host's event loop starts / stops using
  *                   it (the core's constructor cannot reach the host yet).
  *   stats           the data-path counters.
- * post_send/recv, frame_receive, run and timer are per packet: the C entry
- * points (data_path.cc) visit them there, with no call in between.
+ * post_send/recv, wq_room, frame_receive, run and timer are per packet:
+ * the C entry points (data_path.cc) and the ring turn (rings.cc) visit
+ * them there, with no call in between.
  * Fast registration (REG_MR), LOCAL_INV and remote invalidation are work
  * requests and packets, not commands: a backend executes them and changes
  * the MR's state through MrTable's operations (mr.h), the one place that

@@ -93,6 +93,7 @@ void fill_config(const VrdmaLimits &lim, virtio_rdma_config &cfg)
     cfg.local_ca_ack_delay = 15;
     cfg.max_ctx = le(lim.max_ctx);
     cfg.max_ring_cqe = le(max_ring_cqe(lim));
+    cfg.max_ring_qp_wr = le(max_ring_qp_wr(lim));
 }
 
 } // namespace vrdma

@@ -38,6 +38,14 @@ inline uint32_t max_ring_cqe(const VrdmaLimits &lim)
                : VIRTIO_RDMA_RING_MAX_CQE;
 }
 
+/* CREATE_QP_RING's largest max_send_wr / max_recv_wr under @lim. */
+inline uint32_t max_ring_qp_wr(const VrdmaLimits &lim)
+{
+    return lim.max_ring_qp_wr && lim.max_ring_qp_wr < VIRTIO_RDMA_RING_MAX_QP_WR
+               ? lim.max_ring_qp_wr
+               : VIRTIO_RDMA_RING_MAX_QP_WR;
+}
+
 /* @returns whether @lim is within what the core supports. */
 bool limits_valid(const VrdmaLimits &lim);
 

@@ -211,10 +211,13 @@ void Qp::reset_attrs()
 
 namespace {
 
-/* CREATE_QP's field checks, shared by CREATE_QP_RING. */
-Status check_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req)
+/*
+ * CREATE_QP's field checks, shared by CREATE_QP_RING; @qs bounds each
+ * queue's depth.
+ */
+Status check_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
+                    uint32_t qs)
 {
-    const uint32_t qs = c.lim.queue_size;
 
     if (!c.pds.find(req.pdn)) {
         return fail(VRDMA_ERR_BAD_HANDLE, "pdn", req.pdn);
@@ -226,8 +229,9 @@ Status check_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req)
         return fail(VRDMA_ERR_BAD_ARG, "sq_sig_type", req.sq_sig_type);
     }
     /*
-     * WQEs are buffers of the QP's vrings: their size bounds the depth.
-     * Each refusal shows both sizes of the pair.
+     * Virtqueues: WQEs are buffers of the QP's vrings, whose size bounds
+     * the depth.  Rings: the device keeps a window of each queue, so only
+     * max_ring_qp_wr does.  Each refusal shows both sizes of the pair.
      */
     if (req.max_send_wr > qs) {
         return fail(VRDMA_ERR_LIMIT, "max_send_wr", req.max_send_wr,
@@ -347,7 +351,7 @@ Status map_wq_ring(VrdmaCore &c, const virtio_rdma_ring &d, uint32_t wr,
 Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
                      virtio_rdma_rsp_create_qp_wire &rsp)
 {
-    if (Status s = check_create(c, req); !s.ok()) {
+    if (Status s = check_create(c, req, c.lim.queue_size); !s.ok()) {
         return s;
     }
     return commit_create(c, req, VIRTIO_RDMA_KERNEL_CTX, nullptr, rsp);
@@ -358,7 +362,7 @@ Status cmd_create_qp_ring(VrdmaCore &c,
                           virtio_rdma_rsp_create_qp_wire &rsp)
 {
     const virtio_rdma_cmd_create_qp &q = req.qp;
-    if (Status s = check_create(c, q); !s.ok()) {
+    if (Status s = check_create(c, q, max_ring_qp_wr(c.lim)); !s.ok()) {
         return s; /* the fields of CREATE_QP, named as there */
     }
     if (!c.contexts.live(req.ctx)) {

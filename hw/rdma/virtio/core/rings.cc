@@ -10,6 +10,11 @@
  * per turn is VRDMA_RING_TURN_BUDGET entries over all QPs, at most
  * kQuantum per queue before the next QP's turn.
  *
+ * The backend takes at most its window of a queue (wq_room); the rest
+ * stays in the guest's ring until the backend pulls it (qp_rings_pull),
+ * kQuantum a queue at a time, so the device never holds more of a QP than
+ * its window however deep the ring.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "rings.h"
@@ -184,12 +189,29 @@ size_t copy_entry(const WqRing &w, uint8_t (&buf)[kWqeMax])
     return len;
 }
 
-/* Up to @max entries of one queue; @returns how many. */
+uint32_t room(VrdmaCore &c, const Qp &qp, bool is_rq)
+{
+    return with(c, [&](const auto &b) { return b.wq_room(qp, is_rq); });
+}
+
+/* Can the backend take an entry of the queue now? */
+bool takes_more(VrdmaCore &c, const Qp &qp, bool is_rq)
+{
+    const WqRing &w = is_rq ? qp.rings->rq : qp.rings->sq;
+    return !qp.rings->broken && w.has_work() && room(c, qp, is_rq) != 0;
+}
+
+/*
+ * Up to @max entries of one queue, as many as the backend has room for
+ * (its window); @returns how many.
+ */
 uint32_t drain(VrdmaCore &c, Qp &qp, bool is_rq, uint32_t max)
 {
     WqRing &w = is_rq ? qp.rings->rq : qp.rings->sq;
     uint8_t buf[kWqeMax];
     uint32_t n = 0;
+
+    max = std::min(max, room(c, qp, is_rq));
 
     while (n < max && w.has_work() && !qp.rings->broken) {
         const size_t len = is_rq ? copy_entry<virtio_rdma_rq_req>(w, buf)
@@ -211,6 +233,35 @@ uint32_t drain(VrdmaCore &c, Qp &qp, bool is_rq, uint32_t max)
 }
 
 } // namespace
+
+namespace vrdma {
+
+RingPull qp_rings_pull(VrdmaCore &c, Qp &qp)
+{
+    if (!qp.rings) {
+        return {};
+    }
+    RingPull p;
+    p.taken = drain(c, qp, false, kQuantum);
+    p.taken += drain(c, qp, true, kQuantum);
+    p.more = takes_more(c, qp, false) || takes_more(c, qp, true);
+    return p;
+}
+
+bool qp_rings_waiting(const Qp &qp)
+{
+    return qp.rings && !qp.rings->broken &&
+           (qp.rings->sq.has_work() || qp.rings->rq.has_work());
+}
+
+void qp_rings_pull_recv(VrdmaCore &c, Qp &qp)
+{
+    if (qp.rings) {
+        drain(c, qp, true, kQuantum);
+    }
+}
+
+} // namespace vrdma
 
 extern "C" {
 
@@ -247,8 +298,11 @@ bool vrdma_core_rings_turn(VrdmaCore *core)
         const uint32_t q = std::min(budget, kQuantum);
         budget -= drain(c, *qp, false, q);
         budget -= drain(c, *qp, true, std::min(budget, kQuantum));
-        if (!qp->rings->broken &&
-            (qp->rings->sq.has_work() || qp->rings->rq.has_work())) {
+        /*
+         * A queue whose window is full waits for the backend's pull
+         * (qp_rings_pull): the turn does not come back for it.
+         */
+        if (takes_more(c, *qp, false) || takes_more(c, *qp, true)) {
             c.ring_sched.push_back(qpn); /* the others go first */
         }
     }

@@ -7,7 +7,8 @@
  * doorbell gave, ci the next entry the device copies.  Between doorbell
  * and turn, the QP waits in the core's RingSched: a list over QP slots,
  * each at most once, so the list is bounded by max_qp whatever the guest
- * rings.
+ * rings.  Entries beyond the backend's window wait in the ring until the
+ * backend pulls them (qp_rings_pull).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -75,6 +76,20 @@ void qp_ring_break(VrdmaCore &c, Qp &qp, const char *why, uint64_t a);
 void qp_rings_reset(VrdmaCore &c, Qp &qp);
 /* DESTROY_QP: nothing of the QP stays scheduled. */
 void qp_rings_destroyed(VrdmaCore &c, Qp &qp);
+/*
+ * The backend has room in @qp's window again (requests completed or were
+ * flushed): takes what the rings hold now, up to the room and kQuantum
+ * entries a queue.  Nothing for a QP without rings or with a broken one.
+ */
+struct RingPull {
+    uint32_t taken = 0; /* entries taken, for the caller's budget */
+    bool more = false;  /* entries left that the backend has room for */
+};
+RingPull qp_rings_pull(VrdmaCore &c, Qp &qp);
+/* Does an unbroken ring of @qp hold entries the device has not taken? */
+bool qp_rings_waiting(const Qp &qp);
+/* A message found no receive taken: takes @qp's RQ entries now. */
+void qp_rings_pull_recv(VrdmaCore &c, Qp &qp);
 /*
  * Guest memory [host, host + len) went away: every ring on it is unmapped,
  * its QP or CQ broken with its event.

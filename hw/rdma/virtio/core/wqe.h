@@ -27,7 +27,8 @@
  *     "immediate error"), state unchanged; SQE, ERR -> WR_FLUSH_ERR.
  *   receive queue: INIT..SQE -> queued (a malformed one completes with its
  *     error right away); RESET -> LOC_QP_OP_ERR; ERR -> WR_FLUSH_ERR.
- *   either queue full (the QP's max_send_wr / max_recv_wr outstanding)
+ *   either queue full (the QP's max_send_wr / max_recv_wr outstanding;
+ *     a ring QP's backend takes no more than its window, rings.h)
  *     -> LOC_QP_OP_ERR right away.
  *
  * Everything here is inline: it runs once per work request.

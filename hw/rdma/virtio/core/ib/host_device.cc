@@ -133,6 +133,11 @@ void HostDevice::clamp(VrdmaLimits &lim) const
     if (dev_.max_cqe > 0) {
         lower(lim.max_ring_cqe, dev_.max_cqe);
     }
+    /* A QP ring stands for a host queue of its depth. */
+    lim.max_ring_qp_wr = max_ring_qp_wr(lim);
+    if (dev_.max_qp_wr > 0) {
+        lower(lim.max_ring_qp_wr, dev_.max_qp_wr);
+    }
 }
 
 void HostDevice::describe(VrdmaIbHostInfo &info) const

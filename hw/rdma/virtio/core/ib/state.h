@@ -257,6 +257,11 @@ public:
     Status mr_deregistered(VrdmaCore &c, Mr &mr);
     void post_send(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
     void post_recv(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
+    /*
+     * A ring QP's queue is the host QP's, of its depth: everything rung is
+     * taken (more than max_*_wr outstanding fails as the host refuses it).
+     */
+    uint32_t wq_room(const Qp &, bool) const { return UINT32_MAX; }
     /* A MAD from the MAD link into the GSI QP's next receive (gsi.cc). */
     bool mad_receive(VrdmaCore &c, const VrdmaMad &m);
     /* Frames are the host device's business: none come through the core. */

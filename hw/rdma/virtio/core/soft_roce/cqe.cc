@@ -90,6 +90,9 @@ void comp_drain(VrdmaCore &c, Qp &qp)
             return;
         }
     }
+    if (qp_rings_waiting(qp)) {
+        schedule(c, qp); /* the window may have room: run() pulls */
+    }
 }
 
 void flush_queues(VrdmaCore &c, Qp &qp)
@@ -113,6 +116,9 @@ void flush_queues(VrdmaCore &c, Qp &qp)
         push(c, qp.recv_cqn, cqe, false);
     }
     e.resp.recv_active = false;
+    if (qp_rings_waiting(qp)) {
+        schedule(c, qp); /* run() pulls the rest, to flush it too */
+    }
 }
 
 } // namespace vrdma::soft_roce

@@ -2,8 +2,9 @@
  * virtio-rdma soft-RoCE engine: the data-path side of a QP's life.
  *
  *   CREATE_QP  every ring and resource is allocated: each queue holds
- *              its max_*_wr rounded up to a power of two (at least 1) of
- *              WQEs, and their SGE arrays at the QP's max SGE counts.
+ *              its max_*_wr (a ring QP: at most its kRingWindow) rounded
+ *              up to a power of two (at least 1) of WQEs, and their SGE
+ *              arrays at the QP's max SGE counts.
  *   MODIFY_QP  ->RESET drops all outstanding work silently (IBA 10.3.1);
  *              ->ERR flushes every outstanding WQE of both queues with
  *              WR_FLUSH_ERR; RQ_PSN / SQ_PSN set the responder's expected
@@ -82,14 +83,18 @@ void qp_create(VrdmaCore &, Qp &qp)
 {
     QpEngine &e = eng(qp);
     /*
-     * post_send/post_recv refuse a WQE beyond max_*_wr, so a ring of at
-     * least that many slots (a power of two, for the mask) never wraps onto
-     * a live one.  CREATE_QP checked the caps (<= queue_size, <= max_sge),
-     * so the products below stay small.  A queue with no WQEs still gets
-     * one slot: no index ever names an empty vector.
+     * post_send/post_recv refuse a WQE beyond sq_cap / rq_cap, so a ring
+     * of at least that many slots (a power of two, for the mask) never
+     * wraps onto a live one.  A ring QP's queues are its window of the
+     * guest's ring.  CREATE_QP checked the caps (<= queue_size, <=
+     * max_sge), so the products below stay small.  A queue with no WQEs
+     * still gets one slot: no index ever names an empty vector.
      */
-    const uint32_t sn = ring_slots(qp.cap.max_send_wr);
-    const uint32_t rn = ring_slots(qp.cap.max_recv_wr);
+    const uint32_t window = qp.rings ? kRingWindow : UINT32_MAX;
+    e.sq_cap = std::min(qp.cap.max_send_wr, window);
+    e.rq_cap = std::min(qp.cap.max_recv_wr, window);
+    const uint32_t sn = ring_slots(e.sq_cap);
+    const uint32_t rn = ring_slots(e.rq_cap);
     e.sq_mask = sn - 1;
     e.rq_mask = rn - 1;
     e.send_sge_cap = std::max<uint32_t>(qp.cap.max_send_sge, 1);

@@ -375,7 +375,10 @@ St check_resource(Ctx &x)
         return St::kChkLength;
     }
     if ((x.mask & kMaskRwr) && e.rq_count() == 0) {
-        return St::kErrRnr;
+        qp_rings_pull_recv(x.c, x.qp); /* a ring QP's window is empty */
+        if (e.rq_count() == 0) {
+            return St::kErrRnr;
+        }
     }
     return St::kChkLength;
 }
@@ -670,6 +673,9 @@ St fatal(Ctx &x, uint8_t syndrome, uint8_t recv_status, bool recv_head)
     x.syndrome = syndrome;
     x.fatal = true;
     x.recv_status = recv_status;
+    if (recv_head && !x.e.rq_count()) {
+        qp_rings_pull_recv(x.c, x.qp); /* the receive this message names */
+    }
     if (x.e.resp.recv_active || (recv_head && x.e.rq_count())) {
         return St::kComplete;
     }

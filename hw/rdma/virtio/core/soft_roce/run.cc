@@ -102,12 +102,17 @@ bool run_once(VrdmaCore &c)
             continue;
         }
         eng(*qp).in_runq = false;
+        /* A ring QP's window takes what its rings hold (an entry a packet). */
+        const RingPull pull = qp_rings_pull(c, *qp);
+        budget -= std::min<unsigned>(budget, pull.taken);
         unsigned qp_budget = std::min(budget, kQpBudget);
         const unsigned start = qp_budget;
         const Progress r = resp_flush(c, *qp, qp_budget);
         const Progress s = req_run(c, *qp, qp_budget);
         budget -= start - qp_budget;
-        if (r == Progress::kBudget || s == Progress::kBudget) {
+        /* (A completion on the way may have queued it again already.) */
+        if ((r == Progress::kBudget || s == Progress::kBudget || pull.more) &&
+            !eng(*qp).in_runq) {
             eng(*qp).in_runq = true;
             g.runq[(g.runq_head + g.runq_count) % g.runq.size()] = qpn;
             g.runq_count++;

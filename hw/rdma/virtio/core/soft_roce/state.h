@@ -86,6 +86,16 @@ inline constexpr uint32_t kLoopSlots = 2 * kLoopBudget;
 /* Responder packets sent right away from inside net_receive. */
 inline constexpr unsigned kInlineReplyBudget = 8;
 
+/*
+ * A ring QP's window (VIRTIO_RDMA_F_RINGS): the engine holds at most this
+ * many requests of each queue, taken from the guest's ring as it has room
+ * (rings.h), whatever the queue's depth.  So a QP costs the same host
+ * memory at 16 or 16384 work requests.  64 keeps the requester's 128-PSN
+ * window full with single-packet messages and a 64 KiB message's 16
+ * packets (MTU 4096) in flight four times over.
+ */
+inline constexpr uint32_t kRingWindow = 64;
+
 /* ---- work requests, as the engine keeps them ---- */
 
 /* Where a UD send goes (from the WQE's address vector). */
@@ -216,7 +226,13 @@ struct RespState {
 };
 
 struct QpEngine {
-    /* ring capacity - 1: max_send_wr / max_recv_wr rounded up to 2^n */
+    /*
+     * Requests the engine holds at most: max_send_wr / max_recv_wr, or
+     * for a ring QP at most kRingWindow of them.
+     */
+    uint32_t sq_cap = 0;
+    uint32_t rq_cap = 0;
+    /* slots - 1: sq_cap / rq_cap rounded up to 2^n */
     uint32_t sq_mask = 0;
     uint32_t rq_mask = 0;
     uint32_t send_sge_cap = 0;
@@ -239,6 +255,9 @@ struct QpEngine {
 
     uint32_t sq_count() const { return sq_tail - sq_head; }
     uint32_t rq_count() const { return rq_tail - rq_head; }
+    /* Requests the queue can take now (a ring QP's window). */
+    uint32_t sq_room() const { return sq_cap - sq_count(); }
+    uint32_t rq_room() const { return rq_cap - rq_count(); }
     SendWqe &swqe(uint32_t i) { return sq[i & sq_mask]; }
     Sge *ssge(uint32_t i) { return &sq_sge[(i & sq_mask) * send_sge_cap]; }
     RecvWqe &rwqe(uint32_t i) { return rq[i & rq_mask]; }
@@ -293,6 +312,7 @@ struct Engine {
     Status mr_deregistered(VrdmaCore &c, Mr &mr);
     void post_send(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
     void post_recv(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
+    uint32_t wq_room(const Qp &qp, bool is_rq) const;
     bool frame_receive(VrdmaCore &c, std::span<const uint8_t> frame);
     /* The GSI QP's MADs come as frames here: none by the MAD link. */
     bool mad_receive(VrdmaCore &, const VrdmaMad &) { return false; }

@@ -51,7 +51,7 @@ void Engine::post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
                      VIRTIO_RDMA_WC_WR_FLUSH_ERR);
         return;
     }
-    if (admit == Admit::kError || e.sq_count() >= qp.cap.max_send_wr) {
+    if (admit == Admit::kError || !e.sq_room()) {
         complete_now(c, qp, qp.send_cqn, h.wr_id, op.wc_opcode,
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
         return;
@@ -158,7 +158,7 @@ void Engine::post_recv(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
                      VIRTIO_RDMA_WC_WR_FLUSH_ERR);
         return;
     }
-    if (admit == Admit::kError || e.rq_count() >= qp.cap.max_recv_wr ||
+    if (admit == Admit::kError || !e.rq_room() ||
         check_recv(qp.cap, h, len) != VIRTIO_RDMA_WC_SUCCESS) {
         complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
@@ -173,6 +173,12 @@ void Engine::post_recv(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
     w.wr_id = h.wr_id;
     w.num_sge = h.num_sge;
     e.rq_tail++;
+}
+
+uint32_t Engine::wq_room(const Qp &qp, bool is_rq) const
+{
+    const QpEngine &e = eng(qp);
+    return is_rq ? e.rq_room() : e.sq_room();
 }
 
 } // namespace vrdma::soft_roce

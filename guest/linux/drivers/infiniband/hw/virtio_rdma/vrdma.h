@@ -313,6 +313,17 @@ static inline u32 vrdma_max_cqe(const struct vrdma_dev *dev)
 	return dev->rings ? dev->cfg.max_ring_cqe : dev->cfg.max_cqe;
 }
 
+/*
+ * The deepest SQ or RQ: with RINGS the device keeps a window of each queue
+ * and only the ring bounds it (max_ring_qp_wr), not the QP virtqueues'
+ * size (max_qp_wr).  A device that gives none (0) has the virtqueues'.
+ */
+static inline u32 vrdma_max_qp_wr(const struct vrdma_dev *dev)
+{
+	return dev->rings && dev->cfg.max_ring_qp_wr ? dev->cfg.max_ring_qp_wr :
+						      dev->cfg.max_qp_wr;
+}
+
 /* Virtqueue layout (docs/specs/virtio-rdma.rst, "Virtqueues"). */
 static inline unsigned int vrdma_vq_cq(u32 cqn)
 {

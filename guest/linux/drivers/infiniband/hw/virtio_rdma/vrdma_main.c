@@ -68,6 +68,7 @@ static void vrdma_read_config(struct vrdma_dev *dev)
 	VRDMA_LE(c, max_pkeys);
 	VRDMA_LE(c, max_ctx);
 	VRDMA_LE(c, max_ring_cqe);
+	VRDMA_LE(c, max_ring_qp_wr);
 }
 
 static int vrdma_init_vqs(struct vrdma_dev *dev)
@@ -195,6 +196,7 @@ static void vrdma_clamp_config(struct vrdma_dev *dev)
 	VRDMA_CLAMP(dev, max_qp_init_rd_atom, VRDMA_SPEC_MAX_RD_ATOM);
 	VRDMA_CLAMP(dev, max_ctx, VRDMA_SPEC_MAX_CTX);
 	VRDMA_CLAMP(dev, max_ring_cqe, VIRTIO_RDMA_RING_MAX_CQE);
+	VRDMA_CLAMP(dev, max_ring_qp_wr, VIRTIO_RDMA_RING_MAX_QP_WR);
 }
 
 static int vrdma_probe(struct virtio_device *vdev)

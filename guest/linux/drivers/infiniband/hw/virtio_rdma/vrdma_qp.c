@@ -63,7 +63,7 @@ static int vrdma_wq_init(struct vrdma_wq *wq, struct virtqueue *vq,
 	wq->max_sge = max_sge;
 	wq->max_wr = max_wr;
 	wq->slot_len = hdr + max_sge * sizeof(struct virtio_rdma_sge);
-	/* max_wr <= max_qp_wr, clamped to 32768 at probe: no overflow. */
+	/* max_wr <= vrdma_max_qp_wr(), clamped to 32768 at probe: no overflow. */
 	wq->nents = roundup_pow_of_two(2 * max(max_wr, 1u));
 	wq->ents = kvcalloc(wq->nents, sizeof(*wq->ents), GFP_KERNEL);
 	wq->next_tag = 1;
@@ -434,8 +434,8 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		return -EOPNOTSUPP;
 	if (init->port_num > 1)
 		return -EINVAL;
-	if (cap->max_send_wr > dev->cfg.max_qp_wr ||
-	    cap->max_recv_wr > dev->cfg.max_qp_wr ||
+	if (cap->max_send_wr > vrdma_max_qp_wr(dev) ||
+	    cap->max_recv_wr > vrdma_max_qp_wr(dev) ||
 	    cap->max_send_sge > dev->cfg.max_send_sge ||
 	    cap->max_recv_sge > dev->cfg.max_recv_sge ||
 	    (!cap->max_send_wr && !cap->max_recv_wr))

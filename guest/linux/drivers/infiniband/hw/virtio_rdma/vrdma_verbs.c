@@ -31,7 +31,7 @@ static int vrdma_query_device(struct ib_device *ib, struct ib_device_attr *a,
 	a->vendor_part_id = c->vendor_part_id;
 	a->hw_ver = c->hw_ver;
 	a->max_qp = c->max_qp;
-	a->max_qp_wr = c->max_qp_wr;
+	a->max_qp_wr = vrdma_max_qp_wr(dev);
 	/* Only the flags whose meaning the kernel and the ABI share. */
 	a->device_cap_flags = c->device_cap_flags &
 		(IB_DEVICE_RC_RNR_NAK_GEN | IB_DEVICE_MEM_MGT_EXTENSIONS |

@@ -55,6 +55,8 @@ from vrdma_lab.guest import Guest
 
 TOOL_TIMEOUT = 90    # a tool case's limit, on each side
 ABUSE_TIMEOUT = 300
+# vrdma-qps: QPs in one process, more than virtqueues allow (511).
+QPS_COUNT, QPS_TIMEOUT = 2048, 300
 BOOT = 300           # a guest's limit beyond its cases'
 MAXFAIL = 8          # failed cases in a row that end a pair
 # perftest sets a QP's max_rd_atomic to the peer's outstanding reads (its
@@ -70,14 +72,14 @@ SEQ_ERRORS = ('rcvd_seq_err', 'out_of_seq_request')
 # and rping over IPv6, the kill and the abuse; against rxe, both ways, RC
 # and UD SEND, WRITE, READ, atomics and rping over IPv4, RC SEND and rping
 # over IPv6; every pair's device and kernel checks.
-# With rings, against itself, every tool over IPv4, queues deeper than a
-# virtqueue and the system calls.
+# With rings, against itself, every tool over IPv4, deeper queues and more
+# QPs than virtqueues allow, and the system calls.
 QUICK = {
     ('vv', 4): set(tools.DRV_CASES),
     ('vv', 6): {'rc_pingpong', 'rping'},
     ('vr', 4): {'rc_pingpong', 'ud_pingpong', 'write_bw', 'read_bw', 'atomic_bw', 'rping'},
     ('vr', 6): {'rc_pingpong', 'rping'},
-    ('vv-rings', 4): set(tools.DRV_CASES + tools.DEEP_CASES) | {'rc_pingpong_sys'},
+    ('vv-rings', 4): set(tools.DRV_CASES + tools.RING_CASES) | {'rc_pingpong_sys'},
     ('vv-rings', 6): set(),
 }
 # With rings the client's write() and ioctl() during rc_pingpong_sys, all
@@ -189,9 +191,11 @@ class _Pair(LabTest):
     servers = ()    # who serves the tools: 'A', 'B'
     kill = False    # kill-send_bw
     abuse = False   # A-abuse, B-abuse
+    qps = False     # A-qps: vrdma-qps
     cases = tools.DRV_CASES + ('rc_pingpong_sys',)
     families = (4, 6)
     kopts = ''      # the module's parameters (lab.kopts)
+    vrdma_opts = '' # the device's properties
 
     @classmethod
     def add_cases(cls):
@@ -209,6 +213,10 @@ class _Pair(LabTest):
                 add_case(cls, f'{cls.pair}/{g}-abuse',
                          lambda self, g=g: self.assertAbuse(g), quick=True,
                          timeout=ABUSE_TIMEOUT)
+        if cls.qps:
+            add_case(cls, f'{cls.pair}/A-qps',
+                     lambda self: self.assertTap('A', 'qps', self.qps_error),
+                     quick=True, timeout=QPS_TIMEOUT)
         for g, kind in zip('AB', cls.kinds):
             if kind == 'vrdma':
                 add_case(cls, f'{cls.pair}/{g}-device',
@@ -265,6 +273,13 @@ class _Pair(LabTest):
                     s.tc.add('srv', 'abuse', ABUSE_TIMEOUT, f'{exe} @D@ @G4@')
             except LabSetupError as e:
                 cls.abuse_error = str(e)
+        cls.qps_error = None
+        if cls.qps and want('A-qps'):
+            try:
+                exe = build_program(env, 'vrdma-qps')
+                a.tc.add('srv', 'qps', QPS_TIMEOUT, f'{exe} @D@ @G4@ {QPS_COUNT}')
+            except LabSetupError as e:
+                cls.qps_error = str(e)
         cls.stopped = None
         cls.booted = bool(a.tc.lines or b.tc.lines)
         if not cls.booted:
@@ -287,7 +302,8 @@ class _Pair(LabTest):
                             f'lab.ko={ko} lab.prov={prov} lab.stages={int(s.vrdma)} '
                             + (f'lab.kopts={cls.kopts} ' if cls.kopts else '') +
                             'lab.run=/lab/guest-cases.sh',
-                            links[s.name], s.mac, vrdma=s.vrdma)
+                            links[s.name], s.mac, vrdma=s.vrdma,
+                            vrdma_opts=cls.vrdma_opts)
             if s.vrdma:
                 s.stages = protocol.Stages(s.out, s.stage_handlers())
             cls.addClassCleanup(s.guest.kill)
@@ -393,17 +409,23 @@ class _Pair(LabTest):
 
     def assertAbuse(self, g):
         """vrdma-abuse's TAP: exit 0, some "ok", no "not ok"."""
-        if self.abuse_error:
-            self.fail(self.abuse_error)
+        self.assertTap(g, 'abuse', self.abuse_error)
+
+    def assertTap(self, g, case, error):
+        """A guest test program's TAP (CASE on side G): exit 0, some "ok",
+        no "not ok"; its "#" lines are the note."""
+        if error:
+            self.fail(error)
         self.booted_or_skip()
-        r = self.sides[g].tc.run('abuse')
+        r = self.sides[g].tc.run(case)
         lines = r.out.splitlines()
         ok = sum(l.startswith('ok ') for l in lines)
         nok = [l for l in lines if l.startswith('not ok ')]
         if r.rc != 0 or nok or not ok:
             self.fail(f'rc={r.rc}, {ok} ok, {len(nok)} not ok: {";".join(nok[:3])} '
                       f'({self.status()})')
-        self.note(f'{ok} ok')
+        said = [l[2:] for l in lines if l.startswith('# ')]
+        self.note('; '.join([f'{ok} ok'] + said))
 
     def assertDevice(self, g):
         """The device's object counts at the stages, its traffic, QEMU's
@@ -473,16 +495,19 @@ class VvRings(_Pair):
     """Our driver against itself with the module's rings=1: kernel and user
     queues in guest memory (VIRTIO_RDMA_F_RINGS; the provider on uverbs
     ABI 2 posts, polls and arms in its own rings); every tool over IPv4,
-    queues deeper than a virtqueue, the kill, the abuse, the stages, and
-    the system calls of a ping-pong.
+    deeper queues and more QPs than virtqueues allow, the kill, the
+    abuse, the stages, and the system calls of a ping-pong.
     (Not a subclass of Vv: it would inherit Vv's cases.)"""
     pair = 'vv-rings'
     kinds = ('vrdma', 'vrdma')
     servers = ('A',)
-    kill = abuse = True
+    kill = abuse = qps = True
     families = (4,)
     kopts = 'rings=1'
-    cases = _Pair.cases + tools.DEEP_CASES
+    # Room for vrdma-qps, and a table vrdma-abuse can fill in a 512 MiB
+    # guest (the default, 131072, it cannot).
+    vrdma_opts = f'max-ring-qp={2 * QPS_COUNT}'
+    cases = _Pair.cases + tools.RING_CASES
 
 
 Vv.add_cases()

@@ -789,6 +789,71 @@ static void test_create_qp_ring(void)
     fix_quit(&f);
 }
 
+/*
+ * A ring QP or CQ has no virtqueue: CREATE_*_RING number them up to
+ * max-ring-qp / max-ring-cq, beyond max-qp=16 / max-cq=16, which the
+ * config and query-virtio-rdma say; the default is the ABI's largest.
+ */
+static void test_create_beyond_virtqueues(void)
+{
+    Fix f;
+    QVirtioRdma *r;
+    QVrdmaRingCq *cqs[24];
+    QVrdmaGRing sq, extra;
+    struct virtio_rdma_ring desc;
+    struct virtio_rdma_cmd_create_qp_ring req;
+    uint32_t qpns[38], qpn, wire, cqn, highest = 0;
+    QDict *rsp;
+    unsigned i;
+
+    fix_boot(&f);
+    g_assert_cmpuint(le32_to_cpu(f.d->cfg.max_ring_qp), ==,
+                     VIRTIO_RDMA_RING_MAX_QP);
+    g_assert_cmpuint(le32_to_cpu(f.d->cfg.max_ring_cq), ==,
+                     VIRTIO_RDMA_RING_MAX_CQ);
+    g_assert_cmpuint(qdict_get_int(qvrdma_dp_query(f.d, &rsp), "max-ring-qp"),
+                     ==, VIRTIO_RDMA_RING_MAX_QP);
+    qobject_unref(rsp);
+    fix_quit(&f);
+
+    fix_boot_opts(&f, RDMA_OPTS ",max-ring-qp=40,max-ring-cq=24");
+    r = &f.d->r;
+    g_assert_cmpuint(le32_to_cpu(f.d->cfg.max_qp), ==, 16);
+    g_assert_cmpuint(le32_to_cpu(f.d->cfg.max_ring_qp), ==, 40);
+    g_assert_cmpuint(le32_to_cpu(f.d->cfg.max_ring_cq), ==, 24);
+    for (i = 0; i < 24; i++) {
+        cqs[i] = qvrdma_ring_cq_create(f.rd, 0, 4, 2);
+        g_assert_cmpuint(cqs[i]->cqn, ==, i);
+    }
+    qvrdma_gring_alloc(r, &extra, 2, VIRTIO_RDMA_CQE_LOG_STRIDE);
+    desc = qvrdma_gring_desc(&extra);
+    ST(qvrdma_create_cq_ring(r, 0, 4, &desc, &cqn), "ENOMEM");
+    qvrdma_gring_free(r, &extra);
+
+    /* QPs 2..39 on one SQ ring's pages (the device keeps no per-page state). */
+    qvrdma_gring_alloc(r, &sq, 2, 7);
+    req = qvrdma_ring_qp_req(0, f.pdn, cqs[23]->cqn, cqs[23]->cqn, 4, 2, &sq,
+                             NULL);
+    for (i = 0; i < 38; i++) {
+        ST(qvrdma_create_qp_ring(r, &req, &qpns[i], &wire), "OK");
+        highest = MAX(highest, qpns[i]);
+    }
+    g_assert_cmpuint(highest, ==, 39);
+    ST(qvrdma_create_qp_ring(r, &req, &qpn, &wire), "ENOMEM");
+    assert_objects(&f, 24, 38);
+    assert_healthy(&f, "40 QPs and 24 CQs on 16 of each's virtqueues");
+
+    for (i = 0; i < 38; i++) {
+        ST(qvrdma_destroy_qp(r, qpns[i]), "OK");
+    }
+    qvrdma_gring_free(r, &sq);
+    for (i = 0; i < 24; i++) {
+        qvrdma_ring_cq_destroy(cqs[i]);
+        qvrdma_ring_cq_free(cqs[i]);
+    }
+    fix_quit(&f);
+}
+
 /* ---- loopback ----------------------------------------------------------- */
 
 /* Every trailer says what the driver saw. */
@@ -1302,6 +1367,8 @@ int main(int argc, char **argv)
                    test_context_alloc_free);
     qtest_add_func("/virtio-rdma-ring/create/cq-ring", test_create_cq_ring);
     qtest_add_func("/virtio-rdma-ring/create/qp-ring", test_create_qp_ring);
+    qtest_add_func("/virtio-rdma-ring/create/beyond-virtqueues",
+                   test_create_beyond_virtqueues);
     qtest_add_func("/virtio-rdma-ring/loopback/send-write-wrap",
                    test_loopback_send_write);
     qtest_add_func("/virtio-rdma-ring/cq-arm/doorbell", test_cq_arm_doorbell);

@@ -45,6 +45,8 @@ inline VrdmaLimits default_limits()
         .max_ctx = 8,
         .max_ring_cqe = 0,      /* the ring bounds it */
         .max_ring_qp_wr = 0,    /* the ring bounds it */
+        .max_ring_qp = 0,       /* as max_qp */
+        .max_ring_cq = 0,       /* as max_cq */
     };
 }
 

@@ -55,6 +55,8 @@ VrdmaLimits dp_limits()
         .max_ctx = 8,
         .max_ring_cqe = 0,      /* the ring bounds it */
         .max_ring_qp_wr = 0,    /* the ring bounds it */
+        .max_ring_qp = 0,       /* as max_qp */
+        .max_ring_cq = 0,       /* as max_cq */
     };
 }
 
@@ -305,8 +307,8 @@ uint64_t Node::alloc(uint64_t len)
 {
     const uint64_t size = (len + 4095) & ~uint64_t{4095};
     const uint64_t end0 = FakeGuest::kRam0.base + FakeGuest::kRam0.size;
-    if (next_ram_ + size > end0 && next_ram_ < end0) {
-        next_ram_ = FakeGuest::kRam1.base + (1ull << 20); /* after tables */
+    if (next_ram_ + size > end0 && next_ram_ <= end0) { /* low RAM is full */
+        next_ram_ = FakeGuest::kRam1.base + kTableBytes; /* after tables */
     }
     const uint64_t at = next_ram_;
     next_ram_ += size;
@@ -340,6 +342,8 @@ uint64_t Node::page_table(uint64_t addr, uint64_t len, uint32_t *npages)
     const uint64_t table = next_table_;
     *npages = write_table(guest, table, addr, len);
     next_table_ += (1 + (*npages + 511) / 512) * 4096ull;
+    EXPECT_LE(next_table_, FakeGuest::kRam1.base + kTableBytes)
+        << "test ran out of page-table room";
     return table;
 }
 

@@ -283,6 +283,8 @@ private:
     static void h_async_event(void *o, uint32_t type, uint32_t handle);
 
     uint64_t next_ram_ = FakeGuest::kRam0.base + 0x1000;
+    /* Page tables: the first kTableBytes of high RAM; data after them. */
+    static constexpr uint64_t kTableBytes = 32ull << 20;
     uint64_t next_table_ = FakeGuest::kRam1.base;
 };
 

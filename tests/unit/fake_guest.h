@@ -52,11 +52,12 @@ public:
         uint64_t size;
     };
     /*
-     * 4 MiB at 0, a hole, 64 MiB at 4 GiB (addresses above 32 bits; room
-     * for the deepest rings).  calloc'd: pages no test touches cost nothing.
+     * 4 MiB at 0, a hole, 128 MiB at 4 GiB (addresses above 32 bits; room
+     * for the deepest rings and thousands of objects).  calloc'd: pages no
+     * test touches cost nothing.
      */
     static constexpr Range kRam0 = {0x0, 4ull << 20};
-    static constexpr Range kRam1 = {4ull << 30, 64ull << 20};
+    static constexpr Range kRam1 = {4ull << 30, 128ull << 20};
     static constexpr uint64_t kHole = 64ull << 20; /* not RAM */
 
     FakeGuest();

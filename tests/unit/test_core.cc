@@ -28,7 +28,8 @@ TEST(CoreNew, AcceptsDefaultsAndExtremes)
                       .max_qp_rd_atom = 1, .max_qp_init_rd_atom = 1,
                       .no_atomics = true, .no_fast_reg = true, .allow = {},
                       .max_ctx = 0, .max_ring_cqe = 0,
-                      .max_ring_qp_wr = 0};
+                      .max_ring_qp_wr = 0, .max_ring_qp = 0,
+                      .max_ring_cq = 0};
     c = vrdma_core_new(&lim, &g.ops());
     ASSERT_NE(c, nullptr);
     vrdma_core_free(c);
@@ -44,7 +45,8 @@ TEST(CoreNew, AcceptsDefaultsAndExtremes)
                       .max_qp_init_rd_atom = UINT32_MAX,
                       .no_atomics = false, .no_fast_reg = false,
                       .allow = {}, .max_ctx = 0, .max_ring_cqe = 0,
-                      .max_ring_qp_wr = 0};
+                      .max_ring_qp_wr = 0, .max_ring_qp = 0,
+                      .max_ring_cq = 0};
     c = vrdma_core_new(&lim, &g.ops());
     ASSERT_NE(c, nullptr);
     vrdma_core_free(c);

@@ -91,6 +91,9 @@ static bool virtio_rdma_ibverbs_check(VirtIORdma *r, Error **errp)
         .max_qp = c->max_qp, .max_cq = c->max_cq, .max_mr = c->max_mr,
         .max_pd = c->max_pd, .max_ah = c->max_ah, .max_sge = c->max_sge,
         .max_mr_size = c->max_mr_size, .queue_size = c->queue_size,
+        /* 0, the default: as many as the host allows. */
+        .max_ring_qp = c->max_ring_qp ? c->max_ring_qp : VIRTIO_RDMA_RING_MAX_QP,
+        .max_ring_cq = c->max_ring_cq ? c->max_ring_cq : VIRTIO_RDMA_RING_MAX_CQ,
     };
 
     if (!vrdma_ibverbs_built()) {
@@ -116,6 +119,14 @@ static bool virtio_rdma_ibverbs_check(VirtIORdma *r, Error **errp)
                                    r->ib.max_msg_sz);
     virtio_rdma_report_lowered("max-qp", c->max_qp, lim.max_qp, c->ibdev);
     virtio_rdma_report_lowered("max-cq", c->max_cq, lim.max_cq, c->ibdev);
+    if (c->max_ring_qp) {
+        virtio_rdma_report_lowered("max-ring-qp", c->max_ring_qp,
+                                   lim.max_ring_qp, c->ibdev);
+    }
+    if (c->max_ring_cq) {
+        virtio_rdma_report_lowered("max-ring-cq", c->max_ring_cq,
+                                   lim.max_ring_cq, c->ibdev);
+    }
     virtio_rdma_report_lowered("max-mr", c->max_mr, lim.max_mr, c->ibdev);
     virtio_rdma_report_lowered("max-pd", c->max_pd, lim.max_pd, c->ibdev);
     virtio_rdma_report_lowered("max-ah", c->max_ah, lim.max_ah, c->ibdev);
@@ -126,6 +137,8 @@ static bool virtio_rdma_ibverbs_check(VirtIORdma *r, Error **errp)
                                c->ibdev);
     c->max_qp = lim.max_qp;
     c->max_cq = lim.max_cq;
+    c->max_ring_qp = lim.max_ring_qp;
+    c->max_ring_cq = lim.max_ring_cq;
     c->max_mr = lim.max_mr;
     c->max_pd = lim.max_pd;
     c->max_ah = lim.max_ah;

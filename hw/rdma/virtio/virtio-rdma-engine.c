@@ -105,12 +105,12 @@ struct VirtIORdmaStage {
     unsigned rx_count, tx_count;
     VrdmaCqeList cq;
     VrdmaCqeList spare;                 /* delivered entries, for reuse */
-    uint32_t max_cq, cq_cap;
-    uint32_t *cq_staged;                /* per CQ: completions staged */
-    VrdmaStagedCqe **cq_irq;            /* per CQ: its staged interrupt */
-    uint32_t max_qp;
-    unsigned long *qp_fatal;            /* async events staged: max_qp bits */
-    unsigned long *cq_err;              /* max_cq bits */
+    uint32_t max_cq, cq_cap;            /* virtqueue CQs: only they stage */
+    uint32_t *cq_staged;                /* per vq CQ: completions staged */
+    VrdmaStagedCqe **cq_irq;            /* per CQ (ncq): staged interrupt */
+    uint32_t nqp, ncq;                  /* the number spaces (VirtIORdma) */
+    unsigned long *qp_fatal;            /* async events staged: nqp bits */
+    unsigned long *cq_err;              /* ncq bits */
     bool async_staged;                  /* a bit of either is set */
     VirtIORdmaStageStats st;
 
@@ -510,7 +510,7 @@ static void virtio_rdma_engine_cq_notify(void *opaque, uint32_t cqn)
     VirtIORdmaStage *s = r->stage;
     VrdmaStagedCqe *c;
 
-    if (cqn >= s->max_cq) {
+    if (cqn >= s->ncq) {
         return;
     }
     WITH_QEMU_LOCK_GUARD(&s->lock) {
@@ -541,9 +541,9 @@ static void virtio_rdma_engine_async_event(void *opaque, uint32_t type,
     VirtIORdmaStage *s = r->stage;
     unsigned long *bits;
 
-    if (type == VIRTIO_RDMA_EVENT_QP_FATAL && handle < s->max_qp) {
+    if (type == VIRTIO_RDMA_EVENT_QP_FATAL && handle < s->nqp) {
         bits = s->qp_fatal;
-    } else if (type == VIRTIO_RDMA_EVENT_CQ_ERR && handle < s->max_cq) {
+    } else if (type == VIRTIO_RDMA_EVENT_CQ_ERR && handle < s->ncq) {
         bits = s->cq_err;
     } else {
         trace_virtio_rdma_async_event_bad(type, handle);
@@ -905,7 +905,7 @@ void virtio_rdma_engine_cq_destroyed(VirtIORdma *r, uint32_t cqn)
     VrdmaStagedCqe *c;
 
     assert(bql_locked());
-    if (cqn >= s->max_cq) {
+    if (cqn >= s->ncq) {
         return;
     }
     WITH_QEMU_LOCK_GUARD(&s->lock) {
@@ -934,7 +934,7 @@ void virtio_rdma_engine_qp_destroyed(VirtIORdma *r, uint32_t qpn,
     unsigned n = 0;
 
     assert(bql_locked());
-    if (qpn < s->max_qp) {
+    if (qpn < s->nqp) {
         WITH_QEMU_LOCK_GUARD(&s->lock) {
             clear_bit(qpn, s->qp_fatal);
         }
@@ -968,10 +968,10 @@ void virtio_rdma_engine_take_async(VirtIORdma *r, unsigned long *qp_fatal,
         if (!s->async_staged) {
             break;
         }
-        bitmap_or(qp_fatal, qp_fatal, s->qp_fatal, s->max_qp);
-        bitmap_or(cq_err, cq_err, s->cq_err, s->max_cq);
-        bitmap_zero(s->qp_fatal, s->max_qp);
-        bitmap_zero(s->cq_err, s->max_cq);
+        bitmap_or(qp_fatal, qp_fatal, s->qp_fatal, s->nqp);
+        bitmap_or(cq_err, cq_err, s->cq_err, s->ncq);
+        bitmap_zero(s->qp_fatal, s->nqp);
+        bitmap_zero(s->cq_err, s->ncq);
         s->async_staged = false;
     }
 }
@@ -1008,9 +1008,9 @@ void virtio_rdma_engine_reset(VirtIORdma *r)
         virtio_rdma_staged_free_all(&s->cq);
         virtio_rdma_staged_free_all(&s->spare);
         memset(s->cq_staged, 0, s->max_cq * sizeof(*s->cq_staged));
-        memset(s->cq_irq, 0, s->max_cq * sizeof(*s->cq_irq));
-        bitmap_zero(s->qp_fatal, s->max_qp);
-        bitmap_zero(s->cq_err, s->max_cq);
+        memset(s->cq_irq, 0, s->ncq * sizeof(*s->cq_irq));
+        bitmap_zero(s->qp_fatal, s->nqp);
+        bitmap_zero(s->cq_err, s->ncq);
         s->async_staged = false;
     }
 }
@@ -1036,12 +1036,13 @@ void virtio_rdma_engine_init(VirtIORdma *r)
     QTAILQ_INIT(&s->cq);
     QTAILQ_INIT(&s->spare);
     s->max_cq = r->conf.max_cq;
+    s->ncq = r->ncq;
     s->cq_cap = r->conf.queue_size;
     s->cq_staged = g_new0(uint32_t, s->max_cq);
-    s->cq_irq = g_new0(VrdmaStagedCqe *, s->max_cq);
-    s->max_qp = r->conf.max_qp;
-    s->qp_fatal = bitmap_new(s->max_qp);
-    s->cq_err = bitmap_new(s->max_cq);
+    s->cq_irq = g_new0(VrdmaStagedCqe *, s->ncq);
+    s->nqp = r->nqp;
+    s->qp_fatal = bitmap_new(s->nqp);
+    s->cq_err = bitmap_new(s->ncq);
     for (unsigned i = 0; i < VRDMA_FD_WATCHES; i++) {
         s->fd_watch[i].fd = -1;
     }

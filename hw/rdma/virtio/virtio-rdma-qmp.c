@@ -139,6 +139,11 @@ static int virtio_rdma_collect(Object *obj, void *opaque)
     info->max_mr = r->conf.max_mr;
     info->max_pd = r->conf.max_pd;
     info->queue_size = r->conf.queue_size;
+    if (virtio_rdma_rings_offered(r)) {
+        info->has_max_ring_qp = info->has_max_ring_cq = true;
+        info->max_ring_qp = r->conf.max_ring_qp;
+        info->max_ring_cq = r->conf.max_ring_cq;
+    }
     info->pds = st.pds;
     info->cqs = st.cqs;
     info->qps = st.qps;
@@ -212,6 +217,10 @@ void hmp_info_rdma(Monitor *mon, const QDict *qdict)
         monitor_printf(mon, "  limits: qp %u cq %u mr %u pd %u queue-size %u\n",
                        i->max_qp, i->max_cq, i->max_mr, i->max_pd,
                        i->queue_size);
+        if (i->has_max_ring_qp) {
+            monitor_printf(mon, "  ring limits: qp %u cq %u\n",
+                           i->max_ring_qp, i->max_ring_cq);
+        }
         monitor_printf(mon, "  objects: pd %u cq %u qp %u mr %u gid %u "
                        "(mapped pages %" PRIu64 ")\n", i->pds, i->cqs,
                        i->qps, i->mrs, i->gids, i->mapped_pages);

@@ -230,11 +230,11 @@ static void virtio_rdma_event_flush(VirtIORdma *r)
     }
     virtio_rdma_engine_take_async(r, r->ev_qp_fatal, r->ev_cq_err);
     if (virtio_rdma_event_flush_type(r, VIRTIO_RDMA_EVENT_CQ, r->ev_pending,
-                                     r->conf.max_cq, &n) &&
+                                     r->ncq, &n) &&
         virtio_rdma_event_flush_type(r, VIRTIO_RDMA_EVENT_QP_FATAL,
-                                     r->ev_qp_fatal, r->conf.max_qp, &n)) {
+                                     r->ev_qp_fatal, r->nqp, &n)) {
         virtio_rdma_event_flush_type(r, VIRTIO_RDMA_EVENT_CQ_ERR,
-                                     r->ev_cq_err, r->conf.max_cq, &n);
+                                     r->ev_cq_err, r->ncq, &n);
     }
     if (n) {
         virtio_notify(vdev, r->event_vq);
@@ -384,7 +384,7 @@ static VrdmaCtrlResult virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
     }
     if (status == VIRTIO_RDMA_OK &&
         virtio_rdma_destroy_handle(req, req_len, VIRTIO_RDMA_CMD_DESTROY_CQ,
-                                   &cqn) && cqn < r->conf.max_cq) {
+                                   &cqn) && cqn < r->ncq) {
         /* Its pending events go with it: a new CQ may take the number. */
         clear_bit(cqn, r->ev_pending);
         clear_bit(cqn, r->ev_cq_err);
@@ -396,7 +396,7 @@ static VrdmaCtrlResult virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
          * index again: nothing of the old QP may run or complete later.
          */
         virtio_rdma_wq_discard(r, qpn);
-        if (qpn < r->conf.max_qp) {
+        if (qpn < r->nqp) {
             clear_bit(qpn, r->ev_qp_fatal); /* as for a CQ's events */
         }
         virtio_rdma_engine_qp_destroyed(r, qpn, qp_token);
@@ -782,9 +782,9 @@ static void virtio_rdma_reset(VirtIODevice *vdev)
     qemu_bh_cancel(r->ctrl_bh);
     virtio_rdma_ctrl_drop_held(r);
     bitmap_zero(r->dp_pending, r->num_data_vqs);
-    bitmap_zero(r->ev_pending, r->conf.max_cq);
-    bitmap_zero(r->ev_qp_fatal, r->conf.max_qp);
-    bitmap_zero(r->ev_cq_err, r->conf.max_cq);
+    bitmap_zero(r->ev_pending, r->ncq);
+    bitmap_zero(r->ev_qp_fatal, r->nqp);
+    bitmap_zero(r->ev_cq_err, r->ncq);
     if (!r->core) {
         return;
     }
@@ -842,6 +842,11 @@ static bool virtio_rdma_check_conf(const VirtIORdmaConf *c, Error **errp)
                                  VRDMA_MAX_QUEUE_SIZE, errp) ||
         !virtio_rdma_check_limit("max-contexts", c->max_ctx, 0,
                                  VRDMA_MAX_CTX, errp) ||
+        !virtio_rdma_check_limit("max-ring-qp", c->max_ring_qp, 2,
+                                 VIRTIO_RDMA_RING_MAX_QP, errp) ||
+        !virtio_rdma_check_limit("max-ring-cq", c->max_ring_cq,
+                                 VIRTIO_RDMA_LIMIT_MIN,
+                                 VIRTIO_RDMA_RING_MAX_CQ, errp) ||
         (c->max_mapped_pages &&
          !virtio_rdma_check_limit("max-mapped-pages", c->max_mapped_pages, 1,
                                   UINT32_MAX, errp))) {
@@ -982,6 +987,8 @@ bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp)
         .max_mapped_pages = c->max_mapped_pages,
         .allow = r->allow,
         .max_ctx = c->max_ctx,
+        .max_ring_qp = virtio_rdma_rings_offered(r) ? c->max_ring_qp : 0,
+        .max_ring_cq = virtio_rdma_rings_offered(r) ? c->max_ring_cq : 0,
     };
     memcpy(lim.mac, r->mac, sizeof(lim.mac));
     /*
@@ -1054,9 +1061,19 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
     if (!virtio_rdma_backend_check(r, errp)) {
         return;
     }
+    /* 0, the default: as many as the ABI allows (backend=ibverbs: its host). */
+    c->max_ring_qp = c->max_ring_qp ? c->max_ring_qp : VIRTIO_RDMA_RING_MAX_QP;
+    c->max_ring_cq = c->max_ring_cq ? c->max_ring_cq : VIRTIO_RDMA_RING_MAX_CQ;
     if (!virtio_rdma_check_conf(c, errp)) {
         virtio_rdma_backend_release(r);
         return;
+    }
+    /* A ring QP or CQ has no virtqueue: only the tables bound its number. */
+    r->nqp = c->max_qp;
+    r->ncq = c->max_cq;
+    if (virtio_rdma_rings_offered(r)) {
+        r->nqp = MAX(r->nqp, c->max_ring_qp);
+        r->ncq = MAX(r->ncq, c->max_ring_cq);
     }
     qemu_mutex_init(&r->core_lock);
     /* Before the core: its host-ops stage for these. */
@@ -1090,9 +1107,9 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
      */
     r->event_vq = virtio_add_queue(vdev, c->queue_size,
                                    virtio_rdma_handle_event);
-    r->ev_pending = bitmap_new(c->max_cq);
-    r->ev_qp_fatal = bitmap_new(c->max_qp);
-    r->ev_cq_err = bitmap_new(c->max_cq);
+    r->ev_pending = bitmap_new(r->ncq);
+    r->ev_qp_fatal = bitmap_new(r->nqp);
+    r->ev_cq_err = bitmap_new(r->ncq);
     virtio_rdma_db_init(r);
     trace_virtio_rdma_realize(c->max_qp, c->max_cq, 2 + r->num_data_vqs,
                               r->core != NULL);
@@ -1184,6 +1201,8 @@ static const Property virtio_rdma_properties[] = {
     DEFINE_PROP_BIT64("rings", VirtIORdma, host_features,
                       VIRTIO_RDMA_F_RINGS, true),
     DEFINE_PROP_UINT32("max-contexts", VirtIORdma, conf.max_ctx, 255),
+    DEFINE_PROP_UINT32("max-ring-qp", VirtIORdma, conf.max_ring_qp, 0),
+    DEFINE_PROP_UINT32("max-ring-cq", VirtIORdma, conf.max_ring_cq, 0),
     DEFINE_PROP_LINK("iothread", VirtIORdma, conf.iothread, TYPE_IOTHREAD,
                      IOThread *),
     /* soft-roce (default) or ibverbs: virtio-rdma-backend.c */

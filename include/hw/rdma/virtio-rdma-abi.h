@@ -99,7 +99,9 @@ struct __attribute__((packed)) virtio_rdma_config {
     uint32_t max_ctx;                 /* RINGS: user contexts, doorbell pages 1.. */
     uint32_t max_ring_cqe;            /* RINGS: CREATE_CQ_RING's largest cqe */
     uint32_t max_ring_qp_wr;          /* RINGS: CREATE_QP_RING's deepest queue */
-    uint8_t reserved[52];             /* draft text: le64[64] */
+    uint32_t max_ring_qp;             /* RINGS: QP numbers 0..max_ring_qp-1 */
+    uint32_t max_ring_cq;             /* RINGS: CQ numbers 0..max_ring_cq-1 */
+    uint8_t reserved[44];             /* draft text: le64[64] */
 };
 
 /* device_cap_flags bits (enum ib_device_cap_flags) */
@@ -667,6 +669,12 @@ struct virtio_rdma_ring {
  * ring bounds it (rxe: 16384).
  */
 #define VIRTIO_RDMA_RING_MAX_QP_WR 32768
+/*
+ * With RINGS a QP or CQ has no virtqueue, so only the device's tables bound
+ * their numbers (max_ring_qp, max_ring_cq in the config): at most these.
+ */
+#define VIRTIO_RDMA_RING_MAX_QP 131072
+#define VIRTIO_RDMA_RING_MAX_CQ VIRTIO_RDMA_LIMIT_MAX
 
 /*
  * After the entries.  Indexes are free-running 32-bit counters; entry
@@ -831,7 +839,7 @@ VRDMA_PIN(virtio_rdma_config, atomic_cap, 96);
 VRDMA_PIN(virtio_rdma_config, max_ah, 116);
 VRDMA_PIN(virtio_rdma_config, max_pkeys, 128);
 VRDMA_PIN(virtio_rdma_config, local_ca_ack_delay, 130);
-VRDMA_PIN(virtio_rdma_config, reserved, 143);
+VRDMA_PIN(virtio_rdma_config, reserved, 151);
 
 VRDMA_SIZE(virtio_rdma_port_attr, 172);
 VRDMA_PIN(virtio_rdma_port_attr, phys_mtu, 12);
@@ -904,6 +912,8 @@ VRDMA_SIZE(virtio_rdma_rsp_create_qp_wire, 8);
 VRDMA_PIN(virtio_rdma_config, max_ctx, 131);
 VRDMA_PIN(virtio_rdma_config, max_ring_cqe, 135);
 VRDMA_PIN(virtio_rdma_config, max_ring_qp_wr, 139);
+VRDMA_PIN(virtio_rdma_config, max_ring_qp, 143);
+VRDMA_PIN(virtio_rdma_config, max_ring_cq, 147);
 VRDMA_SIZE(virtio_rdma_ring, 16);
 VRDMA_PIN(virtio_rdma_ring, npages, 8);
 VRDMA_PIN(virtio_rdma_ring, log_entries, 12);

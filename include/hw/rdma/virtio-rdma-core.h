@@ -137,6 +137,15 @@ typedef struct VrdmaLimits {
      * lowers it to its own.
      */
     uint32_t max_ring_qp_wr;
+    /*
+     * VIRTIO_RDMA_F_RINGS: QP numbers 0..max_ring_qp-1 (2..
+     * VIRTIO_RDMA_RING_MAX_QP) and CQ numbers 0..max_ring_cq-1 (1..
+     * VIRTIO_RDMA_RING_MAX_CQ) of CREATE_QP_RING / CREATE_CQ_RING, which
+     * need no virtqueue; 0: max_qp / max_cq, as the virtqueue path.  The
+     * tables hold the larger of each pair.
+     */
+    uint32_t max_ring_qp;
+    uint32_t max_ring_cq;
 } VrdmaLimits;
 
 /* The most user contexts (VrdmaLimits.max_ctx). */

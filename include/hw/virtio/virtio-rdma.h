@@ -36,6 +36,8 @@ typedef struct VirtIORdmaConf {
     uint32_t queue_size;
     uint64_t max_mapped_pages; /* guest pages all MRs may map together */
     uint32_t max_ctx;       /* VIRTIO_RDMA_F_RINGS: user contexts */
+    uint32_t max_ring_qp;   /* VIRTIO_RDMA_F_RINGS: QP numbers (no vqs) */
+    uint32_t max_ring_cq;   /* VIRTIO_RDMA_F_RINGS: CQ numbers (no vqs) */
     uint64_t node_guid;     /* 0: derived from the paired NIC's MAC */
     char *netdev;           /* NULL: the paired NIC's netdev id (never a
                                host interface of backend=ibverbs's) */
@@ -67,6 +69,12 @@ struct VirtIORdma {
     QemuMutex core_lock;    /* every core call; taken after the BQL */
     VirtIORdmaStage *stage; /* the engine's placement and what it staged:
                                virtio-rdma-engine.c */
+    /*
+     * The QP and CQ numbers either data path may use: max_qp / max_cq, or
+     * with RINGS offered the larger of those and max_ring_qp / max_ring_cq.
+     * Per-QP and per-CQ state is sized by these, virtqueues by max_*.
+     */
+    uint32_t nqp, ncq;
     VirtQueue *ctrl_vq;
     VirtQueue **data_vqs;   /* CQs, then SQ/RQ pairs, in ABI order */
     unsigned num_data_vqs;
@@ -79,11 +87,11 @@ struct VirtIORdma {
                                loop placement), everything staged */
     unsigned long *dp_pending; /* data vqs (index - 1) kicked, not yet done */
     VirtQueue *event_vq;    /* 1 + max_cq + 2 * max_qp */
-    unsigned long *ev_pending; /* CQs whose event waits for an event buffer
+    unsigned long *ev_pending; /* CQs (ncq) whose event waits for an event buffer
                                   (VIRTIO_RDMA_F_EVENT_QUEUE; BQL) */
     /* Async events that wait for an event buffer, one bit per object (BQL) */
-    unsigned long *ev_qp_fatal; /* max_qp bits */
-    unsigned long *ev_cq_err;   /* max_cq bits */
+    unsigned long *ev_qp_fatal; /* nqp bits */
+    unsigned long *ev_cq_err;   /* ncq bits */
     /*
      * VIRTIO_RDMA_F_RINGS: the doorbell region, one page per context, the
      * PCI proxy's virtio shared memory region VIRTIO_RDMA_SHM_DOORBELLS.
@@ -221,7 +229,7 @@ void virtio_rdma_engine_qp_destroyed(VirtIORdma *r, uint32_t qpn,
                                      uint32_t qp_token);
 /*
  * dp_bh: the async events staged since the last call are added to
- * @qp_fatal (max_qp bits) and @cq_err (max_cq bits), BQL.
+ * @qp_fatal (nqp bits) and @cq_err (ncq bits), BQL.
  */
 void virtio_rdma_engine_take_async(VirtIORdma *r, unsigned long *qp_fatal,
                                    unsigned long *cq_err);

@@ -12,8 +12,8 @@ virtio_rdma.ko), so that the figures compare like with like.
               (rdma_cm: the connection goes through the guest's CM MADs on
               QP1) and rc_pingpong on the ibv_wr_* post API (-N: the
               provider's extended QP under Debian's libibverbs).
-  DEEP_CASES  queues deeper than the virtqueue path's 1024 entries (the
-              rings' only).
+  RING_CASES  queues deeper than the virtqueue path's 1024 entries: the
+              rings' only.
   figures()   a tool's output -> "bw=<MB/s> rate=<Mpps> lat=<usec>", what
               the tool gives (lat: for ibv_*_pingpong usec/iter, for the
               ib_*_lat tools t_typical).
@@ -56,7 +56,7 @@ TOOL_CASES = ('rc_pingpong', 'ud_pingpong', 'write_bw', 'read_bw', 'send_bw',
               'atomic_bw')
 DRV_CASES = TOOL_CASES + ('write_lat', 'read_lat', 'send_lat', 'atomic_lat',
                           'rping', 'rc_pingpong_wr')
-DEEP_CASES = ('rc_pingpong_deep', 'send_bw_deep')
+RING_CASES = ('rc_pingpong_deep', 'send_bw_deep')
 
 
 def args(case, side='srv'):

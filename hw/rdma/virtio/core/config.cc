@@ -38,7 +38,10 @@ bool limits_valid(const VrdmaLimits &lim)
            lim.queue_size >= 2 && lim.queue_size <= kMaxQueueSize &&
            std::has_single_bit(lim.queue_size) &&
            lim.max_mr_size >= kPageSize && lim.max_mr_size <= kMaxMrSize &&
-           lim.max_ctx <= VRDMA_MAX_CTX && gid_allow_valid(lim.allow);
+           lim.max_ctx <= VRDMA_MAX_CTX && gid_allow_valid(lim.allow) &&
+           (!lim.max_ring_qp || (lim.max_ring_qp >= 2 &&
+                                 lim.max_ring_qp <= VIRTIO_RDMA_RING_MAX_QP)) &&
+           lim.max_ring_cq <= VIRTIO_RDMA_RING_MAX_CQ;
 }
 
 DeviceCaps device_caps(const VrdmaLimits &lim)
@@ -94,6 +97,8 @@ void fill_config(const VrdmaLimits &lim, virtio_rdma_config &cfg)
     cfg.max_ctx = le(lim.max_ctx);
     cfg.max_ring_cqe = le(max_ring_cqe(lim));
     cfg.max_ring_qp_wr = le(max_ring_qp_wr(lim));
+    cfg.max_ring_qp = le(ring_qps(lim));
+    cfg.max_ring_cq = le(ring_cqs(lim));
 }
 
 } // namespace vrdma

@@ -46,6 +46,25 @@ inline uint32_t max_ring_qp_wr(const VrdmaLimits &lim)
                : VIRTIO_RDMA_RING_MAX_QP_WR;
 }
 
+/* CREATE_QP_RING's / CREATE_CQ_RING's number spaces under @lim. */
+inline uint32_t ring_qps(const VrdmaLimits &lim)
+{
+    return lim.max_ring_qp ? lim.max_ring_qp : lim.max_qp;
+}
+inline uint32_t ring_cqs(const VrdmaLimits &lim)
+{
+    return lim.max_ring_cq ? lim.max_ring_cq : lim.max_cq;
+}
+/* The QP and CQ tables: both data paths' numbers. */
+inline uint32_t qp_slots(const VrdmaLimits &lim)
+{
+    return lim.max_qp > ring_qps(lim) ? lim.max_qp : ring_qps(lim);
+}
+inline uint32_t cq_slots(const VrdmaLimits &lim)
+{
+    return lim.max_cq > ring_cqs(lim) ? lim.max_cq : ring_cqs(lim);
+}
+
 /* @returns whether @lim is within what the core supports. */
 bool limits_valid(const VrdmaLimits &lim);
 

@@ -35,10 +35,11 @@ struct VrdmaCore {
     VrdmaCore(const VrdmaLimits &lim_, const VrdmaHostOps &ops_,
               std::in_place_type_t<B>, Args &&...args)
         : lim(lim_), host(ops_), caps(vrdma::device_caps(lim_)),
-          rng(lim_.rng_seed), pds(lim_.max_pd), cqs(lim_.max_cq),
-          mrs(lim_.max_mr), qps(lim_.max_qp), wires(lim_.max_qp),
-          qp_epoch(lim_.max_qp, 1), contexts(lim_.max_ctx),
-          ring_sched(lim_.max_qp), port(lim_.phys_mtu),
+          rng(lim_.rng_seed), pds(lim_.max_pd), cqs(vrdma::cq_slots(lim_)),
+          mrs(lim_.max_mr), qps(vrdma::qp_slots(lim_)),
+          wires(vrdma::qp_slots(lim_)), qp_epoch(vrdma::qp_slots(lim_), 1),
+          contexts(lim_.max_ctx), ring_sched(vrdma::qp_slots(lim_)),
+          port(lim_.phys_mtu),
           backend(std::in_place_type<B>, std::forward<Args>(args)...)
     {
         mrs.seed_keys(rng);

@@ -81,9 +81,9 @@ Status cmd_create_cq(VrdmaCore &c, const virtio_rdma_cmd_create_cq &req,
     if (req.cqe < 1 || req.cqe > c.lim.queue_size) {
         return fail(VRDMA_ERR_LIMIT, "cqe", req.cqe, c.lim.queue_size);
     }
-    const auto cqn = c.cqs.lowest_free();
+    const auto cqn = c.cqs.lowest_free(0, c.lim.max_cq);
     if (!cqn) {
-        return fail(VRDMA_ERR_TABLE_FULL, "cqn", c.cqs.capacity());
+        return fail(VRDMA_ERR_TABLE_FULL, "cqn", c.lim.max_cq);
     }
     auto cq = std::make_unique<Cq>();
     cq->cqe = req.cqe;
@@ -120,9 +120,10 @@ Status cmd_create_cq_ring(VrdmaCore &c,
         !s.ok()) {
         return s;
     }
-    const auto cqn = c.cqs.lowest_free();
+    /* A ring CQ needs no virtqueue: its numbers go further. */
+    const auto cqn = c.cqs.lowest_free(0, ring_cqs(c.lim));
     if (!cqn) {
-        return fail(VRDMA_ERR_TABLE_FULL, "cqn", c.cqs.capacity());
+        return fail(VRDMA_ERR_TABLE_FULL, "cqn", ring_cqs(c.lim));
     }
     auto cq = std::make_unique<Cq>();
     cq->cqe = req.cqe;

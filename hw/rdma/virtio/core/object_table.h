@@ -56,20 +56,21 @@ public:
         return std::nullopt;
     }
 
-    /* Free slots in [first, capacity). */
-    uint32_t free_count(uint32_t first) const
+    /* Free slots in [first, end) (end at most the capacity). */
+    uint32_t free_count(uint32_t first, uint32_t end = UINT32_MAX) const
     {
         uint32_t n = 0;
-        for (uint32_t i = first; i < capacity(); i++) {
+        for (uint32_t i = first; i < end && i < capacity(); i++) {
             n += !slots_[i].obj;
         }
         return n;
     }
 
-    /* The @n-th (from 0) free slot in [first, capacity), if any. */
-    std::optional<uint32_t> nth_free(uint32_t first, uint32_t n) const
+    /* The @n-th (from 0) free slot in [first, end), if any. */
+    std::optional<uint32_t> nth_free(uint32_t first, uint32_t n,
+                                     uint32_t end = UINT32_MAX) const
     {
-        for (uint32_t i = first; i < capacity(); i++) {
+        for (uint32_t i = first; i < end && i < capacity(); i++) {
             if (!slots_[i].obj && n-- == 0) {
                 return i;
             }

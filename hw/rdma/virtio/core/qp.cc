@@ -33,20 +33,20 @@ bool qp_type_supported(uint8_t type)
 }
 
 /*
- * A free slot of 2..max_qp-1 for a new QP: one at random, so a peer cannot
+ * A free slot of 2..end-1 for a new QP: one at random, so a peer cannot
  * guess the QP numbers in use (without WIRE_QPN the slot is the QP number
  * on the wire); the lowest at seed 0.
  */
-std::optional<uint32_t> pick_qp_slot(VrdmaCore &c)
+std::optional<uint32_t> pick_qp_slot(VrdmaCore &c, uint32_t end)
 {
     if (!c.rng.on()) {
-        return c.qps.lowest_free(kFirstQpn);
+        return c.qps.lowest_free(kFirstQpn, end);
     }
-    const uint32_t n = c.qps.free_count(kFirstQpn);
+    const uint32_t n = c.qps.free_count(kFirstQpn, end);
     if (!n) {
         return std::nullopt;
     }
-    return c.qps.nth_free(kFirstQpn, c.rng.below(n));
+    return c.qps.nth_free(kFirstQpn, c.rng.below(n), end);
 }
 
 /* The primary path's address vector (RoCE: always with a GRH). */
@@ -281,9 +281,11 @@ Status commit_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
         }
         qpn = kGsiQpn;
     } else {
-        const auto free = pick_qp_slot(c);
+        /* Ring QPs need no virtqueue: their numbers go further. */
+        const uint32_t end = rings ? ring_qps(c.lim) : c.lim.max_qp;
+        const auto free = pick_qp_slot(c, end);
         if (!free) {
-            return fail(VRDMA_ERR_TABLE_FULL, "qpn", c.qps.capacity());
+            return fail(VRDMA_ERR_TABLE_FULL, "qpn", end);
         }
         qpn = *free;
     }

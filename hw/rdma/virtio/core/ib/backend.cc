@@ -37,7 +37,8 @@ uint64_t max_map_count()
 
 Backend::Backend(std::unique_ptr<HostDevice> dev, const VrdmaLimits &lim)
     : dev_(std::move(dev)), pds_(lim.max_pd, nullptr),
-      cqs_(lim.max_cq, nullptr), mrs_(lim.max_mr), pending_(lim.max_cq),
+      cqs_(cq_slots(lim), nullptr), mrs_(lim.max_mr),
+      pending_(cq_slots(lim)),
       dma_(lim.max_pd)
 {
     max_map_runs = max_map_count() / 2;

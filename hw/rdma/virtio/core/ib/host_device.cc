@@ -112,6 +112,8 @@ void HostDevice::clamp(VrdmaLimits &lim) const
 {
     lower(lim.max_qp, dev_.max_qp);
     lower(lim.max_cq, dev_.max_cq);
+    lower(lim.max_ring_qp, dev_.max_qp);
+    lower(lim.max_ring_cq, dev_.max_cq);
     lower(lim.max_mr, dev_.max_mr);
     lower(lim.max_pd, dev_.max_pd);
     lower(lim.max_ah, dev_.max_ah);

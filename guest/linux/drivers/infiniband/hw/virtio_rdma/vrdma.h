@@ -70,7 +70,14 @@ struct vrdma_dev {
 
 	/* Config space, read once at probe. */
 	struct virtio_rdma_config cfg;
+	/* The virtqueue layout's CQ and QP counts (cfg.max_cq, cfg.max_qp). */
 	u32 max_cq, max_qp;
+	/*
+	 * The CQ and QP number spaces: with RINGS a queue needs no virtqueue,
+	 * so cfg.max_ring_cq / cfg.max_ring_qp when nonzero; else max_cq /
+	 * max_qp.  Bounds every cqn / qpn and sizes the per-number tables.
+	 */
+	u32 ncq, nqp;
 	bool wire_qpn;		/* VIRTIO_RDMA_F_WIRE_QPN negotiated */
 	bool event_queue;	/* VIRTIO_RDMA_F_EVENT_QUEUE negotiated */
 	bool rings;		/* VIRTIO_RDMA_F_RINGS negotiated */
@@ -86,7 +93,7 @@ struct vrdma_dev {
 	struct mutex ctrl_mutex;	/* sleepers, one at a time, in ctrl */
 	struct vrdma_ctrl_req *ctrl;
 	bool ctrl_dead;		/* the queue broke: nothing comes back */
-	/* cqn -> an abandoned arm came back: raise the CQ's event. */
+	/* cqn -> an abandoned arm came back: raise the CQ's event. [ncq] */
 	unsigned long *ctrl_events;
 	struct work_struct ctrl_events_work;
 
@@ -99,12 +106,12 @@ struct vrdma_dev {
 
 	/* cqn -> live CQ, for notifications (taken from interrupts). */
 	spinlock_t cq_table_lock;
-	struct vrdma_cq **cqs;
+	struct vrdma_cq **cqs;		/* [ncq] */
 	/* wire QPN -> live QP, for completions (xa_lock taken irqsave). */
 	struct xarray qps;
 	/* CQEs dropped for naming no request outstanding on their CQ. */
 	atomic64_t bad_cqes;
-	/* queue index -> in use, so a QP's rings are never shared. */
+	/* queue index -> in use, so a QP's rings are never shared. [nqp] */
 	unsigned long *qp_busy;
 
 	/* Pairing with the virtio-net at function 0 of our slot. */
@@ -165,7 +172,7 @@ struct vrdma_cq {
 	struct ib_cq ibcq;
 	u32 cqn;
 	u32 ctx;			/* RINGS: the device context's */
-	struct vrdma_cqvq *cv;		/* virtqueue data path */
+	struct vrdma_cqvq *cv;		/* virtqueue data path; RINGS: NULL */
 	struct vrdma_ring ring;		/* RINGS (a user CQ's: ring.umem) */
 	u32 cons;			/* RINGS: consumer counter (lock) */
 	spinlock_t lock;

@@ -57,7 +57,7 @@ int vrdma_ctrl_init(struct vrdma_dev *dev)
 	spin_lock_init(&dev->ctrl_lock);
 	mutex_init(&dev->ctrl_mutex);
 	INIT_WORK(&dev->ctrl_events_work, vrdma_cq_late_events);
-	dev->ctrl_events = bitmap_zalloc(dev->max_cq, GFP_KERNEL);
+	dev->ctrl_events = bitmap_zalloc(dev->ncq, GFP_KERNEL);
 	dev->ctrl = kzalloc(sizeof(*dev->ctrl), GFP_KERNEL);
 	if (!dev->ctrl || !dev->ctrl_events)
 		return -ENOMEM;

@@ -662,7 +662,7 @@ static void vrdma_cq_notify(struct vrdma_dev *dev, u32 cqn, bool err)
 	struct vrdma_cq *cq;
 	unsigned long flags;
 
-	if (cqn >= dev->max_cq)
+	if (cqn >= dev->ncq)
 		return;
 	if (err)
 		ibdev_warn_ratelimited(&dev->ib,
@@ -696,7 +696,7 @@ void vrdma_cq_late_events(struct work_struct *w)
 					     ctrl_events_work);
 	unsigned int cqn;
 
-	for_each_set_bit(cqn, dev->ctrl_events, dev->max_cq)
+	for_each_set_bit(cqn, dev->ctrl_events, dev->ncq)
 		if (test_and_clear_bit(cqn, dev->ctrl_events))
 			vrdma_cq_event(dev, cqn);
 }

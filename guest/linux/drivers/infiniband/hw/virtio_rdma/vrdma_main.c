@@ -69,6 +69,8 @@ static void vrdma_read_config(struct vrdma_dev *dev)
 	VRDMA_LE(c, max_ctx);
 	VRDMA_LE(c, max_ring_cqe);
 	VRDMA_LE(c, max_ring_qp_wr);
+	VRDMA_LE(c, max_ring_qp);
+	VRDMA_LE(c, max_ring_cq);
 }
 
 static int vrdma_init_vqs(struct vrdma_dev *dev)
@@ -197,6 +199,8 @@ static void vrdma_clamp_config(struct vrdma_dev *dev)
 	VRDMA_CLAMP(dev, max_ctx, VRDMA_SPEC_MAX_CTX);
 	VRDMA_CLAMP(dev, max_ring_cqe, VIRTIO_RDMA_RING_MAX_CQE);
 	VRDMA_CLAMP(dev, max_ring_qp_wr, VIRTIO_RDMA_RING_MAX_QP_WR);
+	VRDMA_CLAMP(dev, max_ring_qp, VIRTIO_RDMA_RING_MAX_QP);
+	VRDMA_CLAMP(dev, max_ring_cq, VIRTIO_RDMA_RING_MAX_CQ);
 }
 
 static int vrdma_probe(struct virtio_device *vdev)
@@ -228,12 +232,22 @@ static int vrdma_probe(struct virtio_device *vdev)
 	dev->wire_qpn = virtio_has_feature(vdev, VIRTIO_RDMA_F_WIRE_QPN);
 	dev->event_queue = virtio_has_feature(vdev, VIRTIO_RDMA_F_EVENT_QUEUE);
 	dev->rings = virtio_has_feature(vdev, VIRTIO_RDMA_F_RINGS);
+	dev->ncq = dev->max_cq;
+	dev->nqp = dev->max_qp;
+	if (dev->rings && dev->cfg.max_ring_cq)
+		dev->ncq = dev->cfg.max_ring_cq;
+	if (dev->rings && dev->cfg.max_ring_qp)
+		dev->nqp = dev->cfg.max_ring_qp;
 	if (dev->cfg.phys_port_cnt != 1 || !dev->max_cq || dev->max_qp < 2 ||
 	    dev->max_cq > VIRTIO_RDMA_LIMIT_MAX ||
 	    dev->max_qp > VIRTIO_RDMA_LIMIT_MAX ||
+	    !dev->ncq || dev->nqp < 2 ||
+	    dev->ncq > VIRTIO_RDMA_RING_MAX_CQ ||
+	    dev->nqp > VIRTIO_RDMA_RING_MAX_QP ||
 	    dev->cfg.page_size_cap != VIRTIO_RDMA_PAGE_SIZE) {
-		dev_err(&vdev->dev, "unsupported configuration (ports %u, max_cq %u, max_qp %u)\n",
-			dev->cfg.phys_port_cnt, dev->max_cq, dev->max_qp);
+		dev_err(&vdev->dev, "unsupported configuration (ports %u, max_cq %u, max_qp %u, CQ numbers %u, QP numbers %u)\n",
+			dev->cfg.phys_port_cnt, dev->max_cq, dev->max_qp,
+			dev->ncq, dev->nqp);
 		err = -EINVAL;
 		goto err_dev;
 	}
@@ -245,8 +259,8 @@ static int vrdma_probe(struct virtio_device *vdev)
 
 	err = -ENOMEM;
 	dev->cqvqs = kcalloc(dev->max_cq, sizeof(*dev->cqvqs), GFP_KERNEL);
-	dev->cqs = kcalloc(dev->max_cq, sizeof(*dev->cqs), GFP_KERNEL);
-	dev->qp_busy = bitmap_zalloc(dev->max_qp, GFP_KERNEL);
+	dev->cqs = kcalloc(dev->ncq, sizeof(*dev->cqs), GFP_KERNEL);
+	dev->qp_busy = bitmap_zalloc(dev->nqp, GFP_KERNEL);
 	if (!dev->cqvqs || !dev->cqs || !dev->qp_busy)
 		goto err_queues;
 	if (dev->rings) {

@@ -474,7 +474,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		return err;
 	qp->qpn = le32_to_cpu(r.qpn);
 	qp->wire_qpn = dev->wire_qpn ? le32_to_cpu(r.wire_qpn) : qp->qpn;
-	if (qp->qpn >= dev->max_qp || !qp->qpn ||
+	if (qp->qpn >= dev->nqp || !qp->qpn ||
 	    qp->wire_qpn > 0xffffff || test_and_set_bit(qp->qpn, dev->qp_busy)) {
 		dev_err(&dev->vdev->dev, "device gave QP %u (wire %u): not usable\n",
 			qp->qpn, qp->wire_qpn);
@@ -491,6 +491,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->rcq = to_vcq(init->recv_cq);
 	qp->user_rings = user;
 	atomic_set(&qp->rq_posted, 0);
+	/* Only without RINGS, where nqp == max_qp: qpn has its virtqueues. */
 	if (!dev->rings) {
 		err = vrdma_wq_init(&qp->sq, dev->vqs[vrdma_vq_sq(dev, qp->qpn)],
 				    cap->max_send_wr, cap->max_send_sge,
@@ -730,11 +731,11 @@ void vrdma_qp_event(struct vrdma_dev *dev, u32 qpn, enum ib_event_type type)
 	struct vrdma_qp *qp;
 	unsigned long flags, i;
 
-	if (!qpn || qpn >= dev->max_qp || !test_bit(qpn, dev->qp_busy))
+	if (!qpn || qpn >= dev->nqp || !test_bit(qpn, dev->qp_busy))
 		return;
 	ibdev_warn_ratelimited(&dev->ib, "QP %u: ring broke (QP_FATAL)\n", qpn);
 	xa_lock_irqsave(&dev->qps, flags);
-	/* Keyed by wire QPN; at most max_qp live entries, events are rare. */
+	/* Keyed by wire QPN; at most nqp live entries, events are rare. */
 	xa_for_each(&dev->qps, i, qp) {
 		if (qp->qpn != qpn)
 			continue;

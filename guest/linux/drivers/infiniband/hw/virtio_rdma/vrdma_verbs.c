@@ -30,7 +30,7 @@ static int vrdma_query_device(struct ib_device *ib, struct ib_device_attr *a,
 	a->vendor_id = c->vendor_id;
 	a->vendor_part_id = c->vendor_part_id;
 	a->hw_ver = c->hw_ver;
-	a->max_qp = c->max_qp;
+	a->max_qp = dev->nqp;
 	a->max_qp_wr = vrdma_max_qp_wr(dev);
 	/* Only the flags whose meaning the kernel and the ABI share. */
 	a->device_cap_flags = c->device_cap_flags &
@@ -39,7 +39,7 @@ static int vrdma_query_device(struct ib_device *ib, struct ib_device_attr *a,
 	a->max_send_sge = c->max_send_sge;
 	a->max_recv_sge = c->max_recv_sge;
 	a->max_sge_rd = c->max_sge_rd;
-	a->max_cq = c->max_cq;
+	a->max_cq = dev->ncq;
 	a->max_cqe = vrdma_max_cqe(dev);
 	a->max_mr = c->max_mr;
 	a->max_pd = c->max_pd;
@@ -450,13 +450,14 @@ static int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *att
 	if (err)
 		return err;
 	cqn = le32_to_cpu(r.cqn);
-	if (cqn >= dev->max_cq) {
+	if (cqn >= dev->ncq) {
 		err = -EIO;
 		goto err_destroy;
 	}
 	cq->cqn = cqn;
 	cq->ctx = ctx;
-	cq->cv = &dev->cqvqs[cqn];
+	/* cqvqs has max_cq entries: a ring CQ's number may be beyond them. */
+	cq->cv = dev->rings ? NULL : &dev->cqvqs[cqn];
 	vrdma_ctrl_req_init(&cq->arm, cqn);
 	spin_lock_init(&cq->lock);
 	ibcq->cqe = attr->cqe;

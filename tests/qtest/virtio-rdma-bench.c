@@ -20,6 +20,13 @@
  *
  * All of it twice: the engine in QEMU's main loop, then in an iothread.
  *
+ * And what QEMU spends per QP (/virtio-rdma/bench/qp-memory): QEMU's
+ * VmRSS before and after creating VRDMA_BENCH_QPS (default 16384) ring
+ * QPs of 1024 WRs and 4 SGEs each way (all on one pair of SQ/RQ ring
+ * pages: the guest's memory is not what is measured), and in the same run
+ * the same for as many virtqueue-path QPs of that depth as a device's
+ * virtqueues allow (a second QEMU without VIRTIO_RDMA_F_RINGS).
+ *
  * Also printed: the devices' data-path counters over the run (packets,
  * retransmits, NAKs, drops) and the CPU used by each QEMU, by this driver
  * and by the two UDP threads, which say what the time went to.
@@ -47,6 +54,7 @@
 #include "libqos/libqos-pc.h"
 #include "libqos/virtio-rdma.h"
 #include "libqos/virtio-rdma-dp.h"
+#include "libqos/virtio-rdma-ring.h"
 
 #define MAC_A       "52:54:00:12:34:56"
 #define MAC_B       "52:54:00:12:34:57"
@@ -588,6 +596,93 @@ static void bench_rc_write_main_loop(void)
     bench_rc_write();
 }
 
+/* QEMU's resident set, KiB (VmRSS of /proc/PID/status). */
+static uint64_t proc_rss_kib(pid_t pid)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/status", (int)pid);
+    g_autofree char *text = NULL;
+    const char *at;
+
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    at = strstr(text, "VmRSS:");
+    g_assert_nonnull(at);
+    return g_ascii_strtoull(at + strlen("VmRSS:"), NULL, 10);
+}
+
+static void bench_qp_memory(void)
+{
+    const char *env = g_getenv("VRDMA_BENCH_QPS");
+    uint32_t nqps = env ? atoi(env) : 16384, i, qpn, wire, pdn, cqn, nvq;
+    /* Each QP maps its rings' 98 pages again: room for all of them. */
+    g_autofree char *opts = g_strdup_printf("max-ring-qp=%u,"
+                                            "max-mapped-pages=%u", nqps + 2,
+                                            100 * (nqps + 2));
+    g_autofree uint32_t *qpns = g_new(uint32_t, nqps);
+    QVrdmaRingDev *rd = qvrdma_ring_dev_boot(MAC_A, opts);
+    QVirtioRdma *r = &rd->d->r;
+    pid_t pid = qtest_pid(rd->d->qts);
+    QVrdmaRingCq *cq;
+    QVrdmaGRing sq, rq;
+    struct virtio_rdma_cmd_create_qp_ring req;
+    struct virtio_rdma_cmd_create_qp vq_req = {
+        .qp_type = VIRTIO_RDMA_QPT_RC, .sq_sig_type = VIRTIO_RDMA_SIGNAL_REQ_WR,
+        .max_send_wr = 1024, .max_recv_wr = 1024,
+        .max_send_sge = 4, .max_recv_sge = 4,
+    };
+    QVrdmaDev *vd;
+    uint64_t rss0, rss1, vrss0, vrss1;
+    double t0, t;
+
+    g_assert_cmpuint(qvrdma_create_pd(r, &pdn), ==, VIRTIO_RDMA_OK);
+    cq = qvrdma_ring_cq_create(rd, 0, 4, 2);
+    /* 1024 entries of 88 + 4 * 16 bytes (SQ) and 16 + 4 * 16 (RQ) */
+    qvrdma_gring_alloc(r, &sq, 10, 8);
+    qvrdma_gring_alloc(r, &rq, 10, 7);
+    req = qvrdma_ring_qp_req(0, pdn, cq->cqn, cq->cqn, 1024, 4, &sq, &rq);
+    rss0 = proc_rss_kib(pid);
+    t0 = g_get_monotonic_time() / 1e6;
+    for (i = 0; i < nqps; i++) {
+        g_assert_cmpuint(qvrdma_create_qp_ring(r, &req, &qpns[i], &wire), ==,
+                         VIRTIO_RDMA_OK);
+    }
+    t = g_get_monotonic_time() / 1e6 - t0;
+    rss1 = proc_rss_kib(pid);
+
+    /* The virtqueue path: max-qp as large as 1024 virtqueues allow. */
+    vd = qvrdma_dev_boot_features("user,id=n0", MAC_B,
+                                  "max-cq=1,max-qp=510,rings=off",
+                                  1ull << VIRTIO_RDMA_F_WIRE_QPN);
+    g_assert_cmpuint(qvrdma_create_pd(&vd->r, &vq_req.pdn), ==, VIRTIO_RDMA_OK);
+    g_assert_cmpuint(qvrdma_create_cq(&vd->r, 1, &cqn), ==, VIRTIO_RDMA_OK);
+    vq_req.send_cqn = vq_req.recv_cqn = cqn;
+    vrss0 = proc_rss_kib(qtest_pid(vd->qts));
+    for (nvq = 0; nvq < 508; nvq++) {
+        g_assert_cmpuint(qvrdma_create_qp_wire(&vd->r, &vq_req, &qpn, &wire),
+                         ==, VIRTIO_RDMA_OK);
+    }
+    vrss1 = proc_rss_kib(qtest_pid(vd->qts));
+
+    out("virtio-rdma-bench: QEMU's memory per QP, 1024 WRs x 4 SGEs each way\n");
+    out("  rings:      %u QPs in %.1f s, VmRSS %" PRIu64 " -> %" PRIu64
+        " KiB: %.1f KiB per QP\n", nqps, t, rss0, rss1,
+        (double)(rss1 - rss0) / nqps);
+    out("  virtqueues: %u QPs (the most 1024 virtqueues allow), VmRSS %"
+        PRIu64 " -> %" PRIu64 " KiB: %.1f KiB per QP\n", nvq, vrss0, vrss1,
+        (double)(vrss1 - vrss0) / nvq);
+    out("  ratio: %.1f x less per QP on rings\n",
+        ((double)(vrss1 - vrss0) / nvq) / ((double)(rss1 - rss0) / nqps));
+    qvrdma_dev_quit(vd);
+
+    for (i = 0; i < nqps; i++) {
+        g_assert_cmpuint(qvrdma_destroy_qp(r, qpns[i]), ==, VIRTIO_RDMA_OK);
+    }
+    qvrdma_gring_free(r, &sq);
+    qvrdma_gring_free(r, &rq);
+    qvrdma_ring_cq_destroy(cq);
+    qvrdma_ring_cq_free(cq);
+    qvrdma_ring_dev_quit(rd);
+}
+
 static void bench_rc_write_iothread(void)
 {
     g_setenv("QVRDMA_IOTHREAD", "1", true);
@@ -608,5 +703,6 @@ int main(int argc, char **argv)
     qtest_add_func("/virtio-rdma/bench/rc-write", bench_rc_write_main_loop);
     qtest_add_func("/virtio-rdma/bench/rc-write-iothread",
                    bench_rc_write_iothread);
+    qtest_add_func("/virtio-rdma/bench/qp-memory", bench_qp_memory);
     return g_test_run();
 }

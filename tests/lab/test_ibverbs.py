@@ -49,6 +49,7 @@ from vrdma_lab.env import LabSetupError
 from vrdma_lab.guest import Guest
 
 DPTEST = paths.BUILD / 'qemu' / 'tests' / 'qtest' / 'virtio-rdma-dp-test'
+RINGTEST = paths.BUILD / 'qemu' / 'tests' / 'qtest' / 'virtio-rdma-ring-test'
 BOOT = 120  # a guest's limit beyond its cases' (boot, power-off)
 
 
@@ -95,6 +96,14 @@ DP = ([f'loopback/{t}' for t in RC + (
 QUICK_DP = ('loopback/rc-send', 'loopback/cq-overrun', 'cq-arm/next', 'wire/rc-read', 'wire/rc-cas',
             'wire/ud-send-ipv6', 'wire/ud-qp1-refused', 'wire-qpn/wire/ud-send-ipv4',
             'dma-sge/wire/rc-send')
+# The rings data path's qtests on rxe0 (ring/PATH: the qtest
+# /x86_64/virtio-rdma-ring/PATH): queues in guest memory in front of the
+# host's QPs and CQs.  All quick.  Left out: cq-arm/doorbell, for the
+# reason of dp's cq-arm/solicited (a SOLICITED arm wakes on any receive).
+RING = ('create/cq-ring', 'create/qp-ring', 'create/beyond-virtqueues',
+        'loopback/send-write-wrap', 'boundary/sq-beyond-ring',
+        'boundary/other-context', 'boundary/dead-queues', 'boundary/cq-full',
+        'boundary/cq-broken')
 
 # The guest's cases in the order it runs them, and whether they are quick
 # (all but the slow data-path tests and the registration-time measurement).
@@ -108,6 +117,7 @@ DEVICE_CASES = (
     # virtio-rdma-dp-test exited 0 (an assertion ends it: the case after
     # the last reported one failed).
     + [('dp/exit', True)]
+    + [(f'ring/{p}', True) for p in RING] + [('ring/exit', True)]
     # The engine in an iothread: the host's completion channel watched in
     # its AioContext.
     + [(f'dp-iothread/wire/{t}', True) for t in ('rc-send', 'rc-read', 'ud-send-ipv4')]
@@ -136,8 +146,9 @@ class Device(LabTest):
         cls.results = protocol.Results(cls.part_dir / 'device' / 'results')
         if not cases:
             return
-        if not os.access(DPTEST, os.X_OK):
-            raise LabSetupError(f'{DPTEST} missing (bash scripts/build.sh)')
+        for t in (DPTEST, RINGTEST):
+            if not os.access(t, os.X_OK):
+                raise LabSetupError(f'{t} missing (bash scripts/build.sh)')
         g = Guest(cls.env, cls.part_dir / 'device',
                   'lab.ip=10.79.0.11/24 lab.ip6=fd79::11/64 lab.run=/lab/ibverbs/guest.sh',
                   net.dgram(net.free_port('udp'), net.free_port('udp')), '52:54:00:79:00:11',
@@ -146,20 +157,24 @@ class Device(LabTest):
                   # its two QEMUs then run side by side.
                   mem=2048, smp=2)
         (g.out / 'env').write_text(f'QEMU={cls.env.qemu}\nDPTEST={cls.env.snapshot(DPTEST)}\n'
+                                   f'RINGTEST={cls.env.snapshot(RINGTEST)}\n'
                                    f'MUX={mux_snapshot(cls.env)}\nCASES="{" ".join(cases)}"\n')
         cls.addClassCleanup(g.kill)
         g.start(limit=1500)
         g.wait()
         cls.results = g.results()
 
-    def check_dp_exit(self):
-        if not any(c.startswith('dp/') and c != 'dp/exit' for c in self.chosen_cases()):
-            self.skipTest('no data-path test chosen')
+    def check_exit(self):
+        """dp/exit, ring/exit: skipped when no test of the binary ran."""
+        prefix = self.case.split('/')[0] + '/'
+        if not any(c.startswith(prefix) and not c.endswith('/exit')
+                   for c in self.chosen_cases()):
+            self.skipTest('no test of it chosen')
         self.assertGuestPass()
 
 
 for _name, _quick in DEVICE_CASES:
-    add_case(Device, _name, Device.check_dp_exit if _name == 'dp/exit'
+    add_case(Device, _name, Device.check_exit if _name.endswith('/exit')
              else LabTest.assertGuestPass, quick=_quick)
 # Every line the guest wrote is a case here.
 add_case(Device, 'no-other-lines', LabTest.assertNoOtherGuestLines, quick=True)

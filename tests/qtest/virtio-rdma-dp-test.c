@@ -102,21 +102,6 @@ static uint64_t dev_features(void)
            (qvrdma_dp_ibverbs() ? 1ull << VIRTIO_RDMA_F_WIRE_QPN : 0);
 }
 
-/*
- * Loopback's GID 0: ::ffff:10.0.0.1, or on a host RDMA device an address
- * the host has (QVRDMA_GID_IPV4, its RoCE netdev's).
- */
-static void loopback_gid(uint8_t gid[16])
-{
-    const char *ip = g_getenv("QVRDMA_GID_IPV4");
-    uint8_t a[4] = { 10, 0, 0, 1 };
-
-    if (ip) {
-        g_assert_cmpint(inet_pton(AF_INET, ip, a), ==, 1);
-    }
-    qvrdma_gid_ipv4(gid, a[0], a[1], a[2], a[3]);
-}
-
 static void side_init(Side *s, const char *name, QVrdmaDev *d, bool own_dev,
                       uint64_t va, uint32_t sq_psn)
 {
@@ -456,7 +441,7 @@ static QVrdmaDev *loopback_boot(Side *a, Side *b, uint32_t a_sq_psn)
 
     side_init(a, "A", d, true, VA_A, a_sq_psn);
     side_init(b, "B", d, false, VA_B, 0xabcde);
-    loopback_gid(a->gid);
+    qvrdma_dp_loopback_gid(a->gid);
     memcpy(b->gid, a->gid, 16);
     qvrdma_dp_add_gid(d, 0, a->gid);
     return d;
@@ -497,8 +482,8 @@ static void wire_setup(Side *a, Side *b, uint8_t timeout, uint8_t retry_cnt)
     side_init(b, "B", db, true, VA_B, 0xabcde);
     if (qvrdma_dp_ibverbs()) {
         /* Both on the one host device: its address, told apart by QPN. */
-        loopback_gid(a->gid);
-        loopback_gid(b->gid);
+        qvrdma_dp_loopback_gid(a->gid);
+        qvrdma_dp_loopback_gid(b->gid);
     } else {
         qvrdma_gid_ipv4(a->gid, 10, 0, 0, 1);
         qvrdma_gid_ipv4(b->gid, 10, 0, 0, 2);
@@ -2290,7 +2275,7 @@ static void test_ib_rtr_unresolved(void)
     g_assert_nonnull(ip);
     g_assert_cmpint(inet_pton(AF_INET, ip, a4), ==, 1);
     qvrdma_gid_ipv4(dgid, a4[0], a4[1], a4[2], a4[3]);
-    loopback_gid(gid);
+    qvrdma_dp_loopback_gid(gid);
     qvrdma_dp_add_gid(d, 0, gid);
     g_assert_cmpstr(qvrdma_status_name(qvrdma_create_pd(&d->r, &pdn)), ==,
                     "OK");
@@ -2564,7 +2549,7 @@ static void test_ib_gsi_mux(void)
     side_init(&b, "B", qvrdma_dev_boot_features(nb, MAC_B, RDMA_OPTS,
                                                  dev_features()),
               true, VA_B, 0x200);
-    loopback_gid(a.gid);
+    qvrdma_dp_loopback_gid(a.gid);
     qvrdma_gid_ipv4(b.gid, b4[0], b4[1], b4[2], b4[3]);
     qvrdma_dp_add_gid(a.d, 0, a.gid);
     qvrdma_dp_add_gid(b.d, 0, b.gid);

@@ -2,10 +2,11 @@
 # Lab guest job of the ibverbs part (tests/lab/test_ibverbs.py): our QEMU, nested
 # under -accel qtest, with virtio-rdma-pci backend=ibverbs on this guest's
 # rxe0.  Each case writes "PASS|FAIL NAME details" to /out/results.
-# /out/env (from the host): QEMU, DPTEST (virtio-rdma-dp-test), MUX
-# (rdmacm-mux) and CASES, the cases to run (tests/lab/test_ibverbs.py: the
-# ones the run chose; dp/PATH and dp-iothread/PATH are the data-path
-# qtests' /x86_64/virtio-rdma-dp/PATH).
+# /out/env (from the host): QEMU, DPTEST (virtio-rdma-dp-test), RINGTEST
+# (virtio-rdma-ring-test), MUX (rdmacm-mux) and CASES, the cases to run
+# (tests/lab/test_ibverbs.py: the ones the run chose; dp/PATH and
+# dp-iothread/PATH are the data-path qtests' /x86_64/virtio-rdma-dp/PATH,
+# ring/PATH the rings data path's /x86_64/virtio-rdma-ring/PATH).
 . /out/env
 . /lab/ibverbs/rxe.sh
 out=/out/results
@@ -15,14 +16,16 @@ want() {
     case " $CASES " in *" $1 "*) return 0 ;; esac
     return 1
 }
-# dp_paths PREFIX: the data-path tests of the cases PREFIX/PATH in CASES.
+# dp_paths PREFIX [SUITE]: the qtest paths /x86_64/SUITE/PATH (SUITE:
+# virtio-rdma-dp) of the cases PREFIX/PATH in CASES.
 dp_paths() {
     for c in $CASES; do
-        case $c in "$1"/exit) ;; "$1"/*) echo "/x86_64/virtio-rdma-dp/${c#"$1"/}" ;; esac
+        case $c in "$1"/exit) ;; "$1"/*) echo "/x86_64/${2:-virtio-rdma-dp}/${c#"$1"/}" ;; esac
     done
 }
 LAB_IBV_DP=$(dp_paths dp)
 IOTHREAD_DP=$(dp_paths dp-iothread)
+RING_DP=$(dp_paths ring virtio-rdma-ring)
 
 # realize ARGS: what a QEMU with the device (ARGS appended to it) prints:
 # stderr, and QMP's answers to query-virtio-rdma and quit; guest RAM shareable unless ARGS says otherwise.
@@ -97,6 +100,23 @@ if [ -n "$paths" ]; then
     sed -n 's|^ok [0-9]* /x86_64/virtio-rdma-dp/\(.*\)|PASS dp/\1 byte-exact on rxe0|p; s|^not ok [0-9]* /x86_64/virtio-rdma-dp/\([^ ]*\).*|FAIL dp/\1 see dp.tap / dp.err|p' \
         /out/dp.tap >> $out
     grep -q '^ok\|^not ok' /out/dp.tap || echo "FAIL dp/none no test ran (dp.err)" >> $out
+fi
+# The rings data path (queues in guest memory) in front of rxe0's QPs and CQs.
+paths=
+for p in $RING_DP; do paths="$paths -p $p"; done
+ring_rc=0
+if [ -n "$paths" ]; then
+    QTEST_QEMU_BINARY=$QEMU QVRDMA_IBDEV=rxe0 QVRDMA_GID_IPV4=$ip4 QVRDMA_GID_IPV6=$ip6 \
+        sh /lab/watchdog.sh 600 /out/ring.hang "$RINGTEST" --tap -k $paths > /out/ring.tap 2> /out/ring.err
+    ring_rc=$?
+    sed -n 's|^ok [0-9]* /x86_64/virtio-rdma-ring/\(.*\)|PASS ring/\1 on rxe0|p; s|^not ok [0-9]* /x86_64/virtio-rdma-ring/\([^ ]*\).*|FAIL ring/\1 see ring.tap / ring.err|p' \
+        /out/ring.tap >> $out
+    grep -q '^ok\|^not ok' /out/ring.tap || echo "FAIL ring/none no test ran (ring.err)" >> $out
+    if [ $ring_rc = 0 ]; then
+        want ring/exit && echo "PASS ring/exit virtio-rdma-ring-test exit 0 after $(grep -c '^ok\|^not ok' /out/ring.tap) cases" >> $out
+    else
+        echo "FAIL ring/exit virtio-rdma-ring-test exit $ring_rc after $(grep -c '^ok\|^not ok' /out/ring.tap) cases: $(grep -a 'ERROR' /out/ring.err | tail -1 | cut -c1-200)$([ $ring_rc = 124 ] && echo " (hung: stacks in ring.hang)")" >> $out
+    fi
 fi
 # The same device with its engine in an iothread (iothread=): the host's
 # completion channel is then watched in the iothread's AioContext.

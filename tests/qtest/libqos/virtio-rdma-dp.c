@@ -7,6 +7,7 @@
 #include "qemu/osdep.h"
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <arpa/inet.h>
 #include "../libqtest.h"
 #include "qemu/bswap.h"
 #include "qobject/qdict.h"
@@ -972,6 +973,17 @@ void qvrdma_gid_ipv4(uint8_t gid[16], uint8_t a, uint8_t b, uint8_t c,
     gid[13] = b;
     gid[14] = c;
     gid[15] = dd;
+}
+
+void qvrdma_dp_loopback_gid(uint8_t gid[16])
+{
+    const char *ip = g_getenv("QVRDMA_GID_IPV4");
+    uint8_t a[4] = { 10, 0, 0, 1 };
+
+    if (ip) {
+        g_assert_cmpint(inet_pton(AF_INET, ip, a), ==, 1);
+    }
+    qvrdma_gid_ipv4(gid, a[0], a[1], a[2], a[3]);
 }
 
 void qvrdma_dp_add_gid(QVrdmaDev *d, uint16_t index, const uint8_t gid[16])

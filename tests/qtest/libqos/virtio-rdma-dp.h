@@ -363,6 +363,11 @@ uint64_t qvrdma_dp_counter(QVrdmaDev *d, const char *name);
 /* ::ffff:a.b.c.d */
 void qvrdma_gid_ipv4(uint8_t gid[16], uint8_t a, uint8_t b, uint8_t c,
                      uint8_t dd);
+/*
+ * A loopback test's GID 0: ::ffff:10.0.0.1, or on a host RDMA device an
+ * address the host has (QVRDMA_GID_IPV4, its RoCE netdev's).
+ */
+void qvrdma_dp_loopback_gid(uint8_t gid[16]);
 /* ADD_GID as RoCEv2 (type 2) at @index on port 1; asserts OK. */
 void qvrdma_dp_add_gid(QVrdmaDev *d, uint16_t index, const uint8_t gid[16]);
 

@@ -82,8 +82,10 @@ class Args(unittest.TestCase):
 
     def test_cases(self):
         self.assertEqual(tools.DRV_CASES[:len(tools.TOOL_CASES)], tools.TOOL_CASES)
-        self.assertEqual(set(tools.DRV_CASES) | {'rc_pingpong_sys'}, set(tools.ARGS))
-        for case in tools.DRV_CASES:
+        self.assertEqual(set(tools.DRV_CASES + tools.RING_CASES) | {'rc_pingpong_sys'},
+                         set(tools.ARGS))
+        self.assertFalse(set(tools.DRV_CASES) & set(tools.RING_CASES))
+        for case in tools.DRV_CASES + tools.RING_CASES:
             self.assertRegex(tools.args(case), r'-p @P@')
         with self.assertRaises(KeyError):
             tools.args('bogus')

@@ -5,6 +5,8 @@
  */
 #include "fake_guest.h"
 
+#include <sys/mman.h>
+
 #include <cstring>
 #include <new>
 #include <tuple>
@@ -32,11 +34,17 @@ FakeGuest::FakeGuest()
 
 FakeGuest::Ram FakeGuest::zeroed(uint64_t size)
 {
-    auto *p = static_cast<uint8_t *>(std::calloc(size, 1));
-    if (!p) {
+    void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
         throw std::bad_alloc();
     }
-    return Ram(p);
+    return Ram(static_cast<uint8_t *>(p), Unmap{size});
+}
+
+void FakeGuest::Unmap::operator()(uint8_t *p) const
+{
+    munmap(p, size);
 }
 
 uint8_t *FakeGuest::host(uint64_t gpa, uint64_t len)

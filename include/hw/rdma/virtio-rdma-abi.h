@@ -101,7 +101,10 @@ struct __attribute__((packed)) virtio_rdma_config {
     uint32_t max_ring_qp_wr;          /* RINGS: CREATE_QP_RING's deepest queue */
     uint32_t max_ring_qp;             /* RINGS: QP numbers 0..max_ring_qp-1 */
     uint32_t max_ring_cq;             /* RINGS: CQ numbers 0..max_ring_cq-1 */
-    uint8_t reserved[44];             /* draft text: le64[64] */
+    uint32_t max_srq;                 /* RINGS: SRQ numbers 1..max_srq */
+    uint32_t max_srq_wr;              /* RINGS: CREATE_SRQ_RING's deepest */
+    uint32_t max_srq_sge;             /* RINGS: SGEs per SRQ request */
+    uint8_t reserved[32];             /* draft text: le64[64] */
 };
 
 /* device_cap_flags bits (enum ib_device_cap_flags) */
@@ -151,7 +154,11 @@ enum virtio_rdma_ctrl_cmd {
     VIRTIO_RDMA_CMD_FREE_CONTEXT,     /* RINGS */
     VIRTIO_RDMA_CMD_CREATE_CQ_RING,   /* RINGS */
     VIRTIO_RDMA_CMD_CREATE_QP_RING,   /* RINGS */
-    VIRTIO_RDMA_CMD_MAX = VIRTIO_RDMA_CMD_CREATE_QP_RING,
+    VIRTIO_RDMA_CMD_CREATE_SRQ_RING,  /* RINGS */
+    VIRTIO_RDMA_CMD_MODIFY_SRQ,       /* RINGS */
+    VIRTIO_RDMA_CMD_QUERY_SRQ,        /* RINGS */
+    VIRTIO_RDMA_CMD_DESTROY_SRQ,      /* RINGS */
+    VIRTIO_RDMA_CMD_MAX = VIRTIO_RDMA_CMD_DESTROY_SRQ,
 };
 
 /*
@@ -703,8 +710,56 @@ struct virtio_rdma_cmd_create_qp_ring {
     uint32_t ctx;
     struct virtio_rdma_ring sq;  /* virtio_rdma_sq_req + SGEs per entry */
     struct virtio_rdma_ring rq;  /* virtio_rdma_rq_req + SGEs per entry */
-    uint32_t srqn;               /* 0: not yet supported */
+    uint32_t srqn;               /* 0, or the SRQ it receives from (rq: none) */
     uint32_t flags;              /* 0 */
+};
+
+/*
+ * A shared receive queue: a ring of receive requests (virtio_rdma_rq_req
+ * and its SGEs per entry) that the QPs created with its srqn take from, one
+ * request per message, in ring order.  SRQ numbers start at 1.
+ */
+#define VIRTIO_RDMA_RING_MAX_SRQ 16384
+#define VIRTIO_RDMA_RING_MAX_SRQ_WR VIRTIO_RDMA_RING_MAX_QP_WR
+
+struct virtio_rdma_cmd_create_srq_ring {
+    uint32_t ctx;
+    uint32_t pdn;
+    uint32_t max_wr;             /* 1..max_srq_wr; ring entries >= max_wr */
+    uint32_t max_sge;            /* 1..max_srq_sge */
+    uint32_t srq_limit;          /* 0 (not armed) .. max_wr - 1 */
+    uint32_t reserved;           /* 0 */
+    struct virtio_rdma_ring ring;
+};
+
+struct virtio_rdma_rsp_create_srq {
+    uint32_t srqn;
+};
+
+/* MODIFY_SRQ's attr_mask (enum ib_srq_attr_mask) */
+#define VIRTIO_RDMA_SRQ_MAX_WR (1u << 0)  /* resize: EOPNOTSUPP */
+#define VIRTIO_RDMA_SRQ_LIMIT  (1u << 1)
+
+struct virtio_rdma_cmd_modify_srq {
+    uint32_t srqn;
+    uint32_t attr_mask;
+    uint32_t max_wr;
+    uint32_t srq_limit;          /* 0 disarms; else arms, < max_wr */
+};
+
+struct virtio_rdma_cmd_query_srq {
+    uint32_t srqn;
+};
+
+struct virtio_rdma_rsp_query_srq {
+    uint32_t max_wr;
+    uint32_t max_sge;
+    uint32_t srq_limit;          /* 0 once the limit event fired */
+    uint32_t reserved;
+};
+
+struct virtio_rdma_cmd_destroy_srq {
+    uint32_t srqn;
 };
 
 /*
@@ -724,9 +779,10 @@ struct virtio_rdma_cqe {
  * The doorbell region: virtio shared memory region
  * VIRTIO_RDMA_SHM_DOORBELLS, one 4 KiB page per context (page c is context
  * c's).  A doorbell is one 8-byte write at offset 0 of the page:
- *   bits 23..0   the queue's number (qpn for SQ and RQ, cqn for CQ_ARM)
+ *   bits 23..0   the queue's number (qpn for SQ and RQ, srqn for SRQ, cqn
+ *                for CQ_ARM)
  *   bits 31..24  enum virtio_rdma_db_type
- *   bits 63..32  SQ, RQ: the new producer index; CQ_ARM: the notify flags
+ *   bits 63..32  SQ, RQ, SRQ: the new producer index; CQ_ARM: the notify flags
  *                (VIRTIO_RDMA_NOTIFY_*)
  * A doorbell for a queue its page's context does not own is ignored.
  */
@@ -738,6 +794,7 @@ struct virtio_rdma_cqe {
 enum virtio_rdma_db_type {
     VIRTIO_RDMA_DB_SQ = 0,
     VIRTIO_RDMA_DB_RQ = 1,
+    VIRTIO_RDMA_DB_SRQ = 2,
     VIRTIO_RDMA_DB_CQ_ARM = 3,
 };
 
@@ -751,6 +808,8 @@ enum virtio_rdma_event_type {
     VIRTIO_RDMA_EVENT_CQ = 1,    /* handle: cqn; the CQ was armed and fired */
     VIRTIO_RDMA_EVENT_QP_FATAL = 2, /* RINGS, handle: qpn; a ring broke */
     VIRTIO_RDMA_EVENT_CQ_ERR = 3,   /* RINGS, handle: cqn; overrun or broken */
+    VIRTIO_RDMA_EVENT_SRQ_LIMIT = 4, /* RINGS, handle: srqn; fewer than limit */
+    VIRTIO_RDMA_EVENT_SRQ_ERR = 5,  /* RINGS, handle: srqn; the SRQ broke */
 };
 
 /* One device-writable buffer of at least this size per record. */
@@ -805,6 +864,18 @@ struct virtio_rdma_ucmd_create_qp {
     uint32_t reserved;
 };
 
+struct virtio_rdma_ucmd_create_srq {
+    uint64_t ring_va;            /* 2^log_entries entries, then the trailer */
+    uint8_t log_entries;
+    uint8_t log_stride;
+    uint8_t reserved[6];
+};
+
+struct virtio_rdma_uresp_create_srq {
+    uint32_t srqn;               /* what SRQ doorbells name */
+    uint32_t reserved;
+};
+
 struct virtio_rdma_uresp_create_qp {
     uint32_t qpn;                /* the queue index SQ/RQ doorbells name */
     uint32_t reserved;
@@ -839,7 +910,10 @@ VRDMA_PIN(virtio_rdma_config, atomic_cap, 96);
 VRDMA_PIN(virtio_rdma_config, max_ah, 116);
 VRDMA_PIN(virtio_rdma_config, max_pkeys, 128);
 VRDMA_PIN(virtio_rdma_config, local_ca_ack_delay, 130);
-VRDMA_PIN(virtio_rdma_config, reserved, 151);
+VRDMA_PIN(virtio_rdma_config, max_srq, 151);
+VRDMA_PIN(virtio_rdma_config, max_srq_wr, 155);
+VRDMA_PIN(virtio_rdma_config, max_srq_sge, 159);
+VRDMA_PIN(virtio_rdma_config, reserved, 163);
 
 VRDMA_SIZE(virtio_rdma_port_attr, 172);
 VRDMA_PIN(virtio_rdma_port_attr, phys_mtu, 12);
@@ -926,6 +1000,15 @@ VRDMA_PIN(virtio_rdma_cmd_create_qp_ring, ctx, 36);
 VRDMA_PIN(virtio_rdma_cmd_create_qp_ring, sq, 40);
 VRDMA_PIN(virtio_rdma_cmd_create_qp_ring, rq, 56);
 VRDMA_PIN(virtio_rdma_cmd_create_qp_ring, srqn, 72);
+VRDMA_SIZE(virtio_rdma_cmd_create_srq_ring, 40);
+VRDMA_PIN(virtio_rdma_cmd_create_srq_ring, ring, 24);
+VRDMA_SIZE(virtio_rdma_rsp_create_srq, 4);
+VRDMA_SIZE(virtio_rdma_cmd_modify_srq, 16);
+VRDMA_SIZE(virtio_rdma_cmd_query_srq, 4);
+VRDMA_SIZE(virtio_rdma_rsp_query_srq, 16);
+VRDMA_SIZE(virtio_rdma_cmd_destroy_srq, 4);
+VRDMA_SIZE(virtio_rdma_ucmd_create_srq, 16);
+VRDMA_SIZE(virtio_rdma_uresp_create_srq, 8);
 VRDMA_SIZE(virtio_rdma_cqe, 64);
 VRDMA_SIZE(virtio_rdma_uresp_alloc_ucontext, 16);
 VRDMA_SIZE(virtio_rdma_ucmd_create_cq, 16);

@@ -117,7 +117,8 @@
     X(DESTROY_PD) X(GET_DMA_MR) X(CREATE_MR) X(MAP_MR_SG) X(REG_USER_MR)    \
     X(DEREG_MR) X(CREATE_QP) X(MODIFY_QP) X(QUERY_QP) X(DESTROY_QP)         \
     X(QUERY_PKEY) X(ADD_GID) X(DEL_GID) X(REQ_NOTIFY_CQ)                  \
-    X(ALLOC_CONTEXT) X(FREE_CONTEXT) X(CREATE_CQ_RING) X(CREATE_QP_RING)
+    X(ALLOC_CONTEXT) X(FREE_CONTEXT) X(CREATE_CQ_RING) X(CREATE_QP_RING)   \
+    X(CREATE_SRQ_RING) X(MODIFY_SRQ) X(QUERY_SRQ) X(DESTROY_SRQ)
 
 /* enum virtio_rdma_status (VIRTIO_RDMA_), in value order (not dense). */
 #define VRDMA_STATUSES(X)                                                   \

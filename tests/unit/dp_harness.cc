@@ -57,6 +57,8 @@ VrdmaLimits dp_limits()
         .max_ring_qp_wr = 0,    /* the ring bounds it */
         .max_ring_qp = 0,       /* as max_qp */
         .max_ring_cq = 0,       /* as max_cq */
+        .max_srq = 16,
+        .max_srq_wr = 0,        /* VIRTIO_RDMA_RING_MAX_SRQ_WR */
     };
 }
 

@@ -65,11 +65,41 @@ void RingCq::arm(uint32_t flags)
                         VIRTIO_RDMA_DB(VIRTIO_RDMA_DB_CQ_ARM, cqn, flags));
 }
 
+RingSrq::RingSrq(Node &n_, uint32_t ctx_, uint32_t pdn, uint8_t log_wr,
+                 uint32_t max_sge, uint32_t limit)
+    : n(n_), ctx(ctx_), mem(RingMem::make(n_, log_wr, 7))
+{
+    virtio_rdma_cmd_create_srq_ring r{.ctx = ctx,
+                                      .pdn = pdn,
+                                      .max_wr = 1u << log_wr,
+                                      .max_sge = max_sge,
+                                      .srq_limit = limit,
+                                      .reserved = 0,
+                                      .ring = mem.desc};
+    virtio_rdma_rsp_create_srq rsp{};
+    EXPECT_EQ(n.ctrl(VIRTIO_RDMA_CMD_CREATE_SRQ_RING, r, &rsp),
+              VIRTIO_RDMA_OK);
+    srqn = rsp.srqn;
+}
+
+void RingSrq::put(uint64_t wr_id, const std::vector<virtio_rdma_sge> &sges)
+{
+    const Bytes b = recv_bytes(wr_id, sges);
+    std::memcpy(mem.slot(n, pi), b.data(), b.size());
+    pi++;
+}
+
+bool RingSrq::ring(uint32_t p)
+{
+    return vrdma_core_doorbell(n.core, ctx,
+                               VIRTIO_RDMA_DB(VIRTIO_RDMA_DB_SRQ, srqn, p));
+}
+
 RingQp::RingQp(Node &n_, uint32_t ctx_, uint32_t pdn, uint8_t type,
                const RingCq &scq, const RingCq &rcq, uint8_t log_wr,
-               uint32_t max_sge)
+               uint32_t max_sge, const RingSrq *srq)
     : n(n_), ctx(ctx_), sq(RingMem::make(n_, log_wr, 8)),
-      rq(RingMem::make(n_, log_wr, 7))
+      rq(srq ? RingMem{} : RingMem::make(n_, log_wr, 7))
 {
     virtio_rdma_cmd_create_qp_ring r{};
     r.qp.pdn = pdn;
@@ -84,6 +114,10 @@ RingQp::RingQp(Node &n_, uint32_t ctx_, uint32_t pdn, uint8_t type,
     r.ctx = ctx;
     r.sq = sq.desc;
     r.rq = rq.desc;
+    if (srq) {
+        r.qp.max_recv_wr = r.qp.max_recv_sge = 0;
+        r.srqn = srq->srqn;
+    }
     virtio_rdma_rsp_create_qp_wire rsp{};
     EXPECT_EQ(n.ctrl(VIRTIO_RDMA_CMD_CREATE_QP_RING, r, &rsp), VIRTIO_RDMA_OK);
     qpn = rsp.qpn;

@@ -45,10 +45,33 @@ public:
     uint32_t ci = 0;
 };
 
+/* A shared receive queue: CREATE_SRQ_RING of 2^log_wr entries. */
+class RingSrq {
+public:
+    RingSrq(Node &n, uint32_t ctx, uint32_t pdn, uint8_t log_wr = 3,
+            uint32_t max_sge = 4, uint32_t limit = 0);
+    void put(uint64_t wr_id, const std::vector<virtio_rdma_sge> &sges);
+    bool ring(uint32_t pi);
+    bool post(uint64_t wr_id, const std::vector<virtio_rdma_sge> &sges)
+    {
+        put(wr_id, sges);
+        return ring(pi);
+    }
+    uint32_t device_idx() { return mem.trailer(n)->device_idx; }
+
+    Node &n;
+    uint32_t ctx;
+    RingMem mem;
+    uint32_t srqn = 0;
+    uint32_t pi = 0;
+};
+
 class RingQp {
 public:
+    /* @srq: the QP receives from it and has no RQ. */
     RingQp(Node &n, uint32_t ctx, uint32_t pdn, uint8_t type, const RingCq &scq,
-           const RingCq &rcq, uint8_t log_wr = 3, uint32_t max_sge = 4);
+           const RingCq &rcq, uint8_t log_wr = 3, uint32_t max_sge = 4,
+           const RingSrq *srq = nullptr);
     /* Into the next slot; rung separately (a batch, one doorbell). */
     void put_send(const SendWr &wr);
     void put_recv(uint64_t wr_id, const std::vector<virtio_rdma_sge> &sges);

@@ -408,7 +408,7 @@ TEST_F(Rings, CreateQpRingChecks)
          "qp.send_cqn"},
         {[&](auto &r) { r.qp.recv_cqn = cq_a; }, VIRTIO_RDMA_EINVAL,
          "qp.recv_cqn"}, /* a virtqueue CQ */
-        {[](auto &r) { r.srqn = 1; }, VIRTIO_RDMA_EOPNOTSUPP, "srqn"},
+        {[](auto &r) { r.srqn = 1; }, VIRTIO_RDMA_ENOENT, "srqn"}, /* none */
         {[](auto &r) { r.flags = 1; }, VIRTIO_RDMA_EOPNOTSUPP, "flags"},
         {[](auto &r) { r.qp.max_send_wr = 5; }, VIRTIO_RDMA_ERANGE,
          "sq.log_entries"},

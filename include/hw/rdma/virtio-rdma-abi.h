@@ -727,7 +727,7 @@ struct virtio_rdma_cmd_create_srq_ring {
     uint32_t pdn;
     uint32_t max_wr;             /* 1..max_srq_wr; ring entries >= max_wr */
     uint32_t max_sge;            /* 1..max_srq_sge */
-    uint32_t srq_limit;          /* 0 (not armed) .. max_wr - 1 */
+    uint32_t srq_limit;          /* 0 (not armed) .. max_wr */
     uint32_t reserved;           /* 0 */
     struct virtio_rdma_ring ring;
 };
@@ -744,7 +744,7 @@ struct virtio_rdma_cmd_modify_srq {
     uint32_t srqn;
     uint32_t attr_mask;
     uint32_t max_wr;
-    uint32_t srq_limit;          /* 0 disarms; else arms, < max_wr */
+    uint32_t srq_limit;          /* 0 disarms; else arms, <= max_wr */
 };
 
 struct virtio_rdma_cmd_query_srq {

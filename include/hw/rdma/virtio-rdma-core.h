@@ -146,6 +146,13 @@ typedef struct VrdmaLimits {
      */
     uint32_t max_ring_qp;
     uint32_t max_ring_cq;
+    /*
+     * VIRTIO_RDMA_F_RINGS: SRQ numbers 1..max_srq (0: no SRQ, at most
+     * VIRTIO_RDMA_RING_MAX_SRQ), and the deepest SRQ ring, 0 for
+     * VIRTIO_RDMA_RING_MAX_SRQ_WR; a host RDMA device lowers both.
+     */
+    uint32_t max_srq;
+    uint32_t max_srq_wr;
 } VrdmaLimits;
 
 /* The most user contexts (VrdmaLimits.max_ctx). */

@@ -42,6 +42,12 @@
  *   post_send/recv  one work request from a QP's send / receive queue.
  *   wq_room         how many more a ring QP's queue takes now (rings.cc
  *                   takes no more from the guest's ring).
+ *   srq_created     CREATE_SRQ_RING after the checks (a host SRQ), may
+ *   srq_destroyed   refuse; DESTROY_SRQ, no QP receives from it.
+ *   srq_limit_set   MODIFY_SRQ's limit, before the core stores it.
+ *   srq_room        how many SRQ entries the backend takes now from the
+ *   post_srq_recv   ring turn (srq.cc), each one checked; 0: it takes
+ *                   them by need instead (srq_take -> post_recv).
  *   frame_receive   a frame from the paired NIC (soft-RoCE only: another
  *                   backend takes none and @returns false).
  *   mad_receive     a MAD from the host's MAD link for the GSI QP

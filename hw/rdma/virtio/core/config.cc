@@ -41,7 +41,8 @@ bool limits_valid(const VrdmaLimits &lim)
            lim.max_ctx <= VRDMA_MAX_CTX && gid_allow_valid(lim.allow) &&
            (!lim.max_ring_qp || (lim.max_ring_qp >= 2 &&
                                  lim.max_ring_qp <= VIRTIO_RDMA_RING_MAX_QP)) &&
-           lim.max_ring_cq <= VIRTIO_RDMA_RING_MAX_CQ;
+           lim.max_ring_cq <= VIRTIO_RDMA_RING_MAX_CQ &&
+           lim.max_srq <= VIRTIO_RDMA_RING_MAX_SRQ;
 }
 
 DeviceCaps device_caps(const VrdmaLimits &lim)
@@ -99,6 +100,9 @@ void fill_config(const VrdmaLimits &lim, virtio_rdma_config &cfg)
     cfg.max_ring_qp_wr = le(max_ring_qp_wr(lim));
     cfg.max_ring_qp = le(ring_qps(lim));
     cfg.max_ring_cq = le(ring_cqs(lim));
+    cfg.max_srq = le(lim.max_srq);
+    cfg.max_srq_wr = le(lim.max_srq ? max_srq_wr(lim) : 0u);
+    cfg.max_srq_sge = le(lim.max_srq ? lim.max_sge : 0u);
 }
 
 } // namespace vrdma

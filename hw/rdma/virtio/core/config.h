@@ -46,6 +46,14 @@ inline uint32_t max_ring_qp_wr(const VrdmaLimits &lim)
                : VIRTIO_RDMA_RING_MAX_QP_WR;
 }
 
+/* CREATE_SRQ_RING's largest max_wr under @lim. */
+inline uint32_t max_srq_wr(const VrdmaLimits &lim)
+{
+    return lim.max_srq_wr && lim.max_srq_wr < VIRTIO_RDMA_RING_MAX_SRQ_WR
+               ? lim.max_srq_wr
+               : VIRTIO_RDMA_RING_MAX_SRQ_WR;
+}
+
 /* CREATE_QP_RING's / CREATE_CQ_RING's number spaces under @lim. */
 inline uint32_t ring_qps(const VrdmaLimits &lim)
 {

@@ -50,8 +50,10 @@ void VrdmaCore::reset()
     qps.clear();
     wires.clear();
     ring_sched.clear();
+    srq_sched.clear();
     features = 0; /* the driver negotiates again */
     vrdma::backend::reset(*this); /* outstanding work goes with its QP */
+    srqs.clear(); /* after the QPs that receive from them */
     mrs.clear();
     mrs.seed_keys(rng); /* the stream goes on: new keys, not the old ones */
     cqs.clear();
@@ -179,6 +181,16 @@ constexpr auto kCommands = [] {
     t[VIRTIO_RDMA_CMD_CREATE_QP_RING] =
         command<virtio_rdma_cmd_create_qp_ring, virtio_rdma_rsp_create_qp_wire,
                 cmd_create_qp_ring>();
+    t[VIRTIO_RDMA_CMD_CREATE_SRQ_RING] =
+        command<virtio_rdma_cmd_create_srq_ring, virtio_rdma_rsp_create_srq,
+                cmd_create_srq_ring>();
+    t[VIRTIO_RDMA_CMD_MODIFY_SRQ] =
+        command<virtio_rdma_cmd_modify_srq, NoPayload, cmd_modify_srq>();
+    t[VIRTIO_RDMA_CMD_QUERY_SRQ] =
+        command<virtio_rdma_cmd_query_srq, virtio_rdma_rsp_query_srq,
+                cmd_query_srq>();
+    t[VIRTIO_RDMA_CMD_DESTROY_SRQ] =
+        command<virtio_rdma_cmd_destroy_srq, NoPayload, cmd_destroy_srq>();
     return t;
 }();
 
@@ -199,6 +211,10 @@ bool of_other_data_path(const VrdmaCore &c, uint8_t cmd)
     case VIRTIO_RDMA_CMD_FREE_CONTEXT:
     case VIRTIO_RDMA_CMD_CREATE_CQ_RING:
     case VIRTIO_RDMA_CMD_CREATE_QP_RING:
+    case VIRTIO_RDMA_CMD_CREATE_SRQ_RING:
+    case VIRTIO_RDMA_CMD_MODIFY_SRQ:
+    case VIRTIO_RDMA_CMD_QUERY_SRQ:
+    case VIRTIO_RDMA_CMD_DESTROY_SRQ:
         return !rings;
     default:
         return false;

@@ -25,6 +25,7 @@
 #include "port.h"
 #include "qp.h"
 #include "rng.h"
+#include "srq.h"
 #include "wire_qpn.h"
 
 struct VrdmaCore {
@@ -39,6 +40,7 @@ struct VrdmaCore {
           mrs(lim_.max_mr), qps(vrdma::qp_slots(lim_)),
           wires(vrdma::qp_slots(lim_)), qp_epoch(vrdma::qp_slots(lim_), 1),
           contexts(lim_.max_ctx), ring_sched(vrdma::qp_slots(lim_)),
+          srqs(vrdma::srq_slots(lim_)), srq_sched(vrdma::srq_slots(lim_)),
           port(lim_.phys_mtu),
           backend(std::in_place_type<B>, std::forward<Args>(args)...)
     {
@@ -101,6 +103,9 @@ struct VrdmaCore {
     /* VIRTIO_RDMA_F_RINGS: contexts, and the QPs whose rings have work. */
     vrdma::ContextTable contexts;
     vrdma::RingSched ring_sched;
+    /* Shared receive queues, and those whose backend takes entries eagerly. */
+    vrdma::ObjectTable<vrdma::Srq> srqs;
+    vrdma::RingSched srq_sched;
     vrdma::Port port;
     /* The backend that moves the data (backend.h), for the core's life. */
     vrdma::Backend backend;

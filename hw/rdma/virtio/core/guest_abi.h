@@ -143,6 +143,38 @@ inline void le_fields(virtio_rdma_cmd_create_qp_ring &r)
     VRDMA_LE(r.flags);
 }
 
+inline void le_fields(virtio_rdma_cmd_create_srq_ring &r)
+{
+    VRDMA_LE(r.ctx);
+    VRDMA_LE(r.pdn);
+    VRDMA_LE(r.max_wr);
+    VRDMA_LE(r.max_sge);
+    VRDMA_LE(r.srq_limit);
+    VRDMA_LE(r.reserved);
+    le_fields(r.ring);
+}
+
+inline void le_fields(virtio_rdma_rsp_create_srq &r) { VRDMA_LE(r.srqn); }
+
+inline void le_fields(virtio_rdma_cmd_modify_srq &r)
+{
+    VRDMA_LE(r.srqn);
+    VRDMA_LE(r.attr_mask);
+    VRDMA_LE(r.max_wr);
+    VRDMA_LE(r.srq_limit);
+}
+
+inline void le_fields(virtio_rdma_cmd_query_srq &r) { VRDMA_LE(r.srqn); }
+inline void le_fields(virtio_rdma_cmd_destroy_srq &r) { VRDMA_LE(r.srqn); }
+
+inline void le_fields(virtio_rdma_rsp_query_srq &r)
+{
+    VRDMA_LE(r.max_wr);
+    VRDMA_LE(r.max_sge);
+    VRDMA_LE(r.srq_limit);
+    VRDMA_LE(r.reserved);
+}
+
 inline void le_fields(virtio_rdma_ah_attr &r)
 {
     VRDMA_LE(r.grh.flow_label);

@@ -267,12 +267,12 @@ Status check_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
 }
 
 /*
- * A checked CREATE_QP(_RING) takes its slot; @rings (may be null) and @ctx
- * go with it.
+ * A checked CREATE_QP(_RING) takes its slot; @rings (may be null), @ctx
+ * and @srqn (0: none) go with it.
  */
 Status commit_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
                      uint32_t ctx, std::unique_ptr<QpRings> rings,
-                     virtio_rdma_rsp_create_qp_wire &rsp)
+                     uint32_t srqn, virtio_rdma_rsp_create_qp_wire &rsp)
 {
     uint32_t qpn;
     if (req.qp_type == VIRTIO_RDMA_QPT_GSI) {
@@ -307,6 +307,10 @@ Status commit_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
     qp->index = qpn;
     qp->ctx = ctx;
     qp->rings = std::move(rings);
+    if (srqn) {
+        qp->srqn = srqn;
+        qp->srq_max_sge = c.srqs.at(srqn)->max_sge;
+    }
     Qp *live = c.qps.insert(qpn, std::move(qp));
     if (Status s = backend::qp_created(c, *live); !s.ok()) {
         c.qps.erase(qpn);
@@ -315,6 +319,9 @@ Status commit_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
     c.pds.at(live->pd_index)->refs++;
     c.cqs.at(live->send_cqn)->refs++;
     c.cqs.at(live->recv_cqn)->refs++;
+    if (srqn) {
+        c.srqs.at(srqn)->refs++;
+    }
     c.wires.insert(live->wire_qpn, qpn);
     if (live->rings) {
         c.contexts.ref(ctx);
@@ -322,30 +329,6 @@ Status commit_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
     rsp.qpn = qpn;
     rsp.wire_qpn = live->wire_qpn;
     return kOk;
-}
-
-/*
- * A work queue's ring: none for a queue without work requests, else at
- * least @wr entries of at least @entry_bytes each.
- */
-Status map_wq_ring(VrdmaCore &c, const virtio_rdma_ring &d, uint32_t wr,
-                   uint64_t entry_bytes, const RingNames &names, WqRing &out)
-{
-    if (!wr) {
-        const bool empty = !d.pages && !d.npages && !d.log_entries &&
-                           !d.log_stride && !d.reserved;
-        return empty ? kOk : fail(VRDMA_ERR_BAD_ARG, names.npages, d.npages, 0);
-    }
-    if (d.log_entries > VIRTIO_RDMA_RING_MAX_LOG_ENTRIES ||
-        (uint64_t{1} << d.log_entries) < wr) {
-        return fail(VRDMA_ERR_LIMIT, names.log_entries, d.log_entries, wr);
-    }
-    if (d.log_stride <= VIRTIO_RDMA_RING_MAX_LOG_STRIDE &&
-        (uint64_t{1} << d.log_stride) < entry_bytes) {
-        return fail(VRDMA_ERR_LIMIT, names.log_stride, d.log_stride,
-                    entry_bytes);
-    }
-    return GuestRing::map(c, d, names, out.ring);
 }
 
 } // namespace
@@ -356,7 +339,7 @@ Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
     if (Status s = check_create(c, req, c.lim.queue_size); !s.ok()) {
         return s;
     }
-    return commit_create(c, req, VIRTIO_RDMA_KERNEL_CTX, nullptr, rsp);
+    return commit_create(c, req, VIRTIO_RDMA_KERNEL_CTX, nullptr, 0, rsp);
 }
 
 Status cmd_create_qp_ring(VrdmaCore &c,
@@ -379,9 +362,21 @@ Status cmd_create_qp_ring(VrdmaCore &c,
     if (!rcq->ring || rcq->ctx != req.ctx) {
         return fail(VRDMA_ERR_BAD_ARG, "qp.recv_cqn", q.recv_cqn, req.ctx);
     }
-    if (req.srqn || req.flags) {
-        return fail(VRDMA_ERR_UNSUPPORTED, req.srqn ? "srqn" : "flags",
-                    req.srqn ? req.srqn : req.flags, 0);
+    if (req.flags) {
+        return fail(VRDMA_ERR_UNSUPPORTED, "flags", req.flags, 0);
+    }
+    if (req.srqn) { /* its receives come from the SRQ: it has no RQ */
+        const Srq *srq = c.srqs.at(req.srqn);
+        if (!srq) {
+            return fail(VRDMA_ERR_BAD_HANDLE, "srqn", req.srqn);
+        }
+        if (srq->ctx != req.ctx) {
+            return fail(VRDMA_ERR_BAD_ARG, "srqn", req.srqn, req.ctx);
+        }
+        if (q.qp_type == VIRTIO_RDMA_QPT_GSI || q.max_recv_wr ||
+            q.max_recv_sge) {
+            return fail(VRDMA_ERR_BAD_ARG, "srqn", req.srqn, q.max_recv_wr);
+        }
     }
     auto rings = std::make_unique<QpRings>();
     const uint64_t sq_bytes = sizeof(virtio_rdma_sq_req) +
@@ -398,7 +393,7 @@ Status cmd_create_qp_ring(VrdmaCore &c,
         !s.ok()) {
         return s;
     }
-    return commit_create(c, q, req.ctx, std::move(rings), rsp);
+    return commit_create(c, q, req.ctx, std::move(rings), req.srqn, rsp);
 }
 
 Status cmd_modify_qp(VrdmaCore &c, const virtio_rdma_cmd_modify_qp &req,
@@ -491,6 +486,9 @@ Status cmd_destroy_qp(VrdmaCore &c, const virtio_rdma_cmd_destroy_qp &req,
     c.pds.at(qp->pd_index)->refs--;
     c.cqs.at(qp->send_cqn)->refs--;
     c.cqs.at(qp->recv_cqn)->refs--;
+    if (qp->srqn) {
+        c.srqs.at(qp->srqn)->refs--;
+    }
     c.qps.erase(req.qpn);
     c.qp_instance_ended(req.qpn);
     return kOk;

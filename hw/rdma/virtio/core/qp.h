@@ -39,8 +39,16 @@ struct Qp {
     uint32_t ctx = 0; /* the owner's context (VIRTIO_RDMA_F_RINGS) */
     /* VIRTIO_RDMA_F_RINGS: its queues in guest memory; else virtqueues. */
     std::unique_ptr<QpRings> rings;
+    /* Its receives come from this SRQ (srq.h), with its max_sge; 0: RQ. */
+    uint32_t srqn = 0;
+    uint32_t srq_max_sge = 0;
 
     uint32_t state() const { return attr.qp_state; }
+    /* The most SGEs a receive request of this QP may have. */
+    uint32_t recv_max_sge() const
+    {
+        return srqn ? srq_max_sge : cap.max_recv_sge;
+    }
     /* Back to the attributes of a new QP (state RESET). */
     void reset_attrs();
 };

@@ -24,6 +24,7 @@
 
 #include "backend.h"
 #include "core.h"
+#include "srq.h"
 
 using namespace vrdma;
 using vrdma::backend::with;
@@ -89,6 +90,26 @@ void qp_rings_destroyed(VrdmaCore &c, Qp &qp)
     c.ring_sched.remove(qp.index);
 }
 
+Status map_wq_ring(VrdmaCore &c, const virtio_rdma_ring &d, uint32_t wr,
+                   uint64_t entry_bytes, const RingNames &names, WqRing &out)
+{
+    if (!wr) {
+        const bool empty = !d.pages && !d.npages && !d.log_entries &&
+                           !d.log_stride && !d.reserved;
+        return empty ? kOk : fail(VRDMA_ERR_BAD_ARG, names.npages, d.npages, 0);
+    }
+    if (d.log_entries > VIRTIO_RDMA_RING_MAX_LOG_ENTRIES ||
+        (uint64_t{1} << d.log_entries) < wr) {
+        return fail(VRDMA_ERR_LIMIT, names.log_entries, d.log_entries, wr);
+    }
+    if (d.log_stride <= VIRTIO_RDMA_RING_MAX_LOG_STRIDE &&
+        (uint64_t{1} << d.log_stride) < entry_bytes) {
+        return fail(VRDMA_ERR_LIMIT, names.log_stride, d.log_stride,
+                    entry_bytes);
+    }
+    return GuestRing::map(c, d, names, out.ring);
+}
+
 void rings_revoke_host_range(VrdmaCore &c, uintptr_t host, uint64_t len)
 {
     c.cqs.for_each([&](uint32_t cqn, Cq &cq) {
@@ -106,6 +127,7 @@ void rings_revoke_host_range(VrdmaCore &c, uintptr_t host, uint64_t len)
             qp_ring_break(c, qp, "ring.pages", host);
         }
     });
+    srqs_revoke_host_range(c, host, len);
 }
 
 } // namespace vrdma
@@ -113,9 +135,6 @@ void rings_revoke_host_range(VrdmaCore &c, uintptr_t host, uint64_t len)
 namespace {
 
 constexpr uint32_t kQuantum = 64;
-/* The longest work request: a send header and every SGE. */
-constexpr size_t kWqeMax =
-    sizeof(virtio_rdma_sq_req) + VRDMA_MAX_SGE * sizeof(virtio_rdma_sge);
 constexpr uint32_t kNotifyFlags =
     VIRTIO_RDMA_NOTIFY_SOLICITED | VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION;
 
@@ -162,31 +181,6 @@ bool cq_arm(VrdmaCore &c, uint32_t ctx, uint64_t value)
     /* Arming twice before an event keeps the wider request (IBA 11.4.2.2). */
     cq->armed |= flags;
     return false;
-}
-
-/*
- * Copies one entry of @w into @buf, once: the header, then as many SGEs as
- * the copied header names if they fit in the entry.  @returns the bytes to
- * post; a request whose SGEs do not fit is posted as its header alone,
- * which the checks refuse (LOC_QP_OP_ERR).
- */
-template <typename Header>
-size_t copy_entry(const WqRing &w, uint8_t (&buf)[kWqeMax])
-{
-    static_assert(sizeof(Header) <= kWqeMax);
-    const uint8_t *slot = w.ring.entry(w.ci);
-    std::memcpy(buf, slot, sizeof(Header));
-    uint32_t num_sge;
-    std::memcpy(&num_sge, buf + offsetof(Header, num_sge), sizeof(num_sge));
-    num_sge = le(num_sge);
-    const uint64_t len =
-        sizeof(Header) + uint64_t{num_sge} * sizeof(virtio_rdma_sge);
-    if (len > w.ring.stride() || len > kWqeMax) {
-        return sizeof(Header);
-    }
-    std::memcpy(buf + sizeof(Header), slot + sizeof(Header),
-                len - sizeof(Header));
-    return len;
 }
 
 uint32_t room(VrdmaCore &c, const Qp &qp, bool is_rq)
@@ -256,7 +250,9 @@ bool qp_rings_waiting(const Qp &qp)
 
 void qp_rings_pull_recv(VrdmaCore &c, Qp &qp)
 {
-    if (qp.rings) {
+    if (qp.srqn) {
+        srq_take(c, qp); /* one entry: the SRQ is shared by need */
+    } else if (qp.rings) {
         drain(c, qp, true, kQuantum);
     }
 }
@@ -276,6 +272,8 @@ bool vrdma_core_doorbell(VrdmaCore *core, uint32_t ctx, uint64_t value)
         return wq_doorbell(c, ctx, value, false);
     case VIRTIO_RDMA_DB_RQ:
         return wq_doorbell(c, ctx, value, true);
+    case VIRTIO_RDMA_DB_SRQ:
+        return srq_doorbell(c, ctx, value);
     case VIRTIO_RDMA_DB_CQ_ARM:
         return cq_arm(c, ctx, value);
     default:
@@ -306,7 +304,8 @@ bool vrdma_core_rings_turn(VrdmaCore *core)
             c.ring_sched.push_back(qpn); /* the others go first */
         }
     }
-    return !c.ring_sched.empty();
+    budget -= srqs_turn(c, budget);
+    return !c.ring_sched.empty() || srqs_scheduled(c);
 }
 
 } // extern "C"

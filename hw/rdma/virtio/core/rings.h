@@ -15,10 +15,13 @@
 #ifndef HW_RDMA_VIRTIO_CORE_RINGS_H
 #define HW_RDMA_VIRTIO_CORE_RINGS_H
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "ring.h"
+#include "wqe.h"
 
 struct VrdmaCore;
 
@@ -47,7 +50,44 @@ struct CqRing {
     bool broken = false;
 };
 
-/* QP slots with work waiting in their rings, in the order they rang. */
+/* The longest work request: a send header and every SGE. */
+inline constexpr size_t kWqeMax =
+    sizeof(virtio_rdma_sq_req) + VRDMA_MAX_SGE * sizeof(virtio_rdma_sge);
+
+/*
+ * Copies the entry at @w's consumer counter into @buf, once: the header,
+ * then as many SGEs as the copied header names if they fit in the entry.
+ * @returns the bytes to post; a request whose SGEs do not fit is posted as
+ * its header alone, which the checks refuse (LOC_QP_OP_ERR).
+ */
+template <typename Header>
+size_t copy_entry(const WqRing &w, uint8_t (&buf)[kWqeMax])
+{
+    static_assert(sizeof(Header) <= kWqeMax);
+    const uint8_t *slot = w.ring.entry(w.ci);
+    std::memcpy(buf, slot, sizeof(Header));
+    uint32_t num_sge;
+    std::memcpy(&num_sge, buf + offsetof(Header, num_sge), sizeof(num_sge));
+    num_sge = le(num_sge);
+    const uint64_t len =
+        sizeof(Header) + uint64_t{num_sge} * sizeof(virtio_rdma_sge);
+    if (len > w.ring.stride() || len > kWqeMax) {
+        return sizeof(Header);
+    }
+    std::memcpy(buf + sizeof(Header), slot + sizeof(Header),
+                len - sizeof(Header));
+    return len;
+}
+
+/*
+ * A work queue's ring from a CREATE_*_RING request: none for a queue
+ * without work requests (@wr 0: every field 0), else at least @wr entries
+ * of at least @entry_bytes each, then the ring checks.
+ */
+Status map_wq_ring(VrdmaCore &c, const virtio_rdma_ring &d, uint32_t wr,
+                   uint64_t entry_bytes, const RingNames &names, WqRing &out);
+
+/* Slots (QPs, SRQs) with work waiting in their rings, in the order they rang. */
 class RingSched {
 public:
     explicit RingSched(uint32_t slots)

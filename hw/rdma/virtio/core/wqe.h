@@ -191,10 +191,10 @@ inline uint32_t ud_send_qkey(uint8_t qp_type, uint32_t qp_qkey,
 }
 
 /* The header checks of a receive request: SUCCESS or LOC_QP_OP_ERR. */
-inline uint8_t check_recv(const virtio_rdma_qp_cap &cap,
-                          const virtio_rdma_rq_req &h, size_t len)
+inline uint8_t check_recv(uint32_t max_sge, const virtio_rdma_rq_req &h,
+                          size_t len)
 {
-    if (h.num_sge > cap.max_recv_sge ||
+    if (h.num_sge > max_sge ||
         !wqe_length_ok<virtio_rdma_rq_req>(len, h.num_sge)) {
         return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }

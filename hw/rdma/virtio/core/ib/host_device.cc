@@ -140,6 +140,8 @@ void HostDevice::clamp(VrdmaLimits &lim) const
     if (dev_.max_qp_wr > 0) {
         lower(lim.max_ring_qp_wr, dev_.max_qp_wr);
     }
+    /* No host SRQs yet (Backend::srq_created): the guest is told none. */
+    lim.max_srq = 0;
 }
 
 void HostDevice::describe(VrdmaIbHostInfo &info) const

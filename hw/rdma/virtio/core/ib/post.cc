@@ -214,7 +214,7 @@ void Backend::post_recv(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
 {
     const auto *p = static_cast<const uint8_t *>(bytes);
     const auto h = read_header<virtio_rdma_rq_req>(p, len);
-    uint8_t status = check_recv(qp.cap, h, len);
+    uint8_t status = check_recv(qp.recv_max_sge(), h, len);
 
     const Admit admit = recv_queue_admits(qp.state());
     if (admit == Admit::kFlush) {

@@ -43,6 +43,7 @@ namespace vrdma {
 struct Qp;
 struct Mr;
 struct Cq;
+struct Srq;
 struct GidEntry;
 } // namespace vrdma
 
@@ -262,6 +263,15 @@ public:
      * taken (more than max_*_wr outstanding fails as the host refuses it).
      */
     uint32_t wq_room(const Qp &, bool) const { return UINT32_MAX; }
+    /* Not yet: a host SRQ per guest SRQ (CREATE_SRQ_RING: EOPNOTSUPP). */
+    Status srq_created(VrdmaCore &, Srq &)
+    {
+        return fail(VRDMA_ERR_UNSUPPORTED, "srq", 0);
+    }
+    void srq_destroyed(VrdmaCore &, Srq &) {}
+    Status srq_limit_set(VrdmaCore &, Srq &, uint32_t) { return kOk; }
+    uint32_t srq_room(const Srq &) const { return 0; }
+    void post_srq_recv(VrdmaCore &, Srq &, const void *, size_t) {}
     /* A MAD from the MAD link into the GSI QP's next receive (gsi.cc). */
     bool mad_receive(VrdmaCore &c, const VrdmaMad &m);
     /* Frames are the host device's business: none come through the core. */

@@ -92,13 +92,14 @@ void qp_create(VrdmaCore &, Qp &qp)
      */
     const uint32_t window = qp.rings ? kRingWindow : UINT32_MAX;
     e.sq_cap = std::min(qp.cap.max_send_wr, window);
-    e.rq_cap = std::min(qp.cap.max_recv_wr, window);
+    /* On an SRQ: the one receive it took, while a message fills it. */
+    e.rq_cap = qp.srqn ? 1 : std::min(qp.cap.max_recv_wr, window);
     const uint32_t sn = ring_slots(e.sq_cap);
     const uint32_t rn = ring_slots(e.rq_cap);
     e.sq_mask = sn - 1;
     e.rq_mask = rn - 1;
     e.send_sge_cap = std::max<uint32_t>(qp.cap.max_send_sge, 1);
-    e.recv_sge_cap = std::max<uint32_t>(qp.cap.max_recv_sge, 1);
+    e.recv_sge_cap = std::max<uint32_t>(qp.recv_max_sge(), 1);
     e.sq.assign(sn, SendWqe{});
     e.sq_sge.assign(size_t{sn} * e.send_sge_cap, Sge{});
     e.rq.assign(rn, RecvWqe{});

@@ -28,6 +28,7 @@ namespace vrdma {
 struct Qp;
 struct Mr;
 struct Cq;
+struct Srq;
 struct GidEntry;
 }
 
@@ -313,6 +314,16 @@ struct Engine {
     void post_send(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
     void post_recv(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
     uint32_t wq_room(const Qp &qp, bool is_rq) const;
+    /*
+     * SRQs keep no host state; a QP takes an entry when a message needs it
+     * (srq_take, from the responder), so the ring turn never offers one:
+     * room 0, and post_srq_recv is never called.
+     */
+    Status srq_created(VrdmaCore &, Srq &) { return kOk; }
+    void srq_destroyed(VrdmaCore &, Srq &) {}
+    Status srq_limit_set(VrdmaCore &, Srq &, uint32_t) { return kOk; }
+    uint32_t srq_room(const Srq &) const { return 0; }
+    void post_srq_recv(VrdmaCore &, Srq &, const void *, size_t) {}
     bool frame_receive(VrdmaCore &c, std::span<const uint8_t> frame);
     /* The GSI QP's MADs come as frames here: none by the MAD link. */
     bool mad_receive(VrdmaCore &, const VrdmaMad &) { return false; }

@@ -159,7 +159,7 @@ void Engine::post_recv(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
         return;
     }
     if (admit == Admit::kError || !e.rq_room() ||
-        check_recv(qp.cap, h, len) != VIRTIO_RDMA_WC_SUCCESS) {
+        check_recv(qp.recv_max_sge(), h, len) != VIRTIO_RDMA_WC_SUCCESS) {
         complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
         return;

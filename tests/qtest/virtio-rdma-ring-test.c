@@ -17,6 +17,9 @@
  *                   for byte in guest memory, CQE by CQE in the CQ rings,
  *                   every trailer index checked;
  *   cq-arm/...      CQ_ARM by doorbell: one VIRTIO_RDMA_EVENT_CQ per arm;
+ *   srq/...         a shared receive queue: QPs take one entry per message
+ *                   in ring order, the SRQ_LIMIT and SRQ_ERR events
+ *                   through the event queue, DESTROY_SRQ while in use;
  *   boundary/...    each abuse ends as the spec says and the device serves
  *                   another QP afterwards: an SQ doorbell beyond the ring
  *                   (QP_FATAL), doorbells on another context's page or for
@@ -182,9 +185,9 @@ typedef struct Side {
  * and 2 SGEs each way on rings of as many entries, both in @ctx, and an MR
  * of random bytes.
  */
-static void side_init_sized(Side *s, Fix *f, const char *name, uint32_t ctx,
-                            uint64_t va, uint32_t sq_psn, uint8_t cq_log,
-                            uint8_t qp_log)
+static void side_init_any(Side *s, Fix *f, const char *name, uint32_t ctx,
+                          uint64_t va, uint32_t sq_psn, uint8_t cq_log,
+                          uint8_t qp_log, const QVrdmaRingSrq *srq)
 {
     size_t i;
 
@@ -195,8 +198,11 @@ static void side_init_sized(Side *s, Fix *f, const char *name, uint32_t ctx,
     s->va = va;
     s->sq_psn = sq_psn;
     s->cq = qvrdma_ring_cq_create(f->rd, ctx, 1u << cq_log, cq_log);
-    s->qp = qvrdma_ring_qp_create(f->rd, ctx, f->pdn, s->cq, s->cq,
-                                  1u << qp_log, 2, qp_log);
+    s->qp = srq ? qvrdma_ring_qp_create_on_srq(f->rd, ctx, f->pdn, s->cq,
+                                               s->cq, 1u << qp_log, 2, qp_log,
+                                               srq)
+                : qvrdma_ring_qp_create(f->rd, ctx, f->pdn, s->cq, s->cq,
+                                        1u << qp_log, 2, qp_log);
     /* 24 random bits: equal to a queue index below 16 once in 2^20. */
     g_assert_cmpuint(s->qp->vq.wire_qpn, >=, 16);
     g_assert_cmpuint(s->qp->vq.wire_qpn, <, 0xffffff);
@@ -209,6 +215,13 @@ static void side_init_sized(Side *s, Fix *f, const char *name, uint32_t ctx,
         s->shadow[i] = g_test_rand_int_range(0, 256);
     }
     qtest_memwrite(f->d->qts, s->pt.data, s->shadow, MR_LEN);
+}
+
+static void side_init_sized(Side *s, Fix *f, const char *name, uint32_t ctx,
+                            uint64_t va, uint32_t sq_psn, uint8_t cq_log,
+                            uint8_t qp_log)
+{
+    side_init_any(s, f, name, ctx, va, sq_psn, cq_log, qp_log, NULL);
 }
 
 static void side_init(Side *s, Fix *f, const char *name, uint32_t ctx,
@@ -706,10 +719,10 @@ static void test_create_qp_ring(void)
     x.ctx = ctx1;
     ST(qvrdma_create_qp_ring(r, &x, &qpn, &wire), "EINVAL");
 
-    /* srqn and flags: not yet. */
+    /* An srqn that names no SRQ; flags: none defined. */
     x = ok;
     x.srqn = 1;
-    ST(qvrdma_create_qp_ring(r, &x, &qpn, &wire), "EOPNOTSUPP");
+    ST(qvrdma_create_qp_ring(r, &x, &qpn, &wire), "ENOENT");
     x = ok;
     x.flags = 1;
     ST(qvrdma_create_qp_ring(r, &x, &qpn, &wire), "EOPNOTSUPP");
@@ -1028,6 +1041,150 @@ static void test_cq_arm_doorbell(void)
  * QP_FATAL event; the device then reads nothing more from that QP's rings
  * until it is reset."  "its outstanding work completes with WR_FLUSH_ERR."
  */
+/* ---- shared receive queues ---------------------------------------------- */
+
+/* A receive of the rest of t's receive area into @srq, and a SEND s -> t. */
+static void srq_send(Side *s, Side *t, QVrdmaRingSrq *srq, uint32_t len,
+                     uint32_t src, uint32_t dst, uint64_t wr_id)
+{
+    struct virtio_rdma_sge from = sge_of(s, src, len);
+    struct virtio_rdma_sge to = sge_of(t, dst, RECV_AREA + AREA_LEN - dst);
+    struct virtio_rdma_sq_req wr = qvrdma_wr_send(wr_id);
+
+    qvrdma_ring_srq_write(srq, wr_id + 1, &to, 1);
+    qvrdma_ring_srq_doorbell(srq);
+    qvrdma_ring_post_send(s->qp, &wr, &from, 1);
+    memcpy(t->shadow + dst, s->shadow + src, len);
+}
+
+static struct virtio_rdma_rsp_query_srq query_srq(Fix *f, uint32_t srqn)
+{
+    struct virtio_rdma_cmd_query_srq req = { .srqn = cpu_to_le32(srqn) };
+    struct virtio_rdma_rsp_query_srq rsp = { 0 };
+
+    ST(qvrdma_cmd(&f->d->r, VIRTIO_RDMA_CMD_QUERY_SRQ, &req, sizeof(req),
+                  &rsp, sizeof(rsp)), "OK");
+    return rsp;
+}
+
+/*
+ * "a QP takes one entry, the next in ring order, when a message needs a
+ * receive ... Its receive completions go to its own receive CQ, with its
+ * own qp_num."  Two QPs (B, D) on one 4-entry SRQ; A and C send to them in
+ * turn, twelve messages, so the SRQ ring wraps three times.
+ */
+static void test_srq_loopback(void)
+{
+    QVrdmaRingSrq *srq;
+    Fix f;
+    Side a, b, c, d;
+    uint32_t m;
+
+    fix_boot(&f);
+    srq = qvrdma_ring_srq_create(f.rd, 0, f.pdn, 4, 2, 2);
+    g_assert_cmpuint(srq->srqn, >=, 1);
+    side_init(&a, &f, "A", 0, VA_A, 0x100);
+    side_init_any(&b, &f, "B", 0, VA_B, 0xabcde, 2, 2, srq);
+    side_init(&c, &f, "C", 0, VA_C, 0x300);
+    side_init_any(&d, &f, "D", 0, VA_D, 0x400, 2, 2, srq);
+    connect_pair(&a, &b);
+    connect_pair(&c, &d);
+    for (m = 0; m < 12; m++) {
+        g_autofree char *what = g_strdup_printf("message %u", m);
+        Side *s = m % 2 ? &c : &a, *t = m % 2 ? &d : &b;
+        uint32_t len = 1 + (m * 389) % 3000;
+        uint64_t wr_id = 0x5000 + 0x10 * m;
+
+        srq_send(s, t, srq, len, (m * 257) % (RECV_AREA - len), RECV_AREA,
+                 wr_id);
+        expect_cqe(s->cq, what, wr_id, VIRTIO_RDMA_WC_SUCCESS,
+                   VIRTIO_RDMA_WC_SEND, len, s->qp->vq.wire_qpn);
+        expect_cqe(t->cq, what, wr_id + 1, VIRTIO_RDMA_WC_SUCCESS,
+                   VIRTIO_RDMA_WC_RECV, len, t->qp->vq.wire_qpn);
+        side_check_mem(t, what);
+        g_assert_cmpuint(qvrdma_gring_device_idx(&srq->ring), ==, m + 1);
+    }
+    expect_cq_quiet(b.cq, "after the last message");
+    expect_cq_quiet(d.cq, "after the last message");
+    expect_no_event(&f, "after the last message");
+    side_free(&d);
+    side_free(&c);
+    side_free(&b);
+    side_free(&a);
+    qvrdma_ring_srq_destroy(srq);
+    qvrdma_ring_srq_free(srq);
+    fix_quit(&f);
+}
+
+/*
+ * "when, after the device took an entry, fewer than srq_limit announced
+ * entries remain untaken, the device sends one SRQ_LIMIT event and sets
+ * srq_limit to 0"; "an index beyond the ring breaks the SRQ (one SRQ_ERR
+ * event)"; DESTROY_SRQ with a QP on it: EBUSY.  The device goes on.
+ */
+static void test_srq_limit_and_break(void)
+{
+    struct virtio_rdma_cmd_modify_srq mod = {
+        .attr_mask = cpu_to_le32(VIRTIO_RDMA_SRQ_LIMIT),
+        .srq_limit = cpu_to_le32(3),
+    };
+    struct virtio_rdma_cmd_destroy_srq des;
+    struct virtio_rdma_sq_req wr;
+    struct virtio_rdma_sge to, from;
+    QVrdmaRingSrq *srq;
+    Fix f;
+    Side a, b;
+    uint32_t i;
+
+    fix_boot(&f);
+    srq = qvrdma_ring_srq_create(f.rd, 0, f.pdn, 8, 2, 3);
+    side_init(&a, &f, "A", 0, VA_A, 0x100);
+    side_init_any(&b, &f, "B", 0, VA_B, 0xabcde, 3, 2, srq);
+    connect_pair(&a, &b);
+    to = sge_of(&b, RECV_AREA, AREA_LEN);
+    for (i = 0; i < 3; i++) {
+        qvrdma_ring_srq_write(srq, 0x900 + i, &to, 1);
+    }
+    mod.srqn = cpu_to_le32(srq->srqn);
+    ST(qvrdma_cmd(&f.d->r, VIRTIO_RDMA_CMD_MODIFY_SRQ, &mod, sizeof(mod),
+                  NULL, 0), "OK");
+    g_assert_cmpuint(le32_to_cpu(query_srq(&f, srq->srqn).srq_limit), ==, 3);
+
+    /* One more entry and a SEND: 3 left, not below the limit. */
+    srq_send(&a, &b, srq, 100, 0, RECV_AREA, 0x700);
+    expect_cqe(b.cq, "first", 0x900, VIRTIO_RDMA_WC_SUCCESS,
+               VIRTIO_RDMA_WC_RECV, 100, b.qp->vq.wire_qpn);
+    expect_no_event(&f, "3 entries left, limit 3");
+    wr = qvrdma_wr_send(0x710);
+    from = sge_of(&a, 0, 50);
+    qvrdma_ring_post_send(a.qp, &wr, &from, 1);
+    expect_cqe(b.cq, "second", 0x901, VIRTIO_RDMA_WC_SUCCESS,
+               VIRTIO_RDMA_WC_RECV, 50, b.qp->vq.wire_qpn);
+    expect_event(&f, "2 entries left, limit 3", VIRTIO_RDMA_EVENT_SRQ_LIMIT,
+                 srq->srqn);
+    g_assert_cmpuint(le32_to_cpu(query_srq(&f, srq->srqn).srq_limit), ==, 0);
+
+    des.srqn = cpu_to_le32(srq->srqn);
+    ST(qvrdma_cmd(&f.d->r, VIRTIO_RDMA_CMD_DESTROY_SRQ, &des, sizeof(des),
+                  NULL, 0), "EBUSY");
+
+    /* A doorbell beyond the 8-entry ring: the SRQ breaks, nothing else. */
+    qvrdma_ring_doorbell(f.rd, 0, VIRTIO_RDMA_DB(VIRTIO_RDMA_DB_SRQ,
+                                                 srq->srqn, 2 + 8 + 1));
+    expect_event(&f, "SRQ doorbell beyond the ring", VIRTIO_RDMA_EVENT_SRQ_ERR,
+                 srq->srqn);
+    g_assert_cmpuint(qvrdma_gring_device_idx(&srq->ring), ==, 2);
+    g_assert_cmpuint(qp_state(&b), ==, VIRTIO_RDMA_QPS_RTS);
+    expect_cq_quiet(b.cq, "a broken SRQ");
+    assert_still_serves(&f, "SRQ_ERR");
+
+    side_free(&b);
+    qvrdma_ring_srq_destroy(srq);
+    qvrdma_ring_srq_free(srq);
+    side_free(&a);
+    fix_quit(&f);
+}
+
 static void test_boundary_sq_beyond_ring(void)
 {
     struct virtio_rdma_sge buf, from;
@@ -1377,6 +1534,9 @@ int main(int argc, char **argv)
     qtest_add_func("/virtio-rdma-ring/loopback/send-write-wrap",
                    test_loopback_send_write);
     qtest_add_func("/virtio-rdma-ring/cq-arm/doorbell", test_cq_arm_doorbell);
+    qtest_add_func("/virtio-rdma-ring/srq/loopback", test_srq_loopback);
+    qtest_add_func("/virtio-rdma-ring/srq/limit-and-break",
+                   test_srq_limit_and_break);
     qtest_add_func("/virtio-rdma-ring/boundary/sq-beyond-ring",
                    test_boundary_sq_beyond_ring);
     qtest_add_func("/virtio-rdma-ring/boundary/other-context",

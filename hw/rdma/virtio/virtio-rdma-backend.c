@@ -94,6 +94,7 @@ static bool virtio_rdma_ibverbs_check(VirtIORdma *r, Error **errp)
         /* 0, the default: as many as the host allows. */
         .max_ring_qp = c->max_ring_qp ? c->max_ring_qp : VIRTIO_RDMA_RING_MAX_QP,
         .max_ring_cq = c->max_ring_cq ? c->max_ring_cq : VIRTIO_RDMA_RING_MAX_CQ,
+        .max_srq = c->max_srq ? c->max_srq : VIRTIO_RDMA_RING_MAX_SRQ,
     };
 
     if (!vrdma_ibverbs_built()) {
@@ -127,6 +128,10 @@ static bool virtio_rdma_ibverbs_check(VirtIORdma *r, Error **errp)
         virtio_rdma_report_lowered("max-ring-cq", c->max_ring_cq,
                                    lim.max_ring_cq, c->ibdev);
     }
+    if (c->max_srq) {
+        virtio_rdma_report_lowered("max-srq", c->max_srq, lim.max_srq,
+                                   c->ibdev);
+    }
     virtio_rdma_report_lowered("max-mr", c->max_mr, lim.max_mr, c->ibdev);
     virtio_rdma_report_lowered("max-pd", c->max_pd, lim.max_pd, c->ibdev);
     virtio_rdma_report_lowered("max-ah", c->max_ah, lim.max_ah, c->ibdev);
@@ -139,6 +144,7 @@ static bool virtio_rdma_ibverbs_check(VirtIORdma *r, Error **errp)
     c->max_cq = lim.max_cq;
     c->max_ring_qp = lim.max_ring_qp;
     c->max_ring_cq = lim.max_ring_cq;
+    c->max_srq = lim.max_srq;
     c->max_mr = lim.max_mr;
     c->max_pd = lim.max_pd;
     c->max_ah = lim.max_ah;

@@ -108,10 +108,11 @@ struct VirtIORdmaStage {
     uint32_t max_cq, cq_cap;            /* virtqueue CQs: only they stage */
     uint32_t *cq_staged;                /* per vq CQ: completions staged */
     VrdmaStagedCqe **cq_irq;            /* per CQ (ncq): staged interrupt */
-    uint32_t nqp, ncq;                  /* the number spaces (VirtIORdma) */
-    unsigned long *qp_fatal;            /* async events staged: nqp bits */
-    unsigned long *cq_err;              /* ncq bits */
-    bool async_staged;                  /* a bit of either is set */
+    uint32_t ncq;                       /* the CQ number space (VirtIORdma) */
+    /* async events staged, per type: virtio_rdma_async_bits() bits */
+    unsigned long *async[VIRTIO_RDMA_ASYNC_TYPES];
+    uint32_t async_bits[VIRTIO_RDMA_ASYNC_TYPES];
+    bool async_staged;                  /* a bit of one is set */
     VirtIORdmaStageStats st;
 
     /* Under core_lock: drop-trace rate limit. */
@@ -529,32 +530,59 @@ static void virtio_rdma_engine_cq_notify(void *opaque, uint32_t cqn)
     qemu_bh_schedule(r->dp_bh);
 }
 
+uint32_t virtio_rdma_async_bits(const VirtIORdma *r, uint32_t type)
+{
+    switch (type) {
+    case VIRTIO_RDMA_EVENT_QP_FATAL:
+        return r->nqp;
+    case VIRTIO_RDMA_EVENT_CQ_ERR:
+        return r->ncq;
+    case VIRTIO_RDMA_EVENT_SRQ_LIMIT:
+    case VIRTIO_RDMA_EVENT_SRQ_ERR:
+        return r->nsrq;
+    default:
+        return 0;
+    }
+}
+
 /*
  * VIRTIO_RDMA_F_RINGS: an async event (QP_FATAL for a qpn, CQ_ERR for a
- * cqn), staged as a bit: at most one per object and type waits.  dp_bh
- * takes it (virtio_rdma_engine_take_async) and writes the record.
+ * cqn, SRQ_LIMIT and SRQ_ERR for an srqn), staged as a bit: at most one
+ * per object and type waits.  dp_bh takes it (virtio_rdma_engine_take_async)
+ * and writes the record.
  */
 static void virtio_rdma_engine_async_event(void *opaque, uint32_t type,
                                            uint32_t handle)
 {
     VirtIORdma *r = opaque;
     VirtIORdmaStage *s = r->stage;
-    unsigned long *bits;
+    const unsigned i = VIRTIO_RDMA_ASYNC_INDEX(type);
 
-    if (type == VIRTIO_RDMA_EVENT_QP_FATAL && handle < s->nqp) {
-        bits = s->qp_fatal;
-    } else if (type == VIRTIO_RDMA_EVENT_CQ_ERR && handle < s->ncq) {
-        bits = s->cq_err;
-    } else {
+    if (type < VIRTIO_RDMA_EVENT_QP_FATAL || i >= VIRTIO_RDMA_ASYNC_TYPES ||
+        handle >= s->async_bits[i]) {
         trace_virtio_rdma_async_event_bad(type, handle);
         return;
     }
     trace_virtio_rdma_async_event_staged(type, handle);
     WITH_QEMU_LOCK_GUARD(&s->lock) {
-        set_bit(handle, bits);
+        set_bit(handle, s->async[i]);
         s->async_staged = true;
     }
     qemu_bh_schedule(r->dp_bh);
+}
+
+void virtio_rdma_engine_async_drop(VirtIORdma *r, uint32_t type,
+                                   uint32_t handle)
+{
+    VirtIORdmaStage *s = r->stage;
+    const unsigned i = VIRTIO_RDMA_ASYNC_INDEX(type);
+
+    assert(i < VIRTIO_RDMA_ASYNC_TYPES);
+    if (handle < s->async_bits[i]) {
+        WITH_QEMU_LOCK_GUARD(&s->lock) {
+            clear_bit(handle, s->async[i]);
+        }
+    }
 }
 
 /* At most VRDMA_DROP_TRACES_PER_S traces a second; the counters see all. */
@@ -915,8 +943,8 @@ void virtio_rdma_engine_cq_destroyed(VirtIORdma *r, uint32_t cqn)
             s->cq_irq[cqn] = NULL;
             QTAILQ_INSERT_TAIL(&s->spare, c, next);
         }
-        clear_bit(cqn, s->cq_err);
     }
+    virtio_rdma_engine_async_drop(r, VIRTIO_RDMA_EVENT_CQ_ERR, cqn);
 }
 
 /*
@@ -934,11 +962,7 @@ void virtio_rdma_engine_qp_destroyed(VirtIORdma *r, uint32_t qpn,
     unsigned n = 0;
 
     assert(bql_locked());
-    if (qpn < s->nqp) {
-        WITH_QEMU_LOCK_GUARD(&s->lock) {
-            clear_bit(qpn, s->qp_fatal);
-        }
-    }
+    virtio_rdma_engine_async_drop(r, VIRTIO_RDMA_EVENT_QP_FATAL, qpn);
     if (!qp_token) {
         return;
     }
@@ -958,8 +982,7 @@ void virtio_rdma_engine_qp_destroyed(VirtIORdma *r, uint32_t qpn,
     }
 }
 
-void virtio_rdma_engine_take_async(VirtIORdma *r, unsigned long *qp_fatal,
-                                   unsigned long *cq_err)
+void virtio_rdma_engine_take_async(VirtIORdma *r, unsigned long **ev)
 {
     VirtIORdmaStage *s = r->stage;
 
@@ -968,10 +991,10 @@ void virtio_rdma_engine_take_async(VirtIORdma *r, unsigned long *qp_fatal,
         if (!s->async_staged) {
             break;
         }
-        bitmap_or(qp_fatal, qp_fatal, s->qp_fatal, s->nqp);
-        bitmap_or(cq_err, cq_err, s->cq_err, s->ncq);
-        bitmap_zero(s->qp_fatal, s->nqp);
-        bitmap_zero(s->cq_err, s->ncq);
+        for (unsigned i = 0; i < VIRTIO_RDMA_ASYNC_TYPES; i++) {
+            bitmap_or(ev[i], ev[i], s->async[i], s->async_bits[i]);
+            bitmap_zero(s->async[i], s->async_bits[i]);
+        }
         s->async_staged = false;
     }
 }
@@ -1009,8 +1032,9 @@ void virtio_rdma_engine_reset(VirtIORdma *r)
         virtio_rdma_staged_free_all(&s->spare);
         memset(s->cq_staged, 0, s->max_cq * sizeof(*s->cq_staged));
         memset(s->cq_irq, 0, s->ncq * sizeof(*s->cq_irq));
-        bitmap_zero(s->qp_fatal, s->nqp);
-        bitmap_zero(s->cq_err, s->ncq);
+        for (unsigned i = 0; i < VIRTIO_RDMA_ASYNC_TYPES; i++) {
+            bitmap_zero(s->async[i], s->async_bits[i]);
+        }
         s->async_staged = false;
     }
 }
@@ -1040,9 +1064,10 @@ void virtio_rdma_engine_init(VirtIORdma *r)
     s->cq_cap = r->conf.queue_size;
     s->cq_staged = g_new0(uint32_t, s->max_cq);
     s->cq_irq = g_new0(VrdmaStagedCqe *, s->ncq);
-    s->nqp = r->nqp;
-    s->qp_fatal = bitmap_new(s->nqp);
-    s->cq_err = bitmap_new(s->ncq);
+    for (unsigned i = 0; i < VIRTIO_RDMA_ASYNC_TYPES; i++) {
+        s->async_bits[i] = virtio_rdma_async_bits(r, VIRTIO_RDMA_ASYNC_TYPE(i));
+        s->async[i] = bitmap_new(s->async_bits[i]);
+    }
     for (unsigned i = 0; i < VRDMA_FD_WATCHES; i++) {
         s->fd_watch[i].fd = -1;
     }
@@ -1110,8 +1135,9 @@ void virtio_rdma_engine_cleanup(VirtIORdma *r)
     qemu_mutex_destroy(&s->lock);
     g_free(s->cq_staged);
     g_free(s->cq_irq);
-    g_free(s->qp_fatal);
-    g_free(s->cq_err);
+    for (unsigned i = 0; i < VIRTIO_RDMA_ASYNC_TYPES; i++) {
+        g_free(s->async[i]);
+    }
     g_free(s->rx_buf);
     g_free(s);
     r->stage = NULL;

@@ -141,8 +141,10 @@ static int virtio_rdma_collect(Object *obj, void *opaque)
     info->queue_size = r->conf.queue_size;
     if (virtio_rdma_rings_offered(r)) {
         info->has_max_ring_qp = info->has_max_ring_cq = true;
+        info->has_max_srq = true;
         info->max_ring_qp = r->conf.max_ring_qp;
         info->max_ring_cq = r->conf.max_ring_cq;
+        info->max_srq = r->conf.max_srq;
     }
     info->pds = st.pds;
     info->cqs = st.cqs;
@@ -218,8 +220,8 @@ void hmp_info_rdma(Monitor *mon, const QDict *qdict)
                        i->max_qp, i->max_cq, i->max_mr, i->max_pd,
                        i->queue_size);
         if (i->has_max_ring_qp) {
-            monitor_printf(mon, "  ring limits: qp %u cq %u\n",
-                           i->max_ring_qp, i->max_ring_cq);
+            monitor_printf(mon, "  ring limits: qp %u cq %u srq %u\n",
+                           i->max_ring_qp, i->max_ring_cq, i->max_srq);
         }
         monitor_printf(mon, "  objects: pd %u cq %u qp %u mr %u gid %u "
                        "(mapped pages %" PRIu64 ")\n", i->pds, i->cqs,

@@ -228,13 +228,18 @@ static void virtio_rdma_event_flush(VirtIORdma *r)
         !virtio_vdev_has_feature(vdev, VIRTIO_RDMA_F_EVENT_QUEUE)) {
         return;
     }
-    virtio_rdma_engine_take_async(r, r->ev_qp_fatal, r->ev_cq_err);
+    virtio_rdma_engine_take_async(r, r->ev_async);
     if (virtio_rdma_event_flush_type(r, VIRTIO_RDMA_EVENT_CQ, r->ev_pending,
-                                     r->ncq, &n) &&
-        virtio_rdma_event_flush_type(r, VIRTIO_RDMA_EVENT_QP_FATAL,
-                                     r->ev_qp_fatal, r->nqp, &n)) {
-        virtio_rdma_event_flush_type(r, VIRTIO_RDMA_EVENT_CQ_ERR,
-                                     r->ev_cq_err, r->ncq, &n);
+                                     r->ncq, &n)) {
+        for (unsigned i = 0; i < VIRTIO_RDMA_ASYNC_TYPES; i++) {
+            const uint32_t type = VIRTIO_RDMA_ASYNC_TYPE(i);
+
+            if (!virtio_rdma_event_flush_type(r, type, r->ev_async[i],
+                                              virtio_rdma_async_bits(r, type),
+                                              &n)) {
+                break;
+            }
+        }
     }
     if (n) {
         virtio_notify(vdev, r->event_vq);
@@ -300,9 +305,10 @@ static void virtio_rdma_wq_discard(VirtIORdma *r, uint32_t qpn)
 static bool virtio_rdma_destroy_handle(const uint8_t *req, size_t req_len,
                                        uint8_t cmd, uint32_t *handle)
 {
-    /* DESTROY_QP and DESTROY_CQ requests are one le32 handle. */
+    /* DESTROY_QP, DESTROY_CQ and DESTROY_SRQ requests are one le32 handle. */
     QEMU_BUILD_BUG_ON(sizeof(struct virtio_rdma_cmd_destroy_qp) != 4);
     QEMU_BUILD_BUG_ON(sizeof(struct virtio_rdma_cmd_destroy_cq) != 4);
+    QEMU_BUILD_BUG_ON(sizeof(struct virtio_rdma_cmd_destroy_srq) != 4);
     if (req[0] != cmd || req_len != 1 + 4) {
         return false;
     }
@@ -339,7 +345,7 @@ static VrdmaCtrlResult virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
     size_t out_len = iov_size(elem->out_sg, elem->out_num);
     size_t in_len = iov_size(elem->in_sg, elem->in_num);
     size_t req_len, rsp_len = 0;
-    uint32_t qpn = 0, qp_token = 0, cqn = 0;
+    uint32_t qpn = 0, qp_token = 0, cqn = 0, srqn = 0;
     bool destroy_qp;
     uint8_t status;
 
@@ -387,8 +393,18 @@ static VrdmaCtrlResult virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
                                    &cqn) && cqn < r->ncq) {
         /* Its pending events go with it: a new CQ may take the number. */
         clear_bit(cqn, r->ev_pending);
-        clear_bit(cqn, r->ev_cq_err);
+        clear_bit(cqn, r->ev_async[VIRTIO_RDMA_ASYNC_INDEX(
+                           VIRTIO_RDMA_EVENT_CQ_ERR)]);
         virtio_rdma_engine_cq_destroyed(r, cqn);
+    }
+    if (status == VIRTIO_RDMA_OK &&
+        virtio_rdma_destroy_handle(req, req_len, VIRTIO_RDMA_CMD_DESTROY_SRQ,
+                                   &srqn) && srqn < r->nsrq) {
+        for (uint32_t t = VIRTIO_RDMA_EVENT_SRQ_LIMIT;
+             t <= VIRTIO_RDMA_EVENT_SRQ_ERR; t++) {
+            clear_bit(srqn, r->ev_async[VIRTIO_RDMA_ASYNC_INDEX(t)]);
+            virtio_rdma_engine_async_drop(r, t, srqn);
+        }
     }
     if (destroy_qp && status == VIRTIO_RDMA_OK) {
         /*
@@ -396,8 +412,9 @@ static VrdmaCtrlResult virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
          * index again: nothing of the old QP may run or complete later.
          */
         virtio_rdma_wq_discard(r, qpn);
-        if (qpn < r->nqp) {
-            clear_bit(qpn, r->ev_qp_fatal); /* as for a CQ's events */
+        if (qpn < r->nqp) { /* as for a CQ's events */
+            clear_bit(qpn, r->ev_async[VIRTIO_RDMA_ASYNC_INDEX(
+                               VIRTIO_RDMA_EVENT_QP_FATAL)]);
         }
         virtio_rdma_engine_qp_destroyed(r, qpn, qp_token);
     }
@@ -772,6 +789,7 @@ static void virtio_rdma_reset(VirtIODevice *vdev)
 {
     VirtIORdma *r = VIRTIO_RDMA(vdev);
     VrdmaStats st;
+    unsigned i;
 
     assert(bql_locked());
     /*
@@ -783,8 +801,10 @@ static void virtio_rdma_reset(VirtIODevice *vdev)
     virtio_rdma_ctrl_drop_held(r);
     bitmap_zero(r->dp_pending, r->num_data_vqs);
     bitmap_zero(r->ev_pending, r->ncq);
-    bitmap_zero(r->ev_qp_fatal, r->nqp);
-    bitmap_zero(r->ev_cq_err, r->ncq);
+    for (i = 0; i < VIRTIO_RDMA_ASYNC_TYPES; i++) {
+        bitmap_zero(r->ev_async[i],
+                    virtio_rdma_async_bits(r, VIRTIO_RDMA_ASYNC_TYPE(i)));
+    }
     if (!r->core) {
         return;
     }
@@ -847,6 +867,8 @@ static bool virtio_rdma_check_conf(const VirtIORdmaConf *c, Error **errp)
         !virtio_rdma_check_limit("max-ring-cq", c->max_ring_cq,
                                  VIRTIO_RDMA_LIMIT_MIN,
                                  VIRTIO_RDMA_RING_MAX_CQ, errp) ||
+        !virtio_rdma_check_limit("max-srq", c->max_srq, 0,
+                                 VIRTIO_RDMA_RING_MAX_SRQ, errp) ||
         (c->max_mapped_pages &&
          !virtio_rdma_check_limit("max-mapped-pages", c->max_mapped_pages, 1,
                                   UINT32_MAX, errp))) {
@@ -989,6 +1011,7 @@ bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp)
         .max_ctx = c->max_ctx,
         .max_ring_qp = virtio_rdma_rings_offered(r) ? c->max_ring_qp : 0,
         .max_ring_cq = virtio_rdma_rings_offered(r) ? c->max_ring_cq : 0,
+        .max_srq = virtio_rdma_rings_offered(r) ? c->max_srq : 0,
     };
     memcpy(lim.mac, r->mac, sizeof(lim.mac));
     /*
@@ -1064,6 +1087,9 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
     /* 0, the default: as many as the ABI allows (backend=ibverbs: its host). */
     c->max_ring_qp = c->max_ring_qp ? c->max_ring_qp : VIRTIO_RDMA_RING_MAX_QP;
     c->max_ring_cq = c->max_ring_cq ? c->max_ring_cq : VIRTIO_RDMA_RING_MAX_CQ;
+    if (r->backend != VIRTIO_RDMA_BACKEND_IBVERBS) { /* it set its host's */
+        c->max_srq = c->max_srq ? c->max_srq : VIRTIO_RDMA_RING_MAX_SRQ;
+    }
     if (!virtio_rdma_check_conf(c, errp)) {
         virtio_rdma_backend_release(r);
         return;
@@ -1075,6 +1101,7 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
         r->nqp = MAX(r->nqp, c->max_ring_qp);
         r->ncq = MAX(r->ncq, c->max_ring_cq);
     }
+    r->nsrq = (virtio_rdma_rings_offered(r) ? c->max_srq : 0) + 1;
     qemu_mutex_init(&r->core_lock);
     /* Before the core: its host-ops stage for these. */
     r->ctrl_bh = virtio_bh_new_guarded(dev, virtio_rdma_ctrl_bh, r);
@@ -1108,8 +1135,10 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
     r->event_vq = virtio_add_queue(vdev, c->queue_size,
                                    virtio_rdma_handle_event);
     r->ev_pending = bitmap_new(r->ncq);
-    r->ev_qp_fatal = bitmap_new(r->nqp);
-    r->ev_cq_err = bitmap_new(r->ncq);
+    for (i = 0; i < VIRTIO_RDMA_ASYNC_TYPES; i++) {
+        r->ev_async[i] =
+            bitmap_new(virtio_rdma_async_bits(r, VIRTIO_RDMA_ASYNC_TYPE(i)));
+    }
     virtio_rdma_db_init(r);
     trace_virtio_rdma_realize(c->max_qp, c->max_cq, 2 + r->num_data_vqs,
                               r->core != NULL);
@@ -1148,8 +1177,9 @@ static void virtio_rdma_device_unrealize(DeviceState *dev)
     qemu_mutex_destroy(&r->core_lock);
     g_free(r->dp_pending);
     g_free(r->ev_pending);
-    g_free(r->ev_qp_fatal);
-    g_free(r->ev_cq_err);
+    for (i = 0; i < VIRTIO_RDMA_ASYNC_TYPES; i++) {
+        g_free(r->ev_async[i]);
+    }
     virtio_delete_queue(r->event_vq);
     for (i = 0; i < r->num_data_vqs; i++) {
         virtio_delete_queue(r->data_vqs[i]);
@@ -1203,6 +1233,7 @@ static const Property virtio_rdma_properties[] = {
     DEFINE_PROP_UINT32("max-contexts", VirtIORdma, conf.max_ctx, 255),
     DEFINE_PROP_UINT32("max-ring-qp", VirtIORdma, conf.max_ring_qp, 0),
     DEFINE_PROP_UINT32("max-ring-cq", VirtIORdma, conf.max_ring_cq, 0),
+    DEFINE_PROP_UINT32("max-srq", VirtIORdma, conf.max_srq, 0),
     DEFINE_PROP_LINK("iothread", VirtIORdma, conf.iothread, TYPE_IOTHREAD,
                      IOThread *),
     /* soft-roce (default) or ibverbs: virtio-rdma-backend.c */

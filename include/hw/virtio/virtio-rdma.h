@@ -25,6 +25,15 @@ typedef struct VirtIORdmaStage VirtIORdmaStage;
 typedef struct VirtIORdmaMem VirtIORdmaMem;
 typedef struct VirtIORdmaMad VirtIORdmaMad;
 
+/*
+ * The async event types of VIRTIO_RDMA_F_RINGS (QP_FATAL .. SRQ_ERR), each
+ * staged as a bitmap over its handles' number space (virtio_rdma_async_bits).
+ */
+#define VIRTIO_RDMA_ASYNC_TYPES \
+    (VIRTIO_RDMA_EVENT_SRQ_ERR - VIRTIO_RDMA_EVENT_QP_FATAL + 1)
+#define VIRTIO_RDMA_ASYNC_INDEX(type) ((type) - VIRTIO_RDMA_EVENT_QP_FATAL)
+#define VIRTIO_RDMA_ASYNC_TYPE(i) ((i) + VIRTIO_RDMA_EVENT_QP_FATAL)
+
 typedef struct VirtIORdmaConf {
     uint32_t max_qp;
     uint32_t max_cq;
@@ -38,6 +47,7 @@ typedef struct VirtIORdmaConf {
     uint32_t max_ctx;       /* VIRTIO_RDMA_F_RINGS: user contexts */
     uint32_t max_ring_qp;   /* VIRTIO_RDMA_F_RINGS: QP numbers (no vqs) */
     uint32_t max_ring_cq;   /* VIRTIO_RDMA_F_RINGS: CQ numbers (no vqs) */
+    uint32_t max_srq;       /* VIRTIO_RDMA_F_RINGS: SRQ numbers 1..max_srq */
     uint64_t node_guid;     /* 0: derived from the paired NIC's MAC */
     char *netdev;           /* NULL: the paired NIC's netdev id (never a
                                host interface of backend=ibverbs's) */
@@ -75,6 +85,7 @@ struct VirtIORdma {
      * Per-QP and per-CQ state is sized by these, virtqueues by max_*.
      */
     uint32_t nqp, ncq;
+    uint32_t nsrq;          /* SRQ numbers 0..nsrq-1 (0 unused); 1: none */
     VirtQueue *ctrl_vq;
     VirtQueue **data_vqs;   /* CQs, then SQ/RQ pairs, in ABI order */
     unsigned num_data_vqs;
@@ -89,9 +100,11 @@ struct VirtIORdma {
     VirtQueue *event_vq;    /* 1 + max_cq + 2 * max_qp */
     unsigned long *ev_pending; /* CQs (ncq) whose event waits for an event buffer
                                   (VIRTIO_RDMA_F_EVENT_QUEUE; BQL) */
-    /* Async events that wait for an event buffer, one bit per object (BQL) */
-    unsigned long *ev_qp_fatal; /* nqp bits */
-    unsigned long *ev_cq_err;   /* ncq bits */
+    /*
+     * Async events that wait for an event buffer, one bitmap per type
+     * (VIRTIO_RDMA_ASYNC_INDEX), a bit per object (BQL)
+     */
+    unsigned long *ev_async[VIRTIO_RDMA_ASYNC_TYPES];
     /*
      * VIRTIO_RDMA_F_RINGS: the doorbell region, one page per context, the
      * PCI proxy's virtio shared memory region VIRTIO_RDMA_SHM_DOORBELLS.
@@ -228,11 +241,15 @@ void virtio_rdma_engine_cq_destroyed(VirtIORdma *r, uint32_t cqn);
 void virtio_rdma_engine_qp_destroyed(VirtIORdma *r, uint32_t qpn,
                                      uint32_t qp_token);
 /*
- * dp_bh: the async events staged since the last call are added to
- * @qp_fatal (nqp bits) and @cq_err (ncq bits), BQL.
+ * dp_bh: the async events staged since the last call are added to @ev, one
+ * bitmap per type (VIRTIO_RDMA_ASYNC_INDEX), BQL.
  */
-void virtio_rdma_engine_take_async(VirtIORdma *r, unsigned long *qp_fatal,
-                                   unsigned long *cq_err);
+void virtio_rdma_engine_take_async(VirtIORdma *r, unsigned long **ev);
+/* An object was destroyed: its staged async event of @type is dropped. */
+void virtio_rdma_engine_async_drop(VirtIORdma *r, uint32_t type,
+                                   uint32_t handle);
+/* The number space of async event @type's handles: nqp, ncq or nsrq. */
+uint32_t virtio_rdma_async_bits(const VirtIORdma *r, uint32_t type);
 void virtio_rdma_engine_stats(VirtIORdma *r, VirtIORdmaStageStats *st);
 /* virtio-rdma.c: write one completion into CQ @cqn's ring (BQL). */
 int virtio_rdma_cq_write(VirtIORdma *r, uint32_t cqn,

@@ -416,10 +416,11 @@ qvrdma_ring_qp_req(uint32_t ctx, uint32_t pdn, uint32_t send_cqn,
     return req;
 }
 
-QVrdmaRingQp *qvrdma_ring_qp_create(QVrdmaRingDev *rd, uint32_t ctx,
+static QVrdmaRingQp *ring_qp_create(QVrdmaRingDev *rd, uint32_t ctx,
                                     uint32_t pdn, QVrdmaRingCq *send_cq,
                                     QVrdmaRingCq *recv_cq, uint32_t max_wr,
-                                    uint32_t max_sge, uint8_t log_entries)
+                                    uint32_t max_sge, uint8_t log_entries,
+                                    const QVrdmaRingSrq *srq)
 {
     QVrdmaRingQp *qp = g_new0(QVrdmaRingQp, 1);
     QVirtioRdma *r = &rd->d->r;
@@ -432,16 +433,97 @@ QVrdmaRingQp *qvrdma_ring_qp_create(QVrdmaRingDev *rd, uint32_t ctx,
     qp->ctx = ctx;
     qvrdma_gring_alloc(r, &qp->sq, log_entries, qvrdma_gring_log_stride(
                            sizeof(struct virtio_rdma_sq_req) + sges));
-    qvrdma_gring_alloc(r, &qp->rq, log_entries, qvrdma_gring_log_stride(
-                           sizeof(struct virtio_rdma_rq_req) + sges));
+    if (!srq) {
+        qvrdma_gring_alloc(r, &qp->rq, log_entries, qvrdma_gring_log_stride(
+                               sizeof(struct virtio_rdma_rq_req) + sges));
+    }
     req = qvrdma_ring_qp_req(ctx, pdn, send_cq->cqn, recv_cq->cqn, max_wr,
-                             max_sge, &qp->sq, &qp->rq);
+                             max_sge, &qp->sq, srq ? NULL : &qp->rq);
+    if (srq) {
+        req.qp.max_recv_sge = 0;
+        req.srqn = cpu_to_le32(srq->srqn);
+    }
     st = qvrdma_create_qp_ring(r, &req, &qp->vq.qpn, &qp->vq.wire_qpn);
     g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
     qp->vq.type = VIRTIO_RDMA_QPT_RC;
     qp->vq.max_send_sge = max_sge;
-    qp->vq.max_recv_sge = max_sge;
+    qp->vq.max_recv_sge = srq ? 0 : max_sge;
     return qp;
+}
+
+QVrdmaRingQp *qvrdma_ring_qp_create(QVrdmaRingDev *rd, uint32_t ctx,
+                                    uint32_t pdn, QVrdmaRingCq *send_cq,
+                                    QVrdmaRingCq *recv_cq, uint32_t max_wr,
+                                    uint32_t max_sge, uint8_t log_entries)
+{
+    return ring_qp_create(rd, ctx, pdn, send_cq, recv_cq, max_wr, max_sge,
+                          log_entries, NULL);
+}
+
+QVrdmaRingQp *qvrdma_ring_qp_create_on_srq(QVrdmaRingDev *rd, uint32_t ctx,
+                                           uint32_t pdn,
+                                           QVrdmaRingCq *send_cq,
+                                           QVrdmaRingCq *recv_cq,
+                                           uint32_t max_wr, uint32_t max_sge,
+                                           uint8_t log_entries,
+                                           const QVrdmaRingSrq *srq)
+{
+    return ring_qp_create(rd, ctx, pdn, send_cq, recv_cq, max_wr, max_sge,
+                          log_entries, srq);
+}
+
+uint8_t qvrdma_create_srq_ring(QVirtioRdma *r,
+                               const struct virtio_rdma_cmd_create_srq_ring *req,
+                               uint32_t *srqn)
+{
+    struct virtio_rdma_rsp_create_srq rsp = { 0 };
+    uint8_t st = qvrdma_cmd(r, VIRTIO_RDMA_CMD_CREATE_SRQ_RING, req,
+                            sizeof(*req), &rsp, sizeof(rsp));
+
+    *srqn = le32_to_cpu(rsp.srqn);
+    return st;
+}
+
+QVrdmaRingSrq *qvrdma_ring_srq_create(QVrdmaRingDev *rd, uint32_t ctx,
+                                      uint32_t pdn, uint32_t max_wr,
+                                      uint32_t max_sge, uint8_t log_entries)
+{
+    QVrdmaRingSrq *srq = g_new0(QVrdmaRingSrq, 1);
+    struct virtio_rdma_cmd_create_srq_ring req = {
+        .ctx = cpu_to_le32(ctx),
+        .pdn = cpu_to_le32(pdn),
+        .max_wr = cpu_to_le32(max_wr),
+        .max_sge = cpu_to_le32(max_sge),
+    };
+    uint8_t st;
+
+    srq->rd = rd;
+    srq->ctx = ctx;
+    qvrdma_gring_alloc(&rd->d->r, &srq->ring, log_entries,
+                       qvrdma_gring_log_stride(
+                           sizeof(struct virtio_rdma_rq_req) +
+                           max_sge * sizeof(struct virtio_rdma_sge)));
+    req.ring = qvrdma_gring_desc(&srq->ring);
+    st = qvrdma_create_srq_ring(&rd->d->r, &req, &srq->srqn);
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+    return srq;
+}
+
+void qvrdma_ring_srq_destroy(QVrdmaRingSrq *srq)
+{
+    struct virtio_rdma_cmd_destroy_srq req = {
+        .srqn = cpu_to_le32(srq->srqn),
+    };
+    uint8_t st = qvrdma_cmd(&srq->rd->d->r, VIRTIO_RDMA_CMD_DESTROY_SRQ,
+                            &req, sizeof(req), NULL, 0);
+
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+}
+
+void qvrdma_ring_srq_free(QVrdmaRingSrq *srq)
+{
+    qvrdma_gring_free(&srq->rd->d->r, &srq->ring);
+    g_free(srq);
 }
 
 void qvrdma_ring_qp_destroy(QVrdmaRingQp *qp)
@@ -516,6 +598,24 @@ void qvrdma_ring_write_recv(QVrdmaRingQp *qp, uint64_t wr_id,
     };
 
     write_wqe(&qp->rq, &qp->rq_prod, &hdr, sizeof(hdr), sge, n_sge);
+}
+
+void qvrdma_ring_srq_write(QVrdmaRingSrq *srq, uint64_t wr_id,
+                           const struct virtio_rdma_sge *sge, uint32_t n_sge)
+{
+    struct virtio_rdma_rq_req hdr = {
+        .num_sge = cpu_to_le32(n_sge),
+        .wr_id = cpu_to_le64(wr_id),
+    };
+
+    write_wqe(&srq->ring, &srq->prod, &hdr, sizeof(hdr), sge, n_sge);
+}
+
+void qvrdma_ring_srq_doorbell(QVrdmaRingSrq *srq)
+{
+    qvrdma_ring_doorbell(srq->rd, srq->ctx,
+                         VIRTIO_RDMA_DB(VIRTIO_RDMA_DB_SRQ, srq->srqn,
+                                        srq->prod));
 }
 
 void qvrdma_ring_sq_doorbell(QVrdmaRingQp *qp)

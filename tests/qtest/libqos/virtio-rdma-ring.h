@@ -200,6 +200,39 @@ QVrdmaRingQp *qvrdma_ring_qp_create(QVrdmaRingDev *rd, uint32_t ctx,
                                     uint32_t pdn, QVrdmaRingCq *send_cq,
                                     QVrdmaRingCq *recv_cq, uint32_t max_wr,
                                     uint32_t max_sge, uint8_t log_entries);
+/*
+ * A shared receive queue (CREATE_SRQ_RING, asserts OK) of @max_wr requests
+ * of @max_sge SGEs on a ring of 2^@log_entries; its producer counter.
+ */
+typedef struct QVrdmaRingSrq {
+    QVrdmaRingDev *rd;
+    uint32_t ctx;
+    uint32_t srqn;
+    QVrdmaGRing ring;
+    uint32_t prod;
+} QVrdmaRingSrq;
+
+uint8_t qvrdma_create_srq_ring(QVirtioRdma *r,
+                               const struct virtio_rdma_cmd_create_srq_ring *req,
+                               uint32_t *srqn);
+QVrdmaRingSrq *qvrdma_ring_srq_create(QVrdmaRingDev *rd, uint32_t ctx,
+                                      uint32_t pdn, uint32_t max_wr,
+                                      uint32_t max_sge, uint8_t log_entries);
+/* DESTROY_SRQ (asserts OK); the ring's memory stays until _free. */
+void qvrdma_ring_srq_destroy(QVrdmaRingSrq *srq);
+void qvrdma_ring_srq_free(QVrdmaRingSrq *srq);
+/* A receive request into the SRQ's next slot; then its doorbell. */
+void qvrdma_ring_srq_write(QVrdmaRingSrq *srq, uint64_t wr_id,
+                           const struct virtio_rdma_sge *sge, uint32_t n_sge);
+void qvrdma_ring_srq_doorbell(QVrdmaRingSrq *srq);
+/* An RC QP as qvrdma_ring_qp_create's, receiving from @srq (no RQ). */
+QVrdmaRingQp *qvrdma_ring_qp_create_on_srq(QVrdmaRingDev *rd, uint32_t ctx,
+                                           uint32_t pdn,
+                                           QVrdmaRingCq *send_cq,
+                                           QVrdmaRingCq *recv_cq,
+                                           uint32_t max_wr, uint32_t max_sge,
+                                           uint8_t log_entries,
+                                           const QVrdmaRingSrq *srq);
 /* DESTROY_QP (asserts OK); the rings' memory stays until _free. */
 void qvrdma_ring_qp_destroy(QVrdmaRingQp *qp);
 void qvrdma_ring_qp_free(QVrdmaRingQp *qp);

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * The rings data path in user space (uverbs ABI 2; docs/specs/virtio-rdma.rst,
- * "Queues in guest memory"): post_send, post_recv, poll_cq and
- * req_notify_cq without a system call.
+ * "Queues in guest memory"): post_send, post_recv, post_srq_recv, poll_cq
+ * and req_notify_cq without a system call.
  *
  * Ordering, per ring (indexes are free-running 32-bit counters):
  *  - SQ, RQ: entries are written up to the producer counter, then the
  *    doorbell (udma_to_device_barrier() orders them before the MMIO write);
  *    the device copies an entry once and never reads it again.
+ *  - SRQ: as an RQ, but a slot is written again only once the trailer's
+ *    device_idx (loaded with acquire) says the device copied its entry.
  *  - CQ: the device writes a CQE, then its owner byte; we load the owner
  *    byte with acquire, then the CQE; our consumer counter goes to
  *    driver_idx with release, after the CQEs it covers were read.
@@ -15,9 +17,12 @@
  * As in the kernel module, the device is given a tag per request, not the
  * application's wr_id, and a CQE is taken only if it names a request
  * outstanding on the queue of a QP of ours that completes to the CQ polled;
- * others are dropped.  Locks: a post holds the queue's lock; a poll holds
- * the CQ's (when the CQ is not single-threaded), the QP table's, then the
- * queue's.
+ * others are dropped.  An SRQ's entries carry the application's wr_id
+ * instead (they complete in no order, each on the QP that took it): a
+ * receive CQE of a QP on an SRQ is taken, with its wr_id, if the QP is
+ * ours and completes receives to the CQ polled.  Locks: a post holds the
+ * queue's (SRQ's) lock; a poll holds the CQ's (when the CQ is not
+ * single-threaded), the QP table's, then the queue's.
  */
 #include <config.h>
 
@@ -363,6 +368,17 @@ static int vrdma_build_send(struct vrdma_qp *qp, const struct ibv_send_wr *wr,
 	return 0;
 }
 
+/* A receive request for wr, carrying wr_id, into an RQ or SRQ entry. */
+static void vrdma_put_recv(struct virtio_rdma_rq_req *r,
+			   const struct ibv_recv_wr *wr, uint64_t wr_id)
+{
+	memset(r, 0, sizeof(*r));
+	r->num_sge = htole32(wr->num_sge);
+	r->wr_id = htole64(wr_id);
+	vrdma_put_sges((struct virtio_rdma_sge *)(r + 1), wr->sg_list,
+		       wr->num_sge);
+}
+
 /* The slot for the next request, or NULL: max_wr outstanding (lock held). */
 static void *vrdma_uwq_slot(struct vrdma_uwq *wq)
 {
@@ -429,7 +445,10 @@ int vrdma_ring_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	unsigned int n = 0;
 	int ret = 0;
 
-	/* IBA 11.4.1.1: no receive queue in RESET. */
+	/*
+	 * IBA 11.4.1.1: no receive queue in RESET.  A QP on an SRQ has none
+	 * at all (max_wr 0): its receives are posted to the SRQ.
+	 */
 	if (ibqp->state == IBV_QPS_RESET || !wq->max_wr) {
 		*bad_wr = wr;
 		return EINVAL;
@@ -447,11 +466,7 @@ int vrdma_ring_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			ret = ENOMEM;
 			break;
 		}
-		memset(r, 0, sizeof(*r));
-		r->num_sge = htole32(wr->num_sge);
-		r->wr_id = htole64(wq->next_tag);
-		vrdma_put_sges((struct virtio_rdma_sge *)(r + 1), wr->sg_list,
-			       wr->num_sge);
+		vrdma_put_recv(r, wr, wq->next_tag);
 		vrdma_uwq_commit(wq, wr->wr_id, true);
 		n++;
 	}
@@ -459,6 +474,56 @@ int vrdma_ring_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		vrdma_doorbell(to_vctx(ibqp->context), VIRTIO_RDMA_DB_RQ,
 			       qp->qpn, wq->prod);
 	pthread_spin_unlock(&wq->lock);
+	if (ret)
+		*bad_wr = wr;
+	return ret;
+}
+
+/* The entries the device has copied out of the SRQ's ring. */
+static uint32_t vrdma_srq_taken(struct vrdma_srq *srq)
+{
+	/* Acquire: our writes into those slots after the device's reads. */
+	return le32toh(__atomic_load_n(&srq->ring.trailer->device_idx,
+				       __ATOMIC_ACQUIRE));
+}
+
+/*
+ * At most max_wr entries announced and not yet taken (the ring holds at
+ * least that many): more is ENOMEM, as for a full RQ.  A device_idx the
+ * device should not have written makes the SRQ look full, nothing worse.
+ */
+int vrdma_ring_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+			     struct ibv_recv_wr **bad_wr)
+{
+	struct vrdma_srq *srq = to_vsrq(ibsrq);
+	unsigned int n = 0;
+	uint32_t taken;
+	int ret = 0;
+
+	pthread_spin_lock(&srq->lock);
+	taken = vrdma_srq_taken(srq);
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge) {
+			ret = EINVAL;
+			break;
+		}
+		/* Full: the device may have taken more since we looked. */
+		if (srq->prod - taken >= srq->max_wr)
+			taken = vrdma_srq_taken(srq);
+		if (srq->prod - taken >= srq->max_wr) {
+			ret = ENOMEM;
+			break;
+		}
+		/* In place: the device reads nothing past the producer counter. */
+		vrdma_put_recv(vrdma_uring_entry(&srq->ring, srq->prod), wr,
+			       wr->wr_id);
+		srq->prod++;
+		n++;
+	}
+	if (n)
+		vrdma_doorbell(to_vctx(ibsrq->context), VIRTIO_RDMA_DB_SRQ,
+			       srq->srqn, srq->prod);
+	pthread_spin_unlock(&srq->lock);
 	if (ret)
 		*bad_wr = wr;
 	return ret;
@@ -559,12 +624,18 @@ static bool vrdma_cqe_to_wc(struct vrdma_cq *cq,
 	}
 	if (qp && (recv ? qp->vqp.qp.recv_cq : qp->vqp.qp.send_cq) ==
 			  &cq->vcq.cq) {
-		wq = recv ? &qp->rq : &qp->sq;
-		pthread_spin_lock(&wq->lock);
-		ok = vrdma_uwq_complete(wq, le64toh(c->wr_id),
-					status == VIRTIO_RDMA_WC_SUCCESS,
-					&wr_id);
-		pthread_spin_unlock(&wq->lock);
+		if (recv && qp->srq) {
+			/* The SRQ entry's own wr_id: nothing of the QP's RQ. */
+			wr_id = le64toh(c->wr_id);
+			ok = true;
+		} else {
+			wq = recv ? &qp->rq : &qp->sq;
+			pthread_spin_lock(&wq->lock);
+			ok = vrdma_uwq_complete(wq, le64toh(c->wr_id),
+						status == VIRTIO_RDMA_WC_SUCCESS,
+						&wr_id);
+			pthread_spin_unlock(&wq->lock);
+		}
 	}
 	pthread_mutex_unlock(&ctx->qp_table_lock);
 	if (!ok)

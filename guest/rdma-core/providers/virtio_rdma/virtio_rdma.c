@@ -15,7 +15,8 @@
  * of virtio-rdma-abi.h ("Kernel module <-> rdma-core provider"): a context
  * brings the process's doorbell page, a CQ or QP names its rings by their
  * address in our memory, an AH returns the address vector that UD send
- * entries carry.  Post, poll and arm are ring.c's, without a command.
+ * entries carry, an SRQ names its ring as a CQ does.  Post (to SRQs too),
+ * poll and arm are ring.c's, without a command.
  *
  * Built against the rdma-core source of the installed libibverbs (PABI 34
  * in Debian 12): only ibv_cmd_* that rdma-core 44 exports are used, with
@@ -91,6 +92,16 @@ struct vrdma_create_qp_resp {
 struct vrdma_create_ah_resp {
 	struct ib_uverbs_create_ah_resp ibv_resp;
 	struct virtio_rdma_uresp_create_ah drv;
+};
+
+struct vrdma_create_srq_cmd {
+	struct ibv_create_srq ibv_cmd;
+	struct virtio_rdma_ucmd_create_srq drv;
+};
+
+struct vrdma_create_srq_resp {
+	struct ib_uverbs_create_srq_resp ibv_resp;
+	struct virtio_rdma_uresp_create_srq drv;
 };
 
 static const struct verbs_match_ent vrdma_match_table[] = {
@@ -468,6 +479,7 @@ static int vrdma_qp_rings_prepare(struct vrdma_qp *qp,
 	ret = vrdma_uwq_init(&qp->sq, attr->cap.max_send_wr,
 			     attr->cap.max_send_sge,
 			     sizeof(struct virtio_rdma_sq_req));
+	/* On an SRQ the receive cap is 0 (vrdma_qp_new): no RQ ring. */
 	if (!ret)
 		ret = vrdma_uwq_init(&qp->rq, attr->cap.max_recv_wr,
 				     attr->cap.max_recv_sge,
@@ -503,9 +515,16 @@ static struct vrdma_qp *vrdma_qp_new(struct ibv_pd *pd,
 	if (!qp)
 		return NULL;
 	if (ctx->rings) {
-		/* No SRQ on this device (the module refuses one too). */
-		ret = attr->srq ? EOPNOTSUPP :
-				  vrdma_qp_rings_prepare(qp, attr, &cmd.drv);
+		/*
+		 * On an SRQ: no receive queue of its own (rq_va 0), so no
+		 * receive cap for the module either (it grants 0 anyway).
+		 */
+		if (attr->srq) {
+			attr->cap.max_recv_wr = 0;
+			attr->cap.max_recv_sge = 0;
+			qp->srq = true;
+		}
+		ret = vrdma_qp_rings_prepare(qp, attr, &cmd.drv);
 		if (ret)
 			goto err;
 	}
@@ -565,6 +584,91 @@ static int vrdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		init_attr->cap.max_inline_data = to_vqp(qp)->sq.inline_slot;
 	}
 	return ret;
+}
+
+/*
+ * ABI 2: an SRQ's ring of at least max_wr receive entries of max_sge SGEs
+ * in our memory, zeroed, named in the driver data; the module checks the
+ * attributes against the device's limits and pins the ring.
+ * ibv_post_srq_recv is ring.c's.  ABI 1 has no SRQ: these ops are only in
+ * vrdma_ring_ctx_ops, libibverbs' defaults fail with EOPNOTSUPP.
+ */
+static struct ibv_srq *vrdma_create_srq(struct ibv_pd *pd,
+					struct ibv_srq_init_attr *attr)
+{
+	struct vrdma_create_srq_resp resp = {};
+	struct vrdma_create_srq_cmd cmd = {};
+	struct vrdma_srq *srq;
+	int ret;
+
+	/* An entry within a page (the ring's largest stride). */
+	if (!attr->attr.max_wr || !attr->attr.max_sge ||
+	    attr->attr.max_sge > (VIRTIO_RDMA_PAGE_SIZE -
+				  sizeof(struct virtio_rdma_rq_req)) /
+				 sizeof(struct virtio_rdma_sge)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+	ret = vrdma_uring_alloc(&srq->ring, attr->attr.max_wr,
+				sizeof(struct virtio_rdma_rq_req) +
+				attr->attr.max_sge *
+				sizeof(struct virtio_rdma_sge));
+	if (ret)
+		goto err;
+	cmd.drv.ring_va = (uintptr_t)srq->ring.buf;
+	cmd.drv.log_entries = srq->ring.log_entries;
+	cmd.drv.log_stride = srq->ring.log_stride;
+	ret = ibv_cmd_create_srq(pd, &srq->ibsrq, attr, &cmd.ibv_cmd,
+				 sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto err;
+	/* ibv_cmd_create_srq wrote the granted attributes back into attr. */
+	srq->srqn = resp.drv.srqn;
+	srq->max_wr = attr->attr.max_wr;
+	srq->max_sge = attr->attr.max_sge;
+	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	return &srq->ibsrq;
+
+err:
+	vrdma_uring_free(&srq->ring);
+	free(srq);
+	errno = ret;
+	return NULL;
+}
+
+/* Only the limit: no resize, the ring is the SRQ's size. */
+static int vrdma_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+			    int attr_mask)
+{
+	struct ibv_modify_srq cmd;
+
+	if (attr_mask & IBV_SRQ_MAX_WR)
+		return EOPNOTSUPP;
+	return ibv_cmd_modify_srq(srq, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+static int vrdma_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	struct ibv_query_srq cmd;
+
+	return ibv_cmd_query_srq(srq, attr, &cmd, sizeof(cmd));
+}
+
+static int vrdma_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct vrdma_srq *srq = to_vsrq(ibsrq);
+	int ret;
+
+	ret = ibv_cmd_destroy_srq(ibsrq);
+	if (ret)
+		return ret;
+	vrdma_uring_free(&srq->ring);	/* the device let go of it */
+	pthread_spin_destroy(&srq->lock);
+	free(srq);
+	return 0;
 }
 
 static int vrdma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
@@ -1220,7 +1324,10 @@ static void vrdma_free_context(struct ibv_context *ibctx)
 	free(ctx);
 }
 
-/* No SRQ, MW, multicast or CQ resize: the ops left NULL fail EOPNOTSUPP. */
+/*
+ * No MW, multicast or CQ resize, and SRQs only with ABI 2
+ * (vrdma_ring_ctx_ops): the ops left NULL fail EOPNOTSUPP.
+ */
 static const struct verbs_context_ops vrdma_ctx_ops = {
 	.query_device_ex = vrdma_query_device_ex,
 	.query_port = vrdma_query_port,
@@ -1245,12 +1352,17 @@ static const struct verbs_context_ops vrdma_ctx_ops = {
 	.free_context = vrdma_free_context,
 };
 
-/* ABI 2: the data path on the rings, no command (ring.c). */
+/* ABI 2: the data path on the rings, no command (ring.c), and SRQs. */
 static const struct verbs_context_ops vrdma_ring_ctx_ops = {
 	.poll_cq = vrdma_ring_poll_cq,
 	.req_notify_cq = vrdma_ring_req_notify_cq,
 	.post_send = vrdma_ring_post_send,
 	.post_recv = vrdma_ring_post_recv,
+	.create_srq = vrdma_create_srq,
+	.modify_srq = vrdma_modify_srq,
+	.query_srq = vrdma_query_srq,
+	.destroy_srq = vrdma_destroy_srq,
+	.post_srq_recv = vrdma_ring_post_srq_recv,
 };
 
 static struct verbs_context *vrdma_alloc_context(struct ibv_device *ibdev,

@@ -12,7 +12,8 @@
  *    polling and arming a CQ make no system call.  The module pins the
  *    rings and gives the device their page tables, so this process never
  *    learns a guest-physical address, and the device takes doorbells on
- *    this page only for this process's queues.
+ *    this page only for this process's queues.  Shared receive queues
+ *    exist only here: rings of receive requests, posted to in user space.
  */
 #ifndef VIRTIO_RDMA_PROVIDER_H
 #define VIRTIO_RDMA_PROVIDER_H
@@ -140,7 +141,29 @@ struct vrdma_qp {
 	/* ABI 2 */
 	uint32_t qpn;			/* the queue index SQ/RQ doorbells name */
 	bool sig_all;			/* sq_sig_all at create */
+	/*
+	 * Receives from an SRQ: rq has no ring (max_wr 0), and a receive
+	 * CQE carries the wr_id of the SRQ entry it consumed.
+	 */
+	bool srq;
 	struct vrdma_uwq sq, rq;
+};
+
+/*
+ * ABI 2: a shared receive queue, a ring of receive requests (the RQ entry
+ * format) that the QPs created on it take from, in ring order.  Unlike an
+ * RQ's, its entries complete in no order (each on the QP that took it), so
+ * an entry carries the application's wr_id itself, which the CQE gives
+ * back, and a slot is reused once the device has copied its entry out
+ * (the trailer's device_idx passed it).
+ */
+struct vrdma_srq {
+	struct ibv_srq ibsrq;
+	struct vrdma_uring ring;
+	pthread_spinlock_t lock;	/* the posters' */
+	uint32_t srqn;			/* what SRQ doorbells name */
+	uint32_t max_wr, max_sge;	/* as granted */
+	uint32_t prod;			/* producer counter: the doorbell's */
 };
 
 struct vrdma_ah {
@@ -178,6 +201,11 @@ static inline struct vrdma_ah *to_vah(struct ibv_ah *ah)
 	return container_of(ah, struct vrdma_ah, ibah);
 }
 
+static inline struct vrdma_srq *to_vsrq(struct ibv_srq *ibsrq)
+{
+	return container_of(ibsrq, struct vrdma_srq, ibsrq);
+}
+
 /* ring.c */
 int vrdma_uring_alloc(struct vrdma_uring *r, uint32_t min_entries,
 		      uint32_t entry_bytes);
@@ -194,6 +222,8 @@ int vrdma_ring_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			 struct ibv_send_wr **bad_wr);
 int vrdma_ring_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr);
+int vrdma_ring_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+			     struct ibv_recv_wr **bad_wr);
 int vrdma_ring_poll_cq(struct ibv_cq *ibcq, int num_entries,
 		       struct ibv_wc *wc);
 int vrdma_ring_poll_one(struct vrdma_cq *cq, struct ibv_wc *wc);

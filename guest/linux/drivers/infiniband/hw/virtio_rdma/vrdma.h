@@ -18,6 +18,10 @@
  * the ring-capable provider).  User space still never sees a
  * guest-physical address: only its context, queue numbers, an mmap offset
  * and the address vectors of its AHs.
+ *
+ * Shared receive queues exist only with RINGS (vrdma_srq.c): a ring of
+ * receive requests, a kernel SRQ's in vmalloc memory, a user SRQ's in the
+ * process's, that the QPs created on it take from.
  */
 #ifndef VRDMA_H
 #define VRDMA_H
@@ -113,6 +117,8 @@ struct vrdma_dev {
 	atomic64_t bad_cqes;
 	/* queue index -> in use, so a QP's rings are never shared. [nqp] */
 	unsigned long *qp_busy;
+	/* RINGS: srqn -> live SRQ, for its events (xa_lock taken irqsave). */
+	struct xarray srqs;
 
 	/* Pairing with the virtio-net at function 0 of our slot. */
 	struct notifier_block nb;
@@ -224,6 +230,31 @@ static inline u64 vrdma_wq_tag(const struct vrdma_wq *wq)
 	return wq->next_tag;
 }
 
+/*
+ * A shared receive queue (RINGS only, vrdma_srq.c): a ring of receive
+ * requests (virtio_rdma_rq_req + SGEs per entry) that the QPs created on
+ * it take from, in ring order, each entry once.  A kernel SRQ's ring is
+ * vmalloc memory and its requests carry tags, as a kernel RQ's do; but
+ * its entries complete in no order (each on the QP that took it), so its
+ * table gives each request a free entry, not the next one in turn
+ * ("Tags" in vrdma_srq.c).  A user SRQ's ring is the process's, pinned;
+ * the provider posts to it, and the module keeps no table.
+ */
+struct vrdma_srq {
+	struct ib_srq ibsrq;
+	u32 srqn;		/* 1..max_srq: commands, doorbells, events */
+	u32 ctx;		/* the device context's (QPs of it only) */
+	u32 max_wr, max_sge;	/* as granted: as asked */
+	struct vrdma_ring ring;	/* a user SRQ's: ring.umem */
+	/* A kernel SRQ's posting state and tag table, under lock. */
+	spinlock_t lock;
+	u32 prod;		/* producer counter: the doorbell's index */
+	struct vrdma_wr_ent *ents;	/* [nents], by tag & (nents - 1) */
+	u32 nents;		/* a power of two, >= 2 * max_wr */
+	u32 ndue;		/* entries whose CQE is due */
+	u64 next_tag;		/* from 1, never reused */
+};
+
 struct vrdma_qp {
 	struct ib_qp ibqp;
 	u32 qpn;		/* queue index: commands, virtqueues */
@@ -236,6 +267,12 @@ struct vrdma_qp {
 	 * wr_ids (no tag table); uverbs cannot post to it, the provider does.
 	 */
 	bool user_rings;
+	/*
+	 * RINGS: the SRQ it receives from instead of an RQ of its own (no RQ
+	 * ring, no receive tags); it outlives the QP (the core counts its
+	 * users), so pollers that hold the QP may use it.
+	 */
+	struct vrdma_srq *srq;
 	struct ib_qp_cap cap;
 	enum ib_sig_type sig_type;
 	/*
@@ -293,6 +330,10 @@ static inline struct vrdma_mr *to_vmr(struct ib_mr *m)
 static inline struct vrdma_ah *to_vah(struct ib_ah *a)
 {
 	return container_of(a, struct vrdma_ah, ibah);
+}
+static inline struct vrdma_srq *to_vsrq(struct ib_srq *s)
+{
+	return container_of(s, struct vrdma_srq, ibsrq);
 }
 
 /*
@@ -389,6 +430,20 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_qp_init_attr *init);
 int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int vrdma_uwq_check(u64 va, u8 log_entries, u8 log_stride, u32 max_wr,
+		    u32 max_sge, size_t hdr);
+
+/* vrdma_srq.c */
+int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata);
+int vrdma_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int vrdma_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int vrdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int vrdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr);
+bool vrdma_srq_complete(struct vrdma_srq *srq, u64 tag, u64 *wr_id);
+void vrdma_srq_event(struct vrdma_dev *dev, u32 srqn, enum ib_event_type type);
 
 /* vrdma_ring.c */
 extern bool vrdma_rings_param;
@@ -439,6 +494,8 @@ bool vrdma_wq_complete(struct vrdma_wq *wq, u64 tag, bool success,
 void *vrdma_wq_ring_slot(struct vrdma_wq *wq);
 void vrdma_wq_ring_commit(struct vrdma_wq *wq, u64 wr_id, bool due);
 void vrdma_qp_event(struct vrdma_dev *dev, u32 qpn, enum ib_event_type type);
+size_t vrdma_build_recv(struct virtio_rdma_rq_req *r,
+			const struct ib_recv_wr *wr, u64 tag);
 int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,

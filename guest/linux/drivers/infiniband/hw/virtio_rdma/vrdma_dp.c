@@ -37,6 +37,10 @@
  * space: their uverbs commands fail here with -EOPNOTSUPP.  Their CQ
  * events and async events still come through the event queue below (none
  * of that reads a ring), to the handlers uverbs installed.
+ *
+ * A QP on an SRQ (vrdma_srq.c) has no RQ: post_recv to it fails, and its
+ * receive CQEs name requests of its SRQ, whose table the poll looks them
+ * up in instead (under the SRQ's lock, inside cq->lock).
  */
 #include <linux/scatterlist.h>
 
@@ -88,6 +92,20 @@ static int vrdma_wr_opcode(enum ib_qp_type type, enum ib_wr_opcode op)
 }
 
 #define VRDMA_SEND_FLAGS_OK (IB_SEND_FENCE | IB_SEND_SIGNALED | IB_SEND_SOLICITED)
+
+/*
+ * A receive request for wr (its num_sge checked) into r, an RQ or SRQ
+ * entry or buffer, carrying tag instead of wr->wr_id; its length.
+ */
+size_t vrdma_build_recv(struct virtio_rdma_rq_req *r,
+			const struct ib_recv_wr *wr, u64 tag)
+{
+	memset(r, 0, sizeof(*r));
+	r->num_sge = cpu_to_le32(wr->num_sge);
+	r->wr_id = cpu_to_le64(tag);
+	vrdma_sges((struct virtio_rdma_sge *)(r + 1), wr->sg_list, wr->num_sge);
+	return sizeof(*r) + wr->num_sge * sizeof(struct virtio_rdma_sge);
+}
 
 /* Fill the request for wr into r; its length, or -EINVAL. */
 static int vrdma_build_send(struct vrdma_qp *qp, const struct ib_send_wr *wr,
@@ -266,6 +284,11 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	unsigned int n = 0;
 	int err = 0;
 
+	/* Its receives are posted to the SRQ (ib_post_srq_recv()). */
+	if (qp->srq) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
 	if (qp->user_rings) {	/* the provider writes its rings itself */
 		*bad_wr = wr;
 		return -EOPNOTSUPP;
@@ -279,6 +302,7 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	for (; wr; wr = wr->next) {
 		struct virtio_rdma_rq_req *r;
 		struct vrdma_slot *s = NULL;
+		size_t len;
 
 		if (wr->num_sge < 0 || wr->num_sge > wq->max_sge) {
 			err = -EINVAL;
@@ -298,16 +322,11 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			err = -ENOMEM;
 			break;
 		}
-		memset(r, 0, sizeof(*r));
-		r->num_sge = cpu_to_le32(wr->num_sge);
-		r->wr_id = cpu_to_le64(vrdma_wq_tag(wq));	/* not wr->wr_id */
-		vrdma_sges((struct virtio_rdma_sge *)(r + 1), wr->sg_list, wr->num_sge);
+		len = vrdma_build_recv(r, wr, vrdma_wq_tag(wq));	/* not wr->wr_id */
 		if (rings) {
 			vrdma_wq_ring_commit(wq, wr->wr_id, true);
 		} else {
-			err = vrdma_wq_post(wq, s, sizeof(*r) + wr->num_sge *
-					    sizeof(struct virtio_rdma_sge),
-					    wr->wr_id, true);
+			err = vrdma_wq_post(wq, s, len, wr->wr_id, true);
 			if (err) {
 				vrdma_wq_put(wq, s);
 				break;
@@ -441,7 +460,8 @@ static void vrdma_bad_cqe(struct vrdma_dev *dev, struct vrdma_cq *cq,
 /*
  * Fill wc from a CQE (cq->lock held); false if it is dropped: it names no
  * live QP (one destroyed before its CQEs were polled), or no request of
- * the QP outstanding on this CQ.
+ * the QP outstanding on this CQ.  A receive of a QP on an SRQ names a
+ * request of the SRQ (which outlives the QP, so it is alive too).
  */
 static bool vrdma_wc(struct vrdma_dev *dev, struct vrdma_cq *cq,
 		     const struct virtio_rdma_cq_req *c, struct ib_wc *wc)
@@ -472,15 +492,20 @@ static bool vrdma_wc(struct vrdma_dev *dev, struct vrdma_cq *cq,
 		vrdma_bad_cqe(dev, cq, qpn, recv, tag, "not the queue's CQ");
 		return false;
 	}
-	wq = recv ? &qp->rq : &qp->sq;
-	spin_lock(&wq->lock);	/* interrupts are off: cq->lock is irqsave */
-	ok = vrdma_wq_complete(wq, tag, status == VIRTIO_RDMA_WC_SUCCESS, &wr_id);
-	spin_unlock(&wq->lock);
+	if (recv && qp->srq) {
+		ok = vrdma_srq_complete(qp->srq, tag, &wr_id);
+	} else {
+		wq = recv ? &qp->rq : &qp->sq;
+		spin_lock(&wq->lock);	/* interrupts are off: cq->lock is irqsave */
+		ok = vrdma_wq_complete(wq, tag,
+				       status == VIRTIO_RDMA_WC_SUCCESS, &wr_id);
+		spin_unlock(&wq->lock);
+	}
 	if (!ok) {
 		vrdma_bad_cqe(dev, cq, qpn, recv, tag, "no such request outstanding");
 		return false;
 	}
-	if (recv)
+	if (recv && !qp->srq)
 		atomic_dec_if_positive(&qp->rq_posted);
 
 	memset(wc, 0, sizeof(*wc));
@@ -761,6 +786,16 @@ void vrdma_event_vq_done(struct virtqueue *vq)
 		case VIRTIO_RDMA_EVENT_CQ_ERR:
 			if (dev->rings)
 				vrdma_cq_notify(dev, le32_to_cpu(ev.handle), true);
+			break;
+		case VIRTIO_RDMA_EVENT_SRQ_LIMIT:
+			if (dev->rings)
+				vrdma_srq_event(dev, le32_to_cpu(ev.handle),
+						IB_EVENT_SRQ_LIMIT_REACHED);
+			break;
+		case VIRTIO_RDMA_EVENT_SRQ_ERR:
+			if (dev->rings)
+				vrdma_srq_event(dev, le32_to_cpu(ev.handle),
+						IB_EVENT_SRQ_ERR);
 			break;
 		default:
 			break;	/* unknown: ignored */

@@ -9,7 +9,8 @@
  * are reclaimed when posting, so they need no interrupt vector.  With
  * VIRTIO_RDMA_F_RINGS (module parameter rings) the CQ and QP queues stay
  * unused, the doorbell region is mapped (vrdma_ring.c) and user space
- * gets uverbs ABI VIRTIO_RDMA_UVERBS_ABI_RINGS.
+ * gets uverbs ABI VIRTIO_RDMA_UVERBS_ABI_RINGS; only then are there SRQs
+ * (vrdma_srq.c).
  */
 #include <linux/dma-mapping.h>
 #include <linux/module.h>
@@ -71,6 +72,9 @@ static void vrdma_read_config(struct vrdma_dev *dev)
 	VRDMA_LE(c, max_ring_qp_wr);
 	VRDMA_LE(c, max_ring_qp);
 	VRDMA_LE(c, max_ring_cq);
+	VRDMA_LE(c, max_srq);
+	VRDMA_LE(c, max_srq_wr);
+	VRDMA_LE(c, max_srq_sge);
 }
 
 static int vrdma_init_vqs(struct vrdma_dev *dev)
@@ -201,6 +205,24 @@ static void vrdma_clamp_config(struct vrdma_dev *dev)
 	VRDMA_CLAMP(dev, max_ring_qp_wr, VIRTIO_RDMA_RING_MAX_QP_WR);
 	VRDMA_CLAMP(dev, max_ring_qp, VIRTIO_RDMA_RING_MAX_QP);
 	VRDMA_CLAMP(dev, max_ring_cq, VIRTIO_RDMA_RING_MAX_CQ);
+	VRDMA_CLAMP(dev, max_srq, VIRTIO_RDMA_RING_MAX_SRQ);
+	VRDMA_CLAMP(dev, max_srq_wr, VIRTIO_RDMA_RING_MAX_SRQ_WR);
+	VRDMA_CLAMP(dev, max_srq_sge, VRDMA_SPEC_MAX_SGE);
+}
+
+/*
+ * SRQs are rings (CREATE_SRQ_RING): none without RINGS, nor when the device
+ * gives no depth or SGEs for them.  max_srq 0 then says so everywhere.
+ */
+static void vrdma_srq_config(struct vrdma_dev *dev)
+{
+	struct virtio_rdma_config *c = &dev->cfg;
+
+	if (!dev->rings || !c->max_srq || !c->max_srq_wr || !c->max_srq_sge) {
+		c->max_srq = 0;
+		c->max_srq_wr = 0;
+		c->max_srq_sge = 0;
+	}
 }
 
 static int vrdma_probe(struct virtio_device *vdev)
@@ -224,6 +246,7 @@ static int vrdma_probe(struct virtio_device *vdev)
 	vdev->priv = dev;
 	spin_lock_init(&dev->cq_table_lock);
 	xa_init_flags(&dev->qps, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&dev->srqs, XA_FLAGS_LOCK_IRQ);
 
 	vrdma_read_config(dev);
 	vrdma_clamp_config(dev);
@@ -238,6 +261,7 @@ static int vrdma_probe(struct virtio_device *vdev)
 		dev->ncq = dev->cfg.max_ring_cq;
 	if (dev->rings && dev->cfg.max_ring_qp)
 		dev->nqp = dev->cfg.max_ring_qp;
+	vrdma_srq_config(dev);
 	if (dev->cfg.phys_port_cnt != 1 || !dev->max_cq || dev->max_qp < 2 ||
 	    dev->max_cq > VIRTIO_RDMA_LIMIT_MAX ||
 	    dev->max_qp > VIRTIO_RDMA_LIMIT_MAX ||
@@ -254,8 +278,9 @@ static int vrdma_probe(struct virtio_device *vdev)
 	if (!dev->event_queue)
 		dev_warn(&vdev->dev, "no event queue: a CQ event can be lost if a CQE is polled before its interrupt\n");
 	if (dev->rings)
-		dev_info(&vdev->dev, "queues in guest memory (rings), %u user contexts: user space needs the ring-capable provider (uverbs ABI %u)\n",
-			 dev->cfg.max_ctx, VIRTIO_RDMA_UVERBS_ABI_RINGS);
+		dev_info(&vdev->dev, "queues in guest memory (rings), %u user contexts, %u SRQs: user space needs the ring-capable provider (uverbs ABI %u)\n",
+			 dev->cfg.max_ctx, dev->cfg.max_srq,
+			 VIRTIO_RDMA_UVERBS_ABI_RINGS);
 
 	err = -ENOMEM;
 	dev->cqvqs = kcalloc(dev->max_cq, sizeof(*dev->cqvqs), GFP_KERNEL);
@@ -330,6 +355,8 @@ static void vrdma_remove(struct virtio_device *vdev)
 	vrdma_free_queues(dev);
 	WARN_ON(!xa_empty(&dev->qps));
 	xa_destroy(&dev->qps);
+	WARN_ON(!xa_empty(&dev->srqs));
+	xa_destroy(&dev->srqs);
 	ib_dealloc_device(&dev->ib);
 }
 

@@ -10,7 +10,9 @@
  * device discards what is still posted when a QP is destroyed and the
  * driver reclaims those buffers here.  With RINGS the SQ and RQ are rings
  * of the QP's own instead ("Rings" below): a kernel QP's in vmalloc memory,
- * a user QP's in the process's ("User rings").
+ * a user QP's in the process's ("User rings").  A QP on an SRQ
+ * (vrdma_srq.c) has no RQ ring: its RQ is a queue of no work requests,
+ * and its receive completions name the SRQ's requests.
  */
 #include <linux/scatterlist.h>
 
@@ -227,9 +229,12 @@ bool vrdma_wq_complete(struct vrdma_wq *wq, u64 tag, bool success,
  * no tag table for such a queue, and uverbs cannot post to it.
  */
 
-/* One queue of a user QP's request; -EINVAL unless it fits the cap. */
-static int vrdma_uwq_check(u64 va, u8 log_entries, u8 log_stride, u32 max_wr,
-			   u32 max_sge, size_t hdr)
+/*
+ * One queue of a user QP's request (or a user SRQ's ring, vrdma_srq.c);
+ * -EINVAL unless it fits the cap.
+ */
+int vrdma_uwq_check(u64 va, u8 log_entries, u8 log_stride, u32 max_wr,
+		    u32 max_sge, size_t hdr)
 {
 	if (!max_wr)	/* no work requests: no ring */
 		return va || log_entries || log_stride ? -EINVAL : 0;
@@ -323,12 +328,13 @@ static int vrdma_destroy_cmd(struct vrdma_dev *dev, u32 qpn)
  * RINGS: CREATE_QP_RING for the checked request cmd of context ctx, the
  * SQ and RQ rings made first: a kernel QP's ("Rings"), or with ucmd (its
  * checked request, vrdma_user_qp_check()) a user QP's ("User rings"); on
- * failure nothing is left.
+ * failure nothing is left.  srqn: 0, or the SRQ it receives from (cap has
+ * no receive work requests then: no RQ ring).
  */
 static int vrdma_create_qp_ring(struct vrdma_dev *dev, struct vrdma_qp *qp,
 				const struct ib_qp_cap *cap,
 				const struct virtio_rdma_cmd_create_qp *cmd,
-				u32 ctx,
+				u32 ctx, u32 srqn,
 				const struct virtio_rdma_ucmd_create_qp *ucmd,
 				struct virtio_rdma_rsp_create_qp_wire *r)
 {
@@ -362,6 +368,7 @@ static int vrdma_create_qp_ring(struct vrdma_dev *dev, struct vrdma_qp *qp,
 	if (!err) {
 		req->qp = *cmd;
 		req->ctx = cpu_to_le32(ctx);
+		req->srqn = cpu_to_le32(srqn);
 		err = vrdma_ring_desc(&qp->sq.ring, &spt, &req->sq);
 	}
 	if (!err)
@@ -397,7 +404,11 @@ static int vrdma_user_qp_check(struct ib_qp_init_attr *init,
 	if (udata->outlen < sizeof(struct virtio_rdma_uresp_create_qp) ||
 	    ucmd->reserved)
 		return -EINVAL;
-	/* The device checks it too; uverbs gives only the file's own CQs. */
+	/*
+	 * The device checks it too; uverbs gives only the file's own CQs (and
+	 * SRQ: vrdma_qp_srq_check()).  With an SRQ the cap has no receive
+	 * work requests, so the provider names no RQ ring.
+	 */
 	if (to_vcq(init->send_cq)->ctx != ctx ||
 	    to_vcq(init->recv_cq)->ctx != ctx)
 		return -EINVAL;
@@ -411,6 +422,35 @@ static int vrdma_user_qp_check(struct ib_qp_init_attr *init,
 			       ucmd->rq_log_stride, cap->max_recv_wr,
 			       cap->max_recv_sge,
 			       sizeof(struct virtio_rdma_rq_req));
+}
+
+/*
+ * RINGS: a QP on init->srq (ctx: the QP's context) receives from it and
+ * has no receive queue of its own: the receive cap is 0 whatever was asked
+ * (as HCAs do; it is what the QP is granted), and the SRQ must be a basic
+ * SRQ of this device and of the same context -- a user QP's SRQ of its
+ * own process (uverbs finds it among the file's objects; the device checks
+ * it too).  Not for GSI: the MAD layer posts to QP1's own RQ.
+ */
+static int vrdma_qp_srq_check(struct vrdma_dev *dev,
+			      struct ib_qp_init_attr *init, u32 ctx)
+{
+	struct vrdma_srq *srq;
+
+	if (!init->srq)
+		return 0;
+	if (!dev->rings)
+		return -EOPNOTSUPP;	/* there is none (vrdma_create_srq()) */
+	if (init->srq->device != &dev->ib || init->qp_type == IB_QPT_GSI)
+		return -EINVAL;
+	if (init->srq->srq_type != IB_SRQT_BASIC)
+		return -EOPNOTSUPP;
+	srq = to_vsrq(init->srq);
+	if (srq->ctx != ctx)
+		return -EINVAL;
+	init->cap.max_recv_wr = 0;
+	init->cap.max_recv_sge = 0;
+	return 0;
 }
 
 int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
@@ -430,10 +470,16 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	/* Without RINGS the provider passes no driver data. */
 	if (udata && !dev->rings && (udata->inlen || udata->outlen))
 		return -EINVAL;
-	if (type < 0 || init->srq || init->create_flags || init->rwq_ind_tbl)
+	if (type < 0 || init->create_flags || init->rwq_ind_tbl)
 		return -EOPNOTSUPP;
 	if (init->port_num > 1)
 		return -EINVAL;
+	if (user)
+		ctx = rdma_udata_to_drv_context(udata, struct vrdma_ucontext,
+						ibuc)->ctx;
+	err = vrdma_qp_srq_check(dev, init, ctx);
+	if (err)
+		return err;
 	if (cap->max_send_wr > vrdma_max_qp_wr(dev) ||
 	    cap->max_recv_wr > vrdma_max_qp_wr(dev) ||
 	    cap->max_send_sge > dev->cfg.max_send_sge ||
@@ -441,8 +487,6 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	    (!cap->max_send_wr && !cap->max_recv_wr))
 		return -EINVAL;
 	if (user) {
-		ctx = rdma_udata_to_drv_context(udata, struct vrdma_ucontext,
-						ibuc)->ctx;
 		err = vrdma_user_qp_check(init, udata, ctx, &ucmd);
 		if (err)
 			return err;
@@ -465,6 +509,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	cmd.recv_cqn = cpu_to_le32(to_vcq(init->recv_cq)->cqn);
 	if (dev->rings)
 		err = vrdma_create_qp_ring(dev, qp, cap, &cmd, ctx,
+					   init->srq ? to_vsrq(init->srq)->srqn : 0,
 					   user ? &ucmd : NULL, &r);
 	else
 		err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_CREATE_QP, &cmd, sizeof(cmd),
@@ -490,6 +535,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->scq = to_vcq(init->send_cq);
 	qp->rcq = to_vcq(init->recv_cq);
 	qp->user_rings = user;
+	qp->srq = init->srq ? to_vsrq(init->srq) : NULL;
 	atomic_set(&qp->rq_posted, 0);
 	/* Only without RINGS, where nqp == max_qp: qpn has its virtqueues. */
 	if (!dev->rings) {
@@ -683,6 +729,7 @@ int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	init->qp_type = qp->ibqp.qp_type;
 	init->send_cq = qp->ibqp.send_cq;
 	init->recv_cq = qp->ibqp.recv_cq;
+	init->srq = qp->ibqp.srq;
 	init->sq_sig_type = qp->sig_type;
 	init->cap = qp->cap;
 out:

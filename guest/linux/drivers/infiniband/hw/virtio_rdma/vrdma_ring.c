@@ -10,6 +10,10 @@
  *    device copies an entry out once and never reads it again.  The driver
  *    reuses a slot only when the request it held has completed (vrdma_qp.c,
  *    "Rings"), which implies the device copied it.
+ *  - SRQ: as an RQ, but its entries complete in no order, so the driver
+ *    reuses a slot once the trailer's device_idx (the entries the device
+ *    copied out, in ring order) has passed it: it reads device_idx, then
+ *    dma_mb(), then writes (vrdma_srq.c).
  *  - CQ: the device writes a CQE, then its owner byte; the driver reads the
  *    owner byte, dma_rmb(), then the CQE; after consuming it publishes its
  *    consumer counter in driver_idx (vrdma_dp.c).

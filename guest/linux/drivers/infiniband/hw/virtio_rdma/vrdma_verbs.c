@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Device, port, GID, context (and its doorbell mapping), PD, AH and CQ
- * verbs, and the ops table.
+ * verbs, and the ops table (SRQs: vrdma_srq.c).
  *
  * Everything here runs in process context except create_ah (the CM creates
  * address handles in atomic context): an AH is only a stored address
@@ -52,7 +52,10 @@ static int vrdma_query_device(struct ib_device *ib, struct ib_device_attr *a,
 	a->max_fast_reg_page_list_len = c->max_fast_reg_page_list_len;
 	a->max_pkeys = c->max_pkeys;
 	a->local_ca_ack_delay = c->local_ca_ack_delay;
-	a->max_srq = 0;
+	/* RINGS only (0 otherwise, vrdma_probe()); no resize (SRQ_RESIZE). */
+	a->max_srq = c->max_srq;
+	a->max_srq_wr = c->max_srq_wr;
+	a->max_srq_sge = c->max_srq_sge;
 	return 0;
 }
 
@@ -553,10 +556,16 @@ const struct ib_device_ops vrdma_dev_ops = {
 	.alloc_mr = vrdma_alloc_mr,
 	.map_mr_sg = vrdma_map_mr_sg,
 	.dereg_mr = vrdma_dereg_mr,
+	.create_srq = vrdma_create_srq,
+	.modify_srq = vrdma_modify_srq,
+	.query_srq = vrdma_query_srq,
+	.destroy_srq = vrdma_destroy_srq,
+	.post_srq_recv = vrdma_post_srq_recv,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, vrdma_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, vrdma_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, vrdma_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, vrdma_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, vrdma_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, vrdma_ucontext, ibuc),
 };

@@ -59,6 +59,7 @@ VrdmaLimits dp_limits()
         .max_ring_cq = 0,       /* as max_cq */
         .max_srq = 16,
         .max_srq_wr = 0,        /* VIRTIO_RDMA_RING_MAX_SRQ_WR */
+        .max_srq_sge = 0,       /* max_sge */
     };
 }
 

@@ -29,7 +29,8 @@ TEST(CoreNew, AcceptsDefaultsAndExtremes)
                       .no_atomics = true, .no_fast_reg = true, .allow = {},
                       .max_ctx = 0, .max_ring_cqe = 0,
                       .max_ring_qp_wr = 0, .max_ring_qp = 0,
-                      .max_ring_cq = 0, .max_srq = 0, .max_srq_wr = 0};
+                      .max_ring_cq = 0, .max_srq = 0, .max_srq_wr = 0,
+                      .max_srq_sge = 0};
     c = vrdma_core_new(&lim, &g.ops());
     ASSERT_NE(c, nullptr);
     vrdma_core_free(c);
@@ -47,7 +48,7 @@ TEST(CoreNew, AcceptsDefaultsAndExtremes)
                       .allow = {}, .max_ctx = 0, .max_ring_cqe = 0,
                       .max_ring_qp_wr = 0, .max_ring_qp = 0,
                       .max_ring_cq = 0, .max_srq = VIRTIO_RDMA_RING_MAX_SRQ,
-                      .max_srq_wr = 0};
+                      .max_srq_wr = 0, .max_srq_sge = 0};
     c = vrdma_core_new(&lim, &g.ops());
     ASSERT_NE(c, nullptr);
     vrdma_core_free(c);

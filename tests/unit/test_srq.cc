@@ -21,11 +21,12 @@ protected:
      * connected to its own QP on a; CQs of 64.
      */
     void up_srq(uint8_t log_srq = 3, uint32_t limit = 0,
-                const Conn &conn = Conn{})
+                const Conn &conn = Conn{}, uint32_t srq_pd = 0)
     {
         ca = std::make_unique<RingCq>(*a, 0, 64, 6);
         cb = std::make_unique<RingCq>(*b, 0, 64, 6);
-        srq = std::make_unique<RingSrq>(*b, 0, pd_b, log_srq, 4, limit);
+        srq = std::make_unique<RingSrq>(*b, 0, srq_pd ? srq_pd : pd_b,
+                                        log_srq, 4, limit);
         for (int i = 0; i < 2; i++) {
             qa_[i] = std::make_unique<RingQp>(*a, 0, pd_a, VIRTIO_RDMA_QPT_RC,
                                               *ca, *ca);
@@ -440,6 +441,28 @@ TEST_F(Srq, ErrFlushesOnlyTheTakenEntry)
     ASSERT_EQ(r.size(), 1u);
     EXPECT_EQ(r[0].wr_id, 2u);
     EXPECT_EQ(r[0].status, VIRTIO_RDMA_WC_SUCCESS);
+}
+
+/* IBA: a receive from an SRQ names MRs of the SRQ's PD, not the QP's. */
+TEST_F(Srq, ReceivesUseTheSrqsPd)
+{
+    const uint32_t pd2 = b->create_pd();
+    up_srq(3, 0, Conn{}, pd2);
+    const MrInfo in_pd2 = buffer(*b, pd2, 4096);
+    srq->post(1, {{in_pd2.addr, 4096, in_pd2.lkey}});
+    a->fill(src.addr, 64, 5);
+    send(0, 1);
+    auto got = drain(*cb);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].status, VIRTIO_RDMA_WC_SUCCESS);
+    EXPECT_TRUE(b->check(in_pd2.addr, 64, 5));
+
+    srq->post(2, {{dst.addr, 4096, dst.lkey}}); /* the QP's PD's MR */
+    send(0, 2);
+    got = drain(*cb);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].wr_id, 2u);
+    EXPECT_EQ(got[0].status, VIRTIO_RDMA_WC_LOC_PROT_ERR);
 }
 
 TEST_F(Srq, ResetFreesSrqs)

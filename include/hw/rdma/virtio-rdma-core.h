@@ -148,11 +148,13 @@ typedef struct VrdmaLimits {
     uint32_t max_ring_cq;
     /*
      * VIRTIO_RDMA_F_RINGS: SRQ numbers 1..max_srq (0: no SRQ, at most
-     * VIRTIO_RDMA_RING_MAX_SRQ), and the deepest SRQ ring, 0 for
-     * VIRTIO_RDMA_RING_MAX_SRQ_WR; a host RDMA device lowers both.
+     * VIRTIO_RDMA_RING_MAX_SRQ), the deepest SRQ ring (0 for
+     * VIRTIO_RDMA_RING_MAX_SRQ_WR) and SGEs per SRQ request (0 for
+     * max_sge); a host RDMA device lowers them to its own.
      */
     uint32_t max_srq;
     uint32_t max_srq_wr;
+    uint32_t max_srq_sge;
 } VrdmaLimits;
 
 /* The most user contexts (VrdmaLimits.max_ctx). */

@@ -102,7 +102,7 @@ void fill_config(const VrdmaLimits &lim, virtio_rdma_config &cfg)
     cfg.max_ring_cq = le(ring_cqs(lim));
     cfg.max_srq = le(lim.max_srq);
     cfg.max_srq_wr = le(lim.max_srq ? max_srq_wr(lim) : 0u);
-    cfg.max_srq_sge = le(lim.max_srq ? lim.max_sge : 0u);
+    cfg.max_srq_sge = le(lim.max_srq ? max_srq_sge(lim) : 0u);
 }
 
 } // namespace vrdma

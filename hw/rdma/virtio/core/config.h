@@ -54,6 +54,13 @@ inline uint32_t max_srq_wr(const VrdmaLimits &lim)
                : VIRTIO_RDMA_RING_MAX_SRQ_WR;
 }
 
+/* CREATE_SRQ_RING's largest max_sge under @lim. */
+inline uint32_t max_srq_sge(const VrdmaLimits &lim)
+{
+    return lim.max_srq_sge && lim.max_srq_sge < lim.max_sge ? lim.max_srq_sge
+                                                            : lim.max_sge;
+}
+
 /* CREATE_QP_RING's / CREATE_CQ_RING's number spaces under @lim. */
 inline uint32_t ring_qps(const VrdmaLimits &lim)
 {

@@ -58,10 +58,10 @@ bool in_bounds(const Mr &mr, uint64_t va, uint64_t len)
  * The MR an SGE names, if it may be used as the QP's local buffer (written
  * by the device if @write); nullptr otherwise.
  */
-const Mr *sge_mr(VrdmaCore &c, const Qp &qp, const Sge &s, bool write)
+const Mr *sge_mr(VrdmaCore &c, uint32_t pd, const Sge &s, bool write)
 {
     const Mr *mr = c.mrs.lookup_lkey(s.lkey);
-    if (!mr || !usable(*mr) || mr->pd_index != qp.pd_index) {
+    if (!mr || !usable(*mr) || mr->pd_index != pd) {
         return nullptr;
     }
     if (write && (!(mr->access & VIRTIO_RDMA_ACCESS_LOCAL_WRITE) ||
@@ -115,18 +115,18 @@ bool mr_copy(VrdmaCore &c, const Mr &mr, uint64_t va, uint8_t *buf,
 
 } // namespace
 
-uint8_t sgl_check(VrdmaCore &c, const Qp &qp, const Sge *sge, uint32_t n,
+uint8_t sgl_check(VrdmaCore &c, uint32_t pd, const Sge *sge, uint32_t n,
                   bool write)
 {
     for (uint32_t i = 0; i < n; i++) {
-        if (sge[i].length && !sge_mr(c, qp, sge[i], write)) {
+        if (sge[i].length && !sge_mr(c, pd, sge[i], write)) {
             return VIRTIO_RDMA_WC_LOC_PROT_ERR;
         }
     }
     return VIRTIO_RDMA_WC_SUCCESS;
 }
 
-uint8_t sgl_copy(VrdmaCore &c, const Qp &qp, const Sge *sge, uint32_t n,
+uint8_t sgl_copy(VrdmaCore &c, uint32_t pd, const Sge *sge, uint32_t n,
                  uint64_t offset, uint8_t *buf, uint32_t len, bool to_sgl)
 {
     for (uint32_t i = 0; i < n && len; i++) {
@@ -135,7 +135,7 @@ uint8_t sgl_copy(VrdmaCore &c, const Qp &qp, const Sge *sge, uint32_t n,
             offset -= s.length;
             continue;
         }
-        const Mr *mr = sge_mr(c, qp, s, to_sgl);
+        const Mr *mr = sge_mr(c, pd, s, to_sgl);
         if (!mr) {
             return VIRTIO_RDMA_WC_LOC_PROT_ERR;
         }

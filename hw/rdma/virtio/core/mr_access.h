@@ -18,10 +18,14 @@ struct VrdmaCore;
 
 namespace vrdma {
 
-/* WC status of a failed local access (LOC_PROT_ERR...), or SUCCESS. */
-uint8_t sgl_check(VrdmaCore &c, const Qp &qp, const Sge *sge, uint32_t n,
+/*
+ * WC status of a failed local access (LOC_PROT_ERR...), or SUCCESS.  The
+ * lkeys must be of MRs of PD @pd: the QP's for its sends, Qp::recv_pd()
+ * for its receives (an SRQ's PD for a QP on an SRQ).
+ */
+uint8_t sgl_check(VrdmaCore &c, uint32_t pd, const Sge *sge, uint32_t n,
                   bool write);
-uint8_t sgl_copy(VrdmaCore &c, const Qp &qp, const Sge *sge, uint32_t n,
+uint8_t sgl_copy(VrdmaCore &c, uint32_t pd, const Sge *sge, uint32_t n,
                  uint64_t offset, uint8_t *buf, uint32_t len, bool to_sgl);
 enum class RkeyErr : uint8_t { kOk, kKey, kPd, kAccess, kBounds };
 /* The MR @rkey names, if it lets @qp's peer do @access on [va, va+len). */

@@ -310,6 +310,7 @@ Status commit_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
     if (srqn) {
         qp->srqn = srqn;
         qp->srq_max_sge = c.srqs.at(srqn)->max_sge;
+        qp->srq_pd_index = c.srqs.at(srqn)->pd_index;
     }
     Qp *live = c.qps.insert(qpn, std::move(qp));
     if (Status s = backend::qp_created(c, *live); !s.ok()) {

@@ -39,11 +39,17 @@ struct Qp {
     uint32_t ctx = 0; /* the owner's context (VIRTIO_RDMA_F_RINGS) */
     /* VIRTIO_RDMA_F_RINGS: its queues in guest memory; else virtqueues. */
     std::unique_ptr<QpRings> rings;
-    /* Its receives come from this SRQ (srq.h), with its max_sge; 0: RQ. */
+    /*
+     * Its receives come from this SRQ (srq.h), with its max_sge and lkeys
+     * of its PD (IBA: the SRQ's PD, not the QP's); 0: its RQ.
+     */
     uint32_t srqn = 0;
     uint32_t srq_max_sge = 0;
+    uint32_t srq_pd_index = 0;
 
     uint32_t state() const { return attr.qp_state; }
+    /* The PD of the MRs a receive request of this QP names. */
+    uint32_t recv_pd() const { return srqn ? srq_pd_index : pd_index; }
     /* The most SGEs a receive request of this QP may have. */
     uint32_t recv_max_sge() const
     {

@@ -163,8 +163,9 @@ Status cmd_create_srq_ring(VrdmaCore &c,
     if (req.max_wr < 1 || req.max_wr > max_srq_wr(c.lim)) {
         return fail(VRDMA_ERR_LIMIT, "max_wr", req.max_wr, max_srq_wr(c.lim));
     }
-    if (req.max_sge < 1 || req.max_sge > c.lim.max_sge) {
-        return fail(VRDMA_ERR_LIMIT, "max_sge", req.max_sge, c.lim.max_sge);
+    if (req.max_sge < 1 || req.max_sge > max_srq_sge(c.lim)) {
+        return fail(VRDMA_ERR_LIMIT, "max_sge", req.max_sge,
+                    max_srq_sge(c.lim));
     }
     if (req.srq_limit > req.max_wr) {
         return fail(VRDMA_ERR_BAD_ARG, "srq_limit", req.srq_limit, req.max_wr);

@@ -37,7 +37,8 @@ uint64_t max_map_count()
 
 Backend::Backend(std::unique_ptr<HostDevice> dev, const VrdmaLimits &lim)
     : dev_(std::move(dev)), pds_(lim.max_pd, nullptr),
-      cqs_(cq_slots(lim), nullptr), mrs_(lim.max_mr),
+      cqs_(cq_slots(lim), nullptr), srqs_(srq_slots(lim), nullptr),
+      mrs_(lim.max_mr),
       pending_(cq_slots(lim)),
       dma_(lim.max_pd)
 {
@@ -77,6 +78,7 @@ Backend::~Backend()
 void Backend::release_all(VrdmaCore &c)
 {
     /* The core freed its QPs first (their host QPs went with them). */
+    release_srqs();
     for (uint32_t i = 0; i < mrs_.size(); i++) {
         release_mr(c, i);
     }
@@ -165,8 +167,9 @@ void Backend::host_stats(const VrdmaCore &c, VrdmaIbStats &st) const
     }
     st.host_jobs = static_cast<uint32_t>(ah_jobs_.size() + dma_jobs_.size() +
                                          modify_jobs);
-    st.graveyard = static_cast<uint32_t>(tomb_mrs_.size() + tomb_cqs_.size() +
-                                         tomb_pds_.size());
+    st.graveyard = static_cast<uint32_t>(tomb_mrs_.size() +
+                                         tomb_srqs_.size() +
+                                         tomb_cqs_.size() + tomb_pds_.size());
     st.purged_cqes = purged_cqes;
 }
 

@@ -2,16 +2,18 @@
  * virtio-rdma ibverbs backend: the host device's asynchronous events, and
  * what the guest sees of them.
  *
- * The guest ABI has no asynchronous events, so each becomes the state the
- * guest can query:
+ * The guest's asynchronous events are few (VIRTIO_RDMA_F_RINGS: the
+ * spec's "Async events"), so most become the state the guest can query:
  *   QP fatal, request / access error   the QP is in ERR (QUERY_QP); the
  *                                      host flushes its work
  *   port error / port active           QUERY_PORT says DOWN / ACTIVE
  *   device fatal                       every QP in ERR, the port DOWN
  *   CQ error (the host CQ overran)     every QP completing to the CQ in
  *                                      ERR, a CQ overrun counted
- * The rest (SRQ, GID change, ...) are counted only: GIDs are looked up
- * afresh each time they are used.
+ *   SRQ limit reached                  the guest's SRQ_LIMIT, disarmed
+ *   SRQ error                          the SRQ broken: SRQ_ERR (srq.cc)
+ * The rest (last WQE reached, GID change, ...) are counted only: GIDs are
+ * looked up afresh each time they are used.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -72,6 +74,17 @@ void Backend::async_events(VrdmaCore &c)
             break;
         case IBV_EVENT_CQ_ERR:
             host_cq_overrun(c, ev.element.cq);
+            break;
+        case IBV_EVENT_SRQ_LIMIT_REACHED:
+        case IBV_EVENT_SRQ_ERR:
+            host_srq_event(c, ev.element.srq, ev.event_type);
+            break;
+        case IBV_EVENT_QP_LAST_WQE_REACHED:
+            /*
+             * A QP on an SRQ left it (ERR, or its last receive done): no
+             * error of the QP's, which its own events or CQEs report, and
+             * the guest ABI has no such event.
+             */
             break;
         default:
             break;

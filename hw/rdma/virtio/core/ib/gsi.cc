@@ -72,7 +72,8 @@ void Backend::gsi_send(VrdmaCore &c, Qp &qp, const virtio_rdma_sq_req &h,
         status = VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }
     if (status == VIRTIO_RDMA_WC_SUCCESS) {
-        status = sgl_copy(c, qp, s.data(), h.num_sge, 0, m.mad, total, false);
+        status = sgl_copy(c, qp.pd_index, s.data(), h.num_sge, 0, m.mad, total,
+                          false);
     }
     if (status != VIRTIO_RDMA_WC_SUCCESS) {
         /* Taken by the QP but not executable: an error of the QP's. */
@@ -119,7 +120,7 @@ void Backend::gsi_recv(VrdmaCore &c, Qp &qp, const virtio_rdma_rq_req &h,
         status = VIRTIO_RDMA_WC_LOC_LEN_ERR;
     }
     if (status == VIRTIO_RDMA_WC_SUCCESS) {
-        status = sgl_check(c, qp, r.sge.data(), r.num_sge, true);
+        status = sgl_check(c, qp.pd_index, r.sge.data(), r.num_sge, true);
     }
     if (status == VIRTIO_RDMA_WC_SUCCESS &&
         st.gsi_rq.size() >= qp.cap.max_recv_wr) {
@@ -182,8 +183,8 @@ bool Backend::mad_receive(VrdmaCore &c, const VrdmaMad &m)
     cqe.opcode = VIRTIO_RDMA_WC_RECV;
     cqe.qp_num = qp->wire_qpn;
     cqe.port_num = kPortNum;
-    cqe.status = sgl_copy(c, *qp, r.sge.data(), r.num_sge, 0, buf.data(),
-                          kMadRecvBytes, true);
+    cqe.status = sgl_copy(c, qp->pd_index, r.sge.data(), r.num_sge, 0,
+                          buf.data(), kMadRecvBytes, true);
     if (cqe.status != VIRTIO_RDMA_WC_SUCCESS) {
         /* The buffer was checked when posted; too short is the guest's. */
         qp->attr.qp_state = VIRTIO_RDMA_QPS_ERR;

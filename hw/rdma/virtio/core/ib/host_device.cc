@@ -140,8 +140,16 @@ void HostDevice::clamp(VrdmaLimits &lim) const
     if (dev_.max_qp_wr > 0) {
         lower(lim.max_ring_qp_wr, dev_.max_qp_wr);
     }
-    /* No host SRQs yet (Backend::srq_created): the guest is told none. */
-    lim.max_srq = 0;
+    /* An SRQ ring stands for a host SRQ of its depth and SGEs. */
+    lower(lim.max_srq, dev_.max_srq);
+    lim.max_srq_wr = max_srq_wr(lim);
+    lim.max_srq_sge = max_srq_sge(lim);
+    if (dev_.max_srq_wr > 0 && dev_.max_srq_sge > 0) {
+        lower(lim.max_srq_wr, dev_.max_srq_wr);
+        lower(lim.max_srq_sge, dev_.max_srq_sge);
+    } else {
+        lim.max_srq = 0; /* max_srq_wr 0 would mean the core's deepest */
+    }
 }
 
 void HostDevice::describe(VrdmaIbHostInfo &info) const

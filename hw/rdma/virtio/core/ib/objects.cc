@@ -218,8 +218,8 @@ void Backend::entomb(ibv_cq *cq)
 
 /*
  * After each job (and at the end): what the graveyard holds, in the order
- * the host needs -- MRs, then CQs (their QPs are gone), then PDs.  Each
- * list is as long as what one reset found busy: bounded by the tables.
+ * the host needs -- MRs, then SRQs and CQs (their QPs are gone), then PDs.
+ * Each list is as long as what one reset found busy: bounded by the tables.
  */
 void Backend::bury(VrdmaCore &c)
 {
@@ -228,6 +228,8 @@ void Backend::bury(VrdmaCore &c)
     for (const TombMr &m : mrs) {
         end_host_mr(c, m); /* back in the list if still refused */
     }
+    std::erase_if(tomb_srqs_,
+                  [](ibv_srq *srq) { return ibv_destroy_srq(srq) == 0; });
     std::erase_if(tomb_cqs_, [](ibv_cq *cq) { return ibv_destroy_cq(cq) == 0; });
     std::erase_if(tomb_pds_, [this](ibv_pd *pd) {
         return !pd_in_use(pd) && ibv_dealloc_pd(pd) == 0;
@@ -291,6 +293,18 @@ Status Backend::qp_created(VrdmaCore &c, Qp &qp)
     ia.cap.max_recv_wr = qp.cap.max_recv_wr;
     ia.cap.max_send_sge = qp.cap.max_send_sge;
     ia.cap.max_recv_sge = qp.cap.max_recv_sge;
+    if (qp.srqn) {
+        /*
+         * Its receives are the host SRQ's (the core checked that the SRQ
+         * is the QP's context's); their CQEs come to its receive CQ.
+         */
+        ia.srq = host_srq(qp.srqn);
+        if (!ia.srq) {
+            return fail(VRDMA_ERR_BAD_HANDLE, "srqn", qp.srqn);
+        }
+        ia.cap.max_recv_wr = 0;
+        ia.cap.max_recv_sge = 0;
+    }
     ia.qp_type = static_cast<ibv_qp_type>(qp.type);
     ia.sq_sig_all = qp.sq_sig_type == VIRTIO_RDMA_SIGNAL_ALL_WR;
     ibv_qp *h = ibv_create_qp(pds_[qp.pd_index], &ia);
@@ -560,11 +574,11 @@ Status Backend::mr_deregistered(VrdmaCore &c, Mr &mr)
     return kOk;
 }
 
-bool Backend::host_lkey(VrdmaCore &c, const Qp &qp, const Sge &s,
+bool Backend::host_lkey(VrdmaCore &c, uint32_t pd, const Sge &s,
                         uint32_t *out) const
 {
     const Mr *mr = c.mrs.lookup_lkey(s.lkey);
-    if (!mr || mr->pd_index != qp.pd_index || mr->revoked) {
+    if (!mr || mr->pd_index != pd || mr->revoked) {
         return false;
     }
     const HostMr &m = mrs_[s.lkey >> 8];

@@ -82,8 +82,9 @@ void complete_now(VrdmaCore &c, Qp &qp, uint32_t cqn, uint64_t wr_id,
     cq_deliver(c, cqn, cqe, false, stats);
 }
 
-uint8_t Backend::host_sges(VrdmaCore &c, const Qp &qp, const uint8_t *p,
-                           uint32_t n, ibv_sge *out, uint32_t *total) const
+uint8_t Backend::host_sges(VrdmaCore &c, uint32_t pd, const uint8_t *p,
+                           uint32_t n, ibv_sge *out, uint32_t *total,
+                           uint32_t *bad_lkey) const
 {
     std::array<Sge, VRDMA_MAX_SGE> s;
     if (!read_sges(p, n, s.data(), total)) {
@@ -91,7 +92,10 @@ uint8_t Backend::host_sges(VrdmaCore &c, const Qp &qp, const uint8_t *p,
     }
     for (uint32_t i = 0; i < n; i++) {
         uint32_t lkey;
-        if (!host_lkey(c, qp, s[i], &lkey)) {
+        if (!host_lkey(c, pd, s[i], &lkey)) {
+            if (bad_lkey) {
+                *bad_lkey = s[i].lkey;
+            }
             return VIRTIO_RDMA_WC_LOC_PROT_ERR;
         }
         out[i] = ibv_sge{s[i].addr, s[i].length, lkey};
@@ -128,7 +132,8 @@ void Backend::post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
     std::array<ibv_sge, VRDMA_MAX_SGE> sg;
     uint32_t total = 0;
     if (status == VIRTIO_RDMA_WC_SUCCESS) {
-        status = host_sges(c, qp, p + sizeof(h), h.num_sge, sg.data(), &total);
+        status = host_sges(c, qp.pd_index, p + sizeof(h), h.num_sge,
+                           sg.data(), &total);
     }
     /* An atomic's local buffer is one 64-bit word. */
     if (status == VIRTIO_RDMA_WC_SUCCESS && op.has(kWrLen8) &&
@@ -235,7 +240,8 @@ void Backend::post_recv(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
     std::array<ibv_sge, VRDMA_MAX_SGE> sg;
     uint32_t total = 0;
     if (status == VIRTIO_RDMA_WC_SUCCESS) {
-        status = host_sges(c, qp, p + sizeof(h), h.num_sge, sg.data(), &total);
+        status = host_sges(c, qp.pd_index, p + sizeof(h), h.num_sge,
+                           sg.data(), &total);
     }
     if (status != VIRTIO_RDMA_WC_SUCCESS) {
         complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV, status,

@@ -1,8 +1,8 @@
 /*
  * virtio-rdma ibverbs backend: its state, and its side of the backend seam
- * (../backend.h).  Each guest PD, CQ, QP and MR is one host object on the
- * host RDMA device (host_device.h); the core keeps the guest-visible object
- * and checks every command first, as for the soft engine.
+ * (../backend.h).  Each guest PD, CQ, QP, SRQ and MR is one host object on
+ * the host RDMA device (host_device.h); the core keeps the guest-visible
+ * object and checks every command first, as for the soft engine.
  *
  * Where the work is:
  *   objects.cc      PDs, CQs, QPs (attributes to the host's), MRs
@@ -10,12 +10,15 @@
  *   dma_mr.cc       DMA MRs: guest RAM, registered at its guest-physical
  *                   addresses
  *   post.cc         work requests: the core's checks, then the host's WR
+ *   srq.cc          SRQs: a host SRQ each, entries posted as announced
  *   completions.cc  the completion channel: host CQEs to the guest's CQs
  *   gsi.cc          the GSI QP: MADs through the host's MAD link (rdmacm-mux)
- *   events.cc       the host's asynchronous events: QP and port states
+ *   events.cc       the host's asynchronous events: QP and port states,
+ *                   SRQ events
  *
  * Host objects are owned here (RAII), so whatever ends a guest object --
- * its command, a reset, the core's end -- ends the host's too, QPs first.
+ * its command, a reset, the core's end -- ends the host's too, QPs first
+ * (then SRQs, CQs, PDs).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -263,15 +266,16 @@ public:
      * taken (more than max_*_wr outstanding fails as the host refuses it).
      */
     uint32_t wq_room(const Qp &, bool) const { return UINT32_MAX; }
-    /* Not yet: a host SRQ per guest SRQ (CREATE_SRQ_RING: EOPNOTSUPP). */
-    Status srq_created(VrdmaCore &, Srq &)
-    {
-        return fail(VRDMA_ERR_UNSUPPORTED, "srq", 0);
-    }
-    void srq_destroyed(VrdmaCore &, Srq &) {}
-    Status srq_limit_set(VrdmaCore &, Srq &, uint32_t) { return kOk; }
-    uint32_t srq_room(const Srq &) const { return 0; }
-    void post_srq_recv(VrdmaCore &, Srq &, const void *, size_t) {}
+    /*
+     * A host SRQ per guest SRQ, of its depth (srq.cc): the ring turn posts
+     * every announced entry to it (more than max_wr outstanding breaks the
+     * SRQ as the host refuses it), and the host gives them to its QPs.
+     */
+    Status srq_created(VrdmaCore &c, Srq &srq);
+    void srq_destroyed(VrdmaCore &c, Srq &srq);
+    Status srq_limit_set(VrdmaCore &c, Srq &srq, uint32_t limit);
+    uint32_t srq_room(const Srq &srq) const;
+    void post_srq_recv(VrdmaCore &c, Srq &srq, const void *wqe, size_t len);
     /* A MAD from the MAD link into the GSI QP's next receive (gsi.cc). */
     bool mad_receive(VrdmaCore &c, const VrdmaMad &m);
     /* Frames are the host device's business: none come through the core. */
@@ -329,18 +333,25 @@ private:
     {
         return cqn < cqs_.size() ? cqs_[cqn] : nullptr;
     }
+    /* The host SRQ of guest SRQ @srqn, or nullptr. */
+    ibv_srq *host_srq(uint32_t srqn) const
+    {
+        return srqn < srqs_.size() ? srqs_[srqn] : nullptr;
+    }
     /*
      * The host lkey for a guest SGE: false if its lkey names no usable MR
-     * of the QP's PD (or, a DMA MR, its range is not one RAM range).
+     * of guest PD @pd (or, a DMA MR, its range is not one RAM range).
      */
-    bool host_lkey(VrdmaCore &c, const Qp &qp, const Sge &s,
+    bool host_lkey(VrdmaCore &c, uint32_t pd, const Sge &s,
                    uint32_t *out) const;
     /*
-     * A request's @n SGEs at @p, to the host's: SUCCESS, LOC_LEN_ERR (too
-     * long) or LOC_PROT_ERR (an lkey of no MR of the QP's PD).
+     * A request's @n SGEs at @p, to the host's, with the MRs of guest PD
+     * @pd (the QP's, or an SRQ's): SUCCESS, LOC_LEN_ERR (too long) or
+     * LOC_PROT_ERR (an lkey of no MR of the PD, in *bad_lkey if given).
      */
-    uint8_t host_sges(VrdmaCore &c, const Qp &qp, const uint8_t *p,
-                      uint32_t n, ibv_sge *out, uint32_t *total) const;
+    uint8_t host_sges(VrdmaCore &c, uint32_t pd, const uint8_t *p,
+                      uint32_t n, ibv_sge *out, uint32_t *total,
+                      uint32_t *bad_lkey = nullptr) const;
     /*
      * The address handle of a UD send's address vector (post.cc): kReady
      * (in *out), kPending (being made: the send waits), or a status.
@@ -359,8 +370,10 @@ private:
     /*
      * Host objects a reset could not destroy yet, because a job in flight
      * still uses them or an object under them (a modify job's QP holds its
-     * CQs and PD): destroyed by bury(), after each job, CQs first.
+     * CQs, SRQ and PD): destroyed by bury(), after each job, SRQs and CQs
+     * first.
      */
+    void entomb(ibv_srq *srq);
     void entomb(ibv_cq *cq);
     void entomb(ibv_pd *pd);
     void bury(VrdmaCore &c);
@@ -403,6 +416,10 @@ private:
     void qp_failed(VrdmaCore &c, uint32_t wire_qpn);
     /* The host CQ @h overran (IBV_EVENT_CQ_ERR): events.cc. */
     void host_cq_overrun(VrdmaCore &c, ibv_cq *h);
+    /* Host SRQ @h's limit was reached, or it failed (srq.cc). */
+    void host_srq_event(VrdmaCore &c, ibv_srq *h, ibv_event_type type);
+    /* Ends every host SRQ (reset): after the QPs on them. */
+    void release_srqs();
     bool async_nonblocking();
 
     std::unique_ptr<HostDevice> dev_;
@@ -410,6 +427,7 @@ private:
     bool async_ok_ = false;
     std::vector<ibv_pd *> pds_;   /* by guest PD index */
     std::vector<ibv_cq *> cqs_;   /* by guest CQN */
+    std::vector<ibv_srq *> srqs_; /* by guest SRQN (slot 0 unused) */
     std::vector<HostMr> mrs_;     /* by guest MR index */
     std::vector<bool> pending_;   /* by guest CQN: an event came, not drained */
     struct Ah {
@@ -423,6 +441,7 @@ private:
     std::vector<DmaReg> dma_;     /* by guest PD index: DMA MRs' RAM */
     std::vector<DmaJob *> dma_jobs_; /* in flight (one, or orphans too) */
     std::vector<TombMr> tomb_mrs_;
+    std::vector<ibv_srq *> tomb_srqs_;
     std::vector<ibv_cq *> tomb_cqs_;
     std::vector<ibv_pd *> tomb_pds_;
     /*

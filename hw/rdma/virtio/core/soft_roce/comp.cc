@@ -268,9 +268,9 @@ St do_read(Ctx &x)
         w.status = VIRTIO_RDMA_WC_BAD_RESP_ERR;
         return St::kError;
     }
-    const uint8_t st = sgl_copy(x.c, x.qp, x.e.ssge(x.e.sq_head), w.num_sge,
-                                off, const_cast<uint8_t *>(x.pkt->payload.data()),
-                                len, true);
+    const uint8_t st =
+        sgl_copy(x.c, x.qp.pd_index, x.e.ssge(x.e.sq_head), w.num_sge, off,
+                 const_cast<uint8_t *>(x.pkt->payload.data()), len, true);
     if (st != VIRTIO_RDMA_WC_SUCCESS) {
         w.status = st;
         return St::kError;
@@ -286,8 +286,8 @@ St do_atomic(Ctx &x)
     for (int i = 0; i < 8; i++) {
         buf[i] = static_cast<uint8_t>(orig >> (8 * i)); /* guest: LE */
     }
-    const uint8_t st = sgl_copy(x.c, x.qp, x.e.ssge(x.e.sq_head), w.num_sge,
-                                0, buf, sizeof(buf), true);
+    const uint8_t st = sgl_copy(x.c, x.qp.pd_index, x.e.ssge(x.e.sq_head),
+                                w.num_sge, 0, buf, sizeof(buf), true);
     if (st != VIRTIO_RDMA_WC_SUCCESS) {
         w.status = st;
         return St::kError;

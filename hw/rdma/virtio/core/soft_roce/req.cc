@@ -176,7 +176,7 @@ uint8_t send_packet(VrdmaCore &c, Qp &qp, SendWqe &w, uint32_t mtu,
         f.deth().set_sqp(qp.wire_qpn);
     }
     if (payload) {
-        const uint8_t st = sgl_copy(c, qp, e.ssge(e.sq_req), w.num_sge,
+        const uint8_t st = sgl_copy(c, qp.pd_index, e.ssge(e.sq_req), w.num_sge,
                                     w.offset, f.payload().data(), payload,
                                     false);
         if (st != VIRTIO_RDMA_WC_SUCCESS) {
@@ -341,7 +341,8 @@ Progress req_run(VrdmaCore &c, Qp &qp, unsigned &budget)
             const bool one_packet = op.any(kWrPayload) && w.length <= mtu;
             const uint8_t st =
                 one_packet ? uint8_t{VIRTIO_RDMA_WC_SUCCESS}
-                           : sgl_check(c, qp, e.ssge(e.sq_req), w.num_sge, rd);
+                           : sgl_check(c, qp.pd_index, e.ssge(e.sq_req),
+                                       w.num_sge, rd);
             if (st != VIRTIO_RDMA_WC_SUCCESS) {
                 return fail(c, qp, w, st);
             }

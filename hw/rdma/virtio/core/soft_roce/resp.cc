@@ -475,14 +475,14 @@ uint8_t ud_copy(Ctx &x, const RecvWqe &w, const Sge *sge)
     if (x.len <= kUdJoinBytes && w.length >= kGrhBytes) {
         /* Small: both in one pass over the SGL (one MR lookup, one copy). */
         small_copy(buf + kGrhBytes, x.pkt.payload.data(), x.len);
-        return sgl_copy(x.c, x.qp, sge, w.num_sge, 0, buf, kGrhBytes + x.len,
-                        true);
+        return sgl_copy(x.c, x.qp.recv_pd(), sge, w.num_sge, 0, buf,
+                        kGrhBytes + x.len, true);
     }
-    if (sgl_copy(x.c, x.qp, sge, w.num_sge, 0, buf, kGrhBytes, true) !=
-        VIRTIO_RDMA_WC_SUCCESS) {
+    if (sgl_copy(x.c, x.qp.recv_pd(), sge, w.num_sge, 0, buf, kGrhBytes,
+                 true) != VIRTIO_RDMA_WC_SUCCESS) {
         return VIRTIO_RDMA_WC_LOC_PROT_ERR;
     }
-    return sgl_copy(x.c, x.qp, sge, w.num_sge, kGrhBytes,
+    return sgl_copy(x.c, x.qp.recv_pd(), sge, w.num_sge, kGrhBytes,
                     const_cast<uint8_t *>(x.pkt.payload.data()), x.len, true);
 }
 
@@ -501,7 +501,7 @@ St execute(Ctx &x)
         }
         const uint8_t st =
             x.ud ? ud_copy(x, w, sge)
-                 : sgl_copy(x.c, x.qp, sge, w.num_sge, r.recv_off,
+                 : sgl_copy(x.c, x.qp.recv_pd(), sge, w.num_sge, r.recv_off,
                             const_cast<uint8_t *>(payload.data()), x.len, true);
         if (st == VIRTIO_RDMA_WC_LOC_LEN_ERR) {
             return St::kErrLength;

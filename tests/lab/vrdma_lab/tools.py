@@ -12,8 +12,8 @@ virtio_rdma.ko), so that the figures compare like with like.
               (rdma_cm: the connection goes through the guest's CM MADs on
               QP1) and rc_pingpong on the ibv_wr_* post API (-N: the
               provider's extended QP under Debian's libibverbs).
-  RING_CASES  queues deeper than the virtqueue path's 1024 entries: the
-              rings' only.
+  RING_CASES  queues deeper than the virtqueue path's 1024 entries, and
+              SRQs: the rings' only.
   figures()   a tool's output -> "bw=<MB/s> rate=<Mpps> lat=<usec>", what
               the tool gives (lat: for ibv_*_pingpong usec/iter, for the
               ib_*_lat tools t_typical).
@@ -47,6 +47,10 @@ ARGS = {
                         '-r 8192',
     'send_bw_deep': 'ib_send_bw -d @D@ -x @G@ -p @P@ -F -s 64 -n 5000 -t 4096 '
                     '-r 4096',
+    # A shared receive queue: 16 RC QPs each way receiving from one SRQ of
+    # 500 (ibv_srq_pingpong's defaults, spelled out).
+    'srq_pingpong': 'ibv_srq_pingpong -d @D@ -g @G@ -p @P@ -s 1024 -n 200 '
+                    '-q 16 -r 500',
 }
 
 # rc_pingpong_sys's iterations.
@@ -56,7 +60,7 @@ TOOL_CASES = ('rc_pingpong', 'ud_pingpong', 'write_bw', 'read_bw', 'send_bw',
               'atomic_bw')
 DRV_CASES = TOOL_CASES + ('write_lat', 'read_lat', 'send_lat', 'atomic_lat',
                           'rping', 'rc_pingpong_wr')
-RING_CASES = ('rc_pingpong_deep', 'send_bw_deep')
+RING_CASES = ('rc_pingpong_deep', 'send_bw_deep', 'srq_pingpong')
 
 
 def args(case, side='srv'):

@@ -103,7 +103,7 @@ QUICK_DP = ('loopback/rc-send', 'loopback/cq-overrun', 'cq-arm/next', 'wire/rc-r
 RING = ('create/cq-ring', 'create/qp-ring', 'create/beyond-virtqueues',
         'loopback/send-write-wrap', 'boundary/sq-beyond-ring',
         'boundary/other-context', 'boundary/dead-queues', 'boundary/cq-full',
-        'boundary/cq-broken')
+        'boundary/cq-broken', 'srq/loopback', 'srq/limit-and-break')
 
 # The guest's cases in the order it runs them, and whether they are quick
 # (all but the slow data-path tests and the registration-time measurement).

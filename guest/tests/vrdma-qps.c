@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rc_loopback.h"
 #include "tap.h"
 
 #define SAMPLE 32	/* pairs that move data */
@@ -25,42 +26,6 @@ static struct ibv_mr *mr;
 static union ibv_gid gid;
 static int gid_index;
 static unsigned char *buf;
-
-static int modify_to_rts(struct ibv_qp *qp, uint32_t dest)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE,
-	};
-
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.sgid_index = gid_index;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			     IBV_QP_MAX_QP_RD_ATOMIC);
-}
 
 /* SEND from @a's QP to @b's; @i picks the buffer slot and the pattern. */
 static int roundtrip(struct ibv_qp *a, struct ibv_qp *b, int i)
@@ -143,8 +108,10 @@ int main(int argc, char **argv)
 	result(made == nqps, "every QP created", "%d of %d (%s)", made, nqps,
 	       made == nqps ? "ok" : strerror(errno));
 	for (i = 0; i + 1 < made; i += 2)
-		if (!modify_to_rts(qps[i], qps[i + 1]->qp_num) &&
-		    !modify_to_rts(qps[i + 1], qps[i]->qp_num))
+		if (!rc_to_rts(qps[i], qps[i + 1]->qp_num, &gid, gid_index,
+			       IBV_ACCESS_LOCAL_WRITE) &&
+		    !rc_to_rts(qps[i + 1], qps[i]->qp_num, &gid, gid_index,
+			       IBV_ACCESS_LOCAL_WRITE))
 			up += 2;
 	t_rts = now_s();
 	result(up == made && made == nqps, "every pair in RTS", "%d of %d", up,

@@ -57,6 +57,9 @@ TOOL_TIMEOUT = 90    # a tool case's limit, on each side
 ABUSE_TIMEOUT = 300
 # vrdma-qps: QPs in one process, more than virtqueues allow (511).
 QPS_COUNT, QPS_TIMEOUT = 2048, 300
+# vrdma-bigmr: an MR of BIGMR_MIB (above 1 GiB: a three-level page table)
+# in a guest of less RAM (one memfd mapped again and again).
+BIGMR_MIB, BIGMR_TIMEOUT = 1536, 300
 BOOT = 300           # a guest's limit beyond its cases'
 MAXFAIL = 8          # failed cases in a row that end a pair
 # perftest sets a QP's max_rd_atomic to the peer's outstanding reads (its
@@ -111,7 +114,7 @@ def check_built(ko, prov):
 
 
 def build_program(env, name='vrdma-abuse'):
-    """guest/tests/NAME.c (with tap.h), built (at most 300 s) against the
+    """guest/tests/NAME.c (with the headers beside it), built (at most 300 s) against the
     host's libibverbs -- the guests' root is the host's -- into the kernel's
     lab directory when missing or older than its sources; its path.  Raises
     LabSetupError when it cannot be built."""
@@ -119,7 +122,7 @@ def build_program(env, name='vrdma-abuse'):
     exe, log = env.dir / name, env.dir / f'{name}.log'
     if not src.is_file():
         raise LabSetupError(f'{name} did not build: no {src}')
-    newest = max(src.stat().st_mtime, (src.parent / 'tap.h').stat().st_mtime)
+    newest = max(p.stat().st_mtime for p in [src, *src.parent.glob('*.h')])
     if os.access(exe, os.X_OK) and exe.stat().st_mtime >= newest:
         return exe
     tmp = exe.with_name(f'{name}.{os.getpid()}')
@@ -192,6 +195,7 @@ class _Pair(LabTest):
     kill = False    # kill-send_bw
     abuse = False   # A-abuse, B-abuse
     qps = False     # A-qps: vrdma-qps
+    bigmr = False   # A-bigmr: vrdma-bigmr
     cases = tools.DRV_CASES + ('rc_pingpong_sys',)
     families = (4, 6)
     kopts = ''      # the module's parameters (lab.kopts)
@@ -217,6 +221,10 @@ class _Pair(LabTest):
             add_case(cls, f'{cls.pair}/A-qps',
                      lambda self: self.assertTap('A', 'qps', self.qps_error),
                      quick=True, timeout=QPS_TIMEOUT)
+        if cls.bigmr:
+            add_case(cls, f'{cls.pair}/A-bigmr',
+                     lambda self: self.assertTap('A', 'bigmr', self.bigmr_error),
+                     quick=True, timeout=BIGMR_TIMEOUT)
         for g, kind in zip('AB', cls.kinds):
             if kind == 'vrdma':
                 add_case(cls, f'{cls.pair}/{g}-device',
@@ -280,6 +288,13 @@ class _Pair(LabTest):
                 a.tc.add('srv', 'qps', QPS_TIMEOUT, f'{exe} @D@ @G4@ {QPS_COUNT}')
             except LabSetupError as e:
                 cls.qps_error = str(e)
+        cls.bigmr_error = None
+        if cls.bigmr and want('A-bigmr'):
+            try:
+                exe = build_program(env, 'vrdma-bigmr')
+                a.tc.add('srv', 'bigmr', BIGMR_TIMEOUT, f'{exe} @D@ @G4@ {BIGMR_MIB}')
+            except LabSetupError as e:
+                cls.bigmr_error = str(e)
         cls.stopped = None
         cls.booted = bool(a.tc.lines or b.tc.lines)
         if not cls.booted:
@@ -501,12 +516,13 @@ class VvRings(_Pair):
     pair = 'vv-rings'
     kinds = ('vrdma', 'vrdma')
     servers = ('A',)
-    kill = abuse = qps = True
+    kill = abuse = qps = bigmr = True
     families = (4,)
     kopts = 'rings=1'
     # Room for vrdma-qps, and a table vrdma-abuse can fill in a 512 MiB
-    # guest (the default, 131072, it cannot).
-    vrdma_opts = f'max-ring-qp={2 * QPS_COUNT}'
+    # guest (the default, 131072, it cannot); vrdma-bigmr's MR (the default,
+    # guest RAM but at least 1 GiB, is smaller).
+    vrdma_opts = f'max-ring-qp={2 * QPS_COUNT},max-mr-size=2G'
     cases = _Pair.cases + tools.RING_CASES
 
 

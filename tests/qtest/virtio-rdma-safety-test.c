@@ -18,7 +18,8 @@
  *                        placement, CQ never drained, RSS bounded;
  *   work/...             class 4: a full control ring of maximal
  *                        REG_USER_MRs in one kick (main-loop stall and RSS
- *                        measured and bounded), and max-mapped-pages;
+ *                        measured and bounded), and max-mapped-pages; a
+ *                        2 GiB MR through a three-level table (its stall);
  *                        (issue 25) DESTROY_QP while another vCPU refills
  *                        the QP's ring;
  *   netdev/...           class 7 (dangling pointers): netdev_del of the
@@ -1332,6 +1333,57 @@ static void test_work_cap(const void *opaque)
     qvrdma_dev_quit(d);
 }
 
+/*
+ * Class 4, MRs above 1 GiB (issue 26): max-mr-size=2G, one REG_USER_MR of
+ * 2 GiB through a three-level page table (a level-0 page naming one
+ * level-1 page twice; it names one level-2 page 512 times, which names one
+ * data page 512 times).  It is one command of 524288 pages: measured, its
+ * main-loop stall bounded like the kick's (two 1 GiB MRs' worth at most),
+ * counted in mapped-pages, freed by DEREG_MR; 2 GiB and 4 KiB is refused
+ * (ERANGE).
+ * Before: npages above 512 x 512 was ERANGE, max-mr-size at most 1 GiB.
+ */
+static void test_work_big_mr(const void *opaque)
+{
+    QVrdmaDev *d = boot_loopback(RDMA_OPTS ",max-mr-size=2G");
+    g_autofree uint64_t *e = g_new0(uint64_t, VIRTIO_RDMA_PT_ENTRIES);
+    uint64_t l0 = guest_alloc(&d->qs->alloc, 4096);
+    uint64_t l1 = big_table(d);
+    struct virtio_rdma_cmd_reg_user_mr req;
+    struct virtio_rdma_rsp_mr mr;
+    const uint32_t npages = 2 * 512 * 512;
+    uint32_t pdn;
+    gint64 t0, us;
+    uint8_t st;
+
+    e[0] = e[1] = cpu_to_le64(l1);
+    qtest_memwrite(d->qts, l0, e, 4096);
+    g_assert_cmpuint(qvrdma_create_pd(&d->r, &pdn), ==, 0);
+    req = big_mr_req(pdn, l0);
+    req.length = cpu_to_le64((uint64_t)npages * 4096 + 4096);
+    req.npages = cpu_to_le32(npages + 1);
+    st = qvrdma_cmd(&d->r, VIRTIO_RDMA_CMD_REG_USER_MR, &req, sizeof(req),
+                    &mr, sizeof(mr));
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "ERANGE");
+
+    req.length = cpu_to_le64((uint64_t)npages * 4096);
+    req.npages = cpu_to_le32(npages);
+    t0 = g_get_monotonic_time();
+    st = qvrdma_cmd(&d->r, VIRTIO_RDMA_CMD_REG_USER_MR, &req, sizeof(req),
+                    &mr, sizeof(mr));
+    us = g_get_monotonic_time() - t0;
+    note("a 2 GiB REG_USER_MR (524288 pages, three-level table): %s in "
+         "%.3f s", qvrdma_status_name(st), us / 1e6);
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+    g_assert_cmpuint(info_u64(d, NULL, "mapped-pages"), ==, npages);
+    g_assert_cmpint(us, <, 2 * WORK_STALL_MAX_US);
+    g_assert_cmpuint(qvrdma_dereg_mr(&d->r, le32_to_cpu(mr.mrn)), ==, 0);
+    g_assert_cmpuint(info_u64(d, NULL, "mapped-pages"), ==, 0);
+    g_assert_cmpuint(qvrdma_destroy_pd(&d->r, pdn), ==, 0);
+    check_works(d, "device");
+    qvrdma_dev_quit(d);
+}
+
 /* ---- DESTROY_QP while another vCPU refills the QP's ring (issue 25) ---------------- */
 
 /* The guest's other vCPU: keeps an RQ's avail ring one short of full. */
@@ -2006,6 +2058,8 @@ int main(int argc, char **argv)
     add_case("virtio-rdma-safety/work/kick", test_work_kick, NULL,
              LONG_TIMEOUT_US);
     add_case("virtio-rdma-safety/work/max-mapped-pages", test_work_cap, NULL,
+             CASE_TIMEOUT_US);
+    add_case("virtio-rdma-safety/work/big-mr", test_work_big_mr, NULL,
              CASE_TIMEOUT_US);
     add_case("virtio-rdma-safety/work/discard-refill", test_discard_refill,
              NULL, CASE_TIMEOUT_US);

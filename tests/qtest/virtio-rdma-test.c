@@ -39,7 +39,8 @@
 #define DEF_MAX_AH      256
 #define DEF_MAX_SGE     8
 #define DEF_QUEUE_SIZE  1024
-#define DEF_MAX_MR_SIZE ((uint64_t)VIRTIO_RDMA_MAX_MR_PAGES * 4096)
+/* max-mr-size=0: guest RAM, at least 1 GiB (qos machines have less). */
+#define DEF_MAX_MR_SIZE ((uint64_t)VIRTIO_RDMA_PT2_PAGES * 4096)
 
 /* Every attribute QUERY_QP can return (enum ib_qp_attr_mask up to DEST_QPN). */
 #define QP_ATTR_ALL     ((VIRTIO_RDMA_QP_DEST_QPN << 1) - 1)

@@ -37,7 +37,8 @@ TEST(CoreNew, AcceptsDefaultsAndExtremes)
 
     lim = VrdmaLimits{.max_qp = 16384, .max_cq = 16384, .max_mr = 16384,
                       .max_pd = 16384, .max_ah = 16384,
-                      .max_mr_size = 512ull * 512 * 4096, .queue_size = 1024,
+                      .max_mr_size = 512ull * 512 * 512 * 4096,
+                      .queue_size = 1024,
                       .max_sge = 32, .sys_image_guid = ~0ull,
                       .phys_mtu = 65535, .mac = {},
                       .max_mapped_pages = UINT64_MAX,
@@ -77,7 +78,7 @@ TEST(CoreNew, RejectsLimitsOutOfRange)
         [](VrdmaLimits &l) { l.queue_size = 2048; },
         [](VrdmaLimits &l) { l.max_mr_size = 0; },
         [](VrdmaLimits &l) { l.max_mr_size = 4095; },
-        [](VrdmaLimits &l) { l.max_mr_size = 512ull * 512 * 4096 + 1; },
+        [](VrdmaLimits &l) { l.max_mr_size = 512ull * 512 * 512 * 4096 + 1; },
     };
     for (size_t i = 0; i < bad.size(); i++) {
         VrdmaLimits lim = default_limits();
@@ -174,11 +175,12 @@ TEST(ConfigCaps, BackendLessThanSoft)
 TEST_F(Config, FastRegPageListIsCappedAt512x512)
 {
     VrdmaLimits lim = default_limits();
-    lim.max_mr_size = 512ull * 512 * 4096;
+    lim.max_mr_size = 512ull * 512 * 512 * 4096; /* a three-level MR */
     lim.max_qp = 16384;
     start(lim);
     virtio_rdma_config cfg;
     vrdma_core_get_config(core_, &cfg);
+    EXPECT_EQ(cfg.max_mr_size, 512ull * 512 * 512 * 4096);
     EXPECT_EQ(cfg.max_fast_reg_page_list_len, 512u * 512);
     EXPECT_EQ(cfg.max_res_rd_atom, 16u * 16384);
 

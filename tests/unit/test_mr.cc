@@ -1,6 +1,7 @@
 /*
  * GET_DMA_MR / CREATE_MR / MAP_MR_SG / REG_USER_MR / DEREG_MR, keys, and
- * the two-level page-table walk against the fake guest's sparse RAM.
+ * the two- and three-level page-table walks against the fake guest's
+ * sparse RAM.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -635,6 +636,93 @@ TEST_F(Mr, WalkDataPagesInHoleLeakNothing)
     expect_refused(VIRTIO_RDMA_CMD_REG_USER_MR, user_req(513, 0, 513 * kPage),
                    VRDMA_ERR_BAD_ADDR);
     EXPECT_EQ(guest_.live_maps(), 0u);
+}
+
+/*
+ * MRs above 1 GiB: a three-level table (a level-0 page of level-1 pages).
+ * The table below is sparse: every level-1 entry names the same level-2
+ * page and every level-2 entry the same data page, so 262145 pages (1 GiB
+ * and 4 KiB) cost five table pages of the fake guest's RAM.
+ */
+class MrThreeLevel : public Mr {
+protected:
+    static constexpr uint32_t kPt2 = VIRTIO_RDMA_PT2_PAGES;
+    static constexpr uint64_t kL0 = kTable;
+    static constexpr uint64_t kL1a = kTable + kPage;
+    static constexpr uint64_t kL1b = kTable + 2 * kPage;
+    static constexpr uint64_t kL2 = kTable + 3 * kPage;
+
+    void SetUp() override
+    {
+        VrdmaLimits lim = default_limits();
+        lim.max_mr_size = 2ull << 30;
+        start(lim);
+        pdn_ = create_pd();
+        for (uint32_t i = 0; i < 512; i++) {
+            guest_.poke64(kL2 + i * 8, kData);
+            guest_.poke64(kL1a + i * 8, kL2);
+        }
+        guest_.poke64(kL1b, kL2);
+        guest_.poke64(kL0, kL1a);
+        guest_.poke64(kL0 + 8, kL1b);
+    }
+
+    virtio_rdma_cmd_reg_user_mr big_req(uint32_t npages, uint64_t table)
+    {
+        auto r = user_req(npages, 0x40000000, uint64_t{npages} * kPage);
+        r.pages = table;
+        return r;
+    }
+};
+
+TEST_F(MrThreeLevel, AboveOneGibTheTableHasThreeLevels)
+{
+    guest_.reads = 0;
+    virtio_rdma_rsp_mr rsp{};
+    ASSERT_EQ(ctrl(VIRTIO_RDMA_CMD_REG_USER_MR, big_req(kPt2 + 1, kL0), &rsp),
+              VIRTIO_RDMA_OK);
+    /* The level-0 page, two level-1 pages, 513 level-2 pages. */
+    EXPECT_EQ(guest_.reads, 1u + 2u + 513u);
+    const vrdma::Mr *mr = mr_of(rsp.mrn);
+    ASSERT_NE(mr, nullptr);
+    ASSERT_EQ(mr->pages.count(), kPt2 + 1);
+    EXPECT_EQ(mr->pages.page(kPt2), guest_.host(kData));
+    EXPECT_EQ(mapped_pages(), kPt2 + 1u);
+}
+
+TEST_F(MrThreeLevel, UpToOneGibTheTableStaysTwoLevel)
+{
+    /* 512 * 512 pages: kL1a is the level-1 page itself. */
+    guest_.reads = 0;
+    virtio_rdma_rsp_mr rsp{};
+    ASSERT_EQ(ctrl(VIRTIO_RDMA_CMD_REG_USER_MR, big_req(kPt2, kL1a), &rsp),
+              VIRTIO_RDMA_OK);
+    EXPECT_EQ(guest_.reads, 1u + 512u);
+    EXPECT_EQ(mr_of(rsp.mrn)->pages.count(), kPt2);
+}
+
+TEST_F(MrThreeLevel, BadLevel0EntriesMapNothing)
+{
+    guest_.poke64(kL0 + 8, kL1b + 8); /* unaligned */
+    expect_refused(VIRTIO_RDMA_CMD_REG_USER_MR, big_req(kPt2 + 1, kL0),
+                   VRDMA_ERR_BAD_ARG);
+    guest_.poke64(kL0 + 8, FakeGuest::kHole); /* not RAM */
+    expect_refused(VIRTIO_RDMA_CMD_REG_USER_MR, big_req(kPt2 + 1, kL0),
+                   VRDMA_ERR_BAD_ADDR);
+    guest_.poke64(kL0 + 8, kL1b);
+    guest_.poke64(kL1b, kL2 + 0x40); /* a level-1 entry unaligned */
+    expect_refused(VIRTIO_RDMA_CMD_REG_USER_MR, big_req(kPt2 + 1, kL0),
+                   VRDMA_ERR_BAD_ARG);
+    EXPECT_EQ(guest_.maps, 0u) << "every table is checked before any map";
+}
+
+TEST_F(MrThreeLevel, LengthAboveMaxMrSizeIsRefusedFirst)
+{
+    const uint32_t n = static_cast<uint32_t>((2ull << 30) / kPage) + 1;
+    guest_.reads = 0;
+    expect_refused(VIRTIO_RDMA_CMD_REG_USER_MR, big_req(n, kL0),
+                   VRDMA_ERR_LIMIT);
+    EXPECT_EQ(guest_.reads, 0u);
 }
 
 /* ---- CREATE_MR + MAP_MR_SG ---- */

@@ -37,9 +37,11 @@
 #define VIRTIO_RDMA_DEFAULT_MTU 1500
 /* 4 GiB of MRs; each mapped page costs the core 8 bytes of host memory. */
 #define VIRTIO_RDMA_MAPPED_PAGES_DEFAULT (1 * MiB)
-/* Guest pages one ctrl_bh turn may map: one maximal MR. */
-#define VIRTIO_RDMA_KICK_PAGES_MAX \
-    ((uint64_t)VIRTIO_RDMA_PT_ENTRIES * VIRTIO_RDMA_PT_ENTRIES)
+/*
+ * Guest pages one ctrl_bh turn may map: a 1 GiB MR (a larger one is a turn
+ * of its own).
+ */
+#define VIRTIO_RDMA_KICK_PAGES_MAX ((uint64_t)VIRTIO_RDMA_PT2_PAGES)
 
 /* ---- completions (dp_bh) ---------------------------------------------------- */
 
@@ -893,13 +895,30 @@ static bool virtio_rdma_check_conf(const VirtIORdmaConf *c, Error **errp)
 }
 
 /*
- * max-mapped-pages=0, the default: 4 GiB of MRs; with backend=ibverbs also
+ * max-mr-size=0, the default: all of guest RAM (hot-pluggable memory too),
+ * at least 1 GiB (the two-level page table's reach, the old default), at
+ * most what a three-level table reaches (512 GiB).
+ */
+static uint64_t virtio_rdma_auto_mr_size(void)
+{
+    const uint64_t ram = ROUND_UP(current_machine->maxram_size,
+                                  VIRTIO_RDMA_PAGE_SIZE);
+
+    return MIN(MAX(ram, (uint64_t)VIRTIO_RDMA_PT2_PAGES *
+                        VIRTIO_RDMA_PAGE_SIZE),
+               (uint64_t)VIRTIO_RDMA_MAX_MR_PAGES * VIRTIO_RDMA_PAGE_SIZE);
+}
+
+/*
+ * max-mapped-pages=0, the default: 4 GiB of MRs, or all of guest RAM if
+ * more (an MR of max-mr-size fits); with backend=ibverbs also
  * room for four registrations of all of guest RAM (a guest kernel's DMA
  * MRs: one per PD -- its MAD layer's and each ULP's -- each pins all RAM).
  */
 static uint64_t virtio_rdma_auto_mapped_pages(const VirtIORdma *r)
 {
-    uint64_t pages = VIRTIO_RDMA_MAPPED_PAGES_DEFAULT;
+    uint64_t pages = MAX(VIRTIO_RDMA_MAPPED_PAGES_DEFAULT,
+                         current_machine->maxram_size / VIRTIO_RDMA_PAGE_SIZE);
 
     if (r->backend == VIRTIO_RDMA_BACKEND_IBVERBS) {
         pages += 4 * (current_machine->maxram_size / VIRTIO_RDMA_PAGE_SIZE);
@@ -1081,6 +1100,9 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
             return;
         }
     }
+    if (!c->max_mr_size) {
+        c->max_mr_size = virtio_rdma_auto_mr_size();
+    }
     if (!virtio_rdma_backend_check(r, errp)) {
         return;
     }
@@ -1209,8 +1231,7 @@ static const Property virtio_rdma_properties[] = {
     DEFINE_PROP_UINT32("max-pd", VirtIORdma, conf.max_pd, 256),
     DEFINE_PROP_UINT32("max-ah", VirtIORdma, conf.max_ah, 256),
     DEFINE_PROP_UINT32("max-sge", VirtIORdma, conf.max_sge, 8),
-    DEFINE_PROP_SIZE("max-mr-size", VirtIORdma, conf.max_mr_size,
-                     (uint64_t)VIRTIO_RDMA_MAX_MR_PAGES * VIRTIO_RDMA_PAGE_SIZE),
+    DEFINE_PROP_SIZE("max-mr-size", VirtIORdma, conf.max_mr_size, 0),
     /*
      * 1024: the kernel MAD layer's QP1 CQ wants 640 CQEs, perftest posts 512
      * receives, nvme-rdma's CQ is 513 deep.

@@ -273,12 +273,16 @@ struct virtio_rdma_cmd_create_mr {
 /*
  * MR page tables: `pages` is the guest-physical address of one 4 KiB level-1
  * page of up to 512 le64 guest-physical addresses of level-2 pages, each of
- * up to 512 le64 guest-physical addresses of 4 KiB data pages.
+ * up to 512 le64 guest-physical addresses of 4 KiB data pages -- for up to
+ * VIRTIO_RDMA_PT2_PAGES data pages (1 GiB).  More (up to
+ * VIRTIO_RDMA_MAX_MR_PAGES, 512 GiB): `pages` is a level-0 page of up to 512
+ * addresses of level-1 pages, each for the next 512 * 512 data pages.
  */
 #define VIRTIO_RDMA_PAGE_SIZE 4096u
 #define VIRTIO_RDMA_PAGE_SHIFT 12
 #define VIRTIO_RDMA_PT_ENTRIES 512u
-#define VIRTIO_RDMA_MAX_MR_PAGES (VIRTIO_RDMA_PT_ENTRIES * VIRTIO_RDMA_PT_ENTRIES)
+#define VIRTIO_RDMA_PT2_PAGES (VIRTIO_RDMA_PT_ENTRIES * VIRTIO_RDMA_PT_ENTRIES)
+#define VIRTIO_RDMA_MAX_MR_PAGES (VIRTIO_RDMA_PT2_PAGES * VIRTIO_RDMA_PT_ENTRIES)
 
 struct virtio_rdma_cmd_map_mr_sg {
     uint32_t mrn;

@@ -78,7 +78,7 @@ typedef struct VrdmaLimits {
     uint32_t max_mr;
     uint32_t max_pd;
     uint32_t max_ah;
-    uint64_t max_mr_size;    /* bytes; at most 512*512 pages of 4 KiB */
+    uint64_t max_mr_size;    /* bytes; at most 512*512*512 pages of 4 KiB */
     uint32_t queue_size;     /* vring size: bounds max_qp_wr and max_cqe */
     uint32_t max_sge;        /* per WQE, send and receive */
     uint64_t sys_image_guid; /* network byte order as stored in config */
@@ -354,7 +354,7 @@ typedef struct VrdmaHostOps {
  * 2..VIRTIO_RDMA_LIMIT_MAX, another object limit outside 1..LIMIT_MAX,
  * max_sge outside 1..VRDMA_MAX_SGE, queue_size not a power of two in
  * 2..VRDMA_MAX_QUEUE_SIZE,
- * max_mr_size outside 4096..512*512*4096) or @ops lacks mem.map, mem.unmap
+ * max_mr_size outside 4096..512*512*512*4096) or @ops lacks mem.map, mem.unmap
  * or mem.read.
  * @ops is copied.
  */

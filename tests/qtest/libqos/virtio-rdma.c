@@ -722,7 +722,7 @@ void qvrdma_pt_build(QVirtioRdma *r, QVrdmaPageTable *pt, uint32_t npages,
     uint32_t i;
 
     g_assert_cmpuint(npages, >=, 1);
-    g_assert_cmpuint(npages, <=, VIRTIO_RDMA_MAX_MR_PAGES);
+    g_assert_cmpuint(npages, <=, VIRTIO_RDMA_PT2_PAGES); /* two levels */
 
     memset(pt, 0, sizeof(*pt));
     pt->npages = npages;

@@ -50,7 +50,7 @@ DeviceCaps device_caps(const VrdmaLimits &lim)
     return DeviceCaps{
         .max_fast_reg_page_list_len = static_cast<uint32_t>(
             std::min<uint64_t>(lim.max_mr_size / kPageSize,
-                               VIRTIO_RDMA_MAX_MR_PAGES)),
+                               VIRTIO_RDMA_PT2_PAGES)),
         .max_qp_rd_atom = lower(kMaxQpRdAtom, lim.max_qp_rd_atom),
         .max_qp_init_rd_atom = lower(kMaxQpRdAtom, lim.max_qp_init_rd_atom),
         .atomics = !lim.no_atomics,

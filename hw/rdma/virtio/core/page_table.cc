@@ -71,35 +71,66 @@ Status read_table_page(const Host &host, uint64_t gpa, uint32_t n,
     return kOk;
 }
 
+/* ceil(n / 512): the table pages for @n entries of the level below. */
+uint32_t table_pages(uint32_t n)
+{
+    return (n + VIRTIO_RDMA_PT_ENTRIES - 1) / VIRTIO_RDMA_PT_ENTRIES;
+}
+
+/*
+ * The entries of the pages at @gpas, @n in all (512 a page, the last one
+ * the rest), appended to @out.
+ */
+Status read_level(const Host &host, const std::vector<uint64_t> &gpas,
+                  uint32_t n, TablePage &buf, std::vector<uint64_t> &out)
+{
+    for (uint32_t i = 0; i < gpas.size(); i++) {
+        const uint32_t k = std::min<uint32_t>(n - i * VIRTIO_RDMA_PT_ENTRIES,
+                                              VIRTIO_RDMA_PT_ENTRIES);
+        if (Status s = read_table_page(host, gpas[i], k, buf, out); !s.ok()) {
+            return s;
+        }
+    }
+    return kOk;
+}
+
 } // namespace
 
 Status map_page_table(const Host &host, uint64_t table_gpa,
                       uint32_t npages, bool is_write, uint64_t *mapped,
                       GuestPages &out)
 {
-    const uint32_t n_l2 =
-        (npages + VIRTIO_RDMA_PT_ENTRIES - 1) / VIRTIO_RDMA_PT_ENTRIES;
+    const uint32_t n_l2 = table_pages(npages);
     TablePage buf;
+    std::vector<uint64_t> l1_gpas;
     std::vector<uint64_t> l2_gpas;
     std::vector<uint64_t> data_gpas;
 
     if (table_gpa & kPageMask) {
         return fail(VRDMA_ERR_BAD_ARG, table_gpa, 0);
     }
-    /* Every table page is read and checked before anything is mapped. */
-    l2_gpas.reserve(n_l2);
-    if (Status s = read_table_page(host, table_gpa, n_l2, buf, l2_gpas);
-        !s.ok()) {
-        return s;
-    }
-    data_gpas.reserve(npages);
-    for (uint32_t i = 0; i < n_l2; i++) {
-        const uint32_t n = std::min<uint32_t>(
-            npages - i * VIRTIO_RDMA_PT_ENTRIES, VIRTIO_RDMA_PT_ENTRIES);
-        if (Status s = read_table_page(host, l2_gpas[i], n, buf, data_gpas);
+    /*
+     * Every table page is read and checked before anything is mapped.
+     * Above 512 * 512 pages a level-0 page lists the level-1 pages.
+     */
+    if (npages > VIRTIO_RDMA_PT2_PAGES) {
+        const uint32_t n_l1 = table_pages(n_l2);
+        l1_gpas.reserve(n_l1);
+        if (Status s = read_table_page(host, table_gpa, n_l1, buf, l1_gpas);
             !s.ok()) {
             return s;
         }
+    } else {
+        l1_gpas.push_back(table_gpa);
+    }
+    l2_gpas.reserve(n_l2);
+    if (Status s = read_level(host, l1_gpas, n_l2, buf, l2_gpas); !s.ok()) {
+        return s;
+    }
+    data_gpas.reserve(npages);
+    if (Status s = read_level(host, l2_gpas, npages, buf, data_gpas);
+        !s.ok()) {
+        return s;
     }
 
     GuestPages pages(&host, is_write, mapped);

@@ -153,8 +153,16 @@ struct vrdma_ah {
 };
 
 /* A two-level MR page table ("MR page tables" in the spec), vrdma_mr.c. */
+/*
+ * An MR page table (docs/specs/virtio-rdma.rst, "MR page tables"): level-2
+ * pages list the data pages, level-1 pages the level-2 pages; above
+ * 512 * 512 data pages a level-0 page lists the level-1 pages.  top is
+ * what the device is given.
+ */
 struct vrdma_pt {
-	u64 *l1;
+	u64 *top;
+	u64 *l0;
+	u64 **l1;
 	u64 **l2;
 	u32 max_pages;
 };

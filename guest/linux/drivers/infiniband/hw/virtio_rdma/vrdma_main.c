@@ -189,7 +189,8 @@ static void vrdma_clamp_config(struct vrdma_dev *dev)
 	VRDMA_CLAMP(dev, max_mr_size,
 		    (u64)VIRTIO_RDMA_MAX_MR_PAGES * VIRTIO_RDMA_PAGE_SIZE);
 	VRDMA_CLAMP(dev, max_fast_reg_page_list_len,
-		    dev->cfg.max_mr_size / VIRTIO_RDMA_PAGE_SIZE);
+		    min_t(u64, dev->cfg.max_mr_size / VIRTIO_RDMA_PAGE_SIZE,
+			  VIRTIO_RDMA_PT2_PAGES));
 	VRDMA_CLAMP(dev, max_qp_wr, ring_max);
 	VRDMA_CLAMP(dev, max_cqe, ring_max);
 	VRDMA_CLAMP(dev, max_send_sge, VRDMA_SPEC_MAX_SGE);

@@ -62,26 +62,53 @@ struct ib_mr *vrdma_get_dma_mr(struct ib_pd *pd, int access)
 	return &mr->ibmr;
 }
 
+static u32 vrdma_pt_nl2(u32 npages)
+{
+	return DIV_ROUND_UP(npages, VIRTIO_RDMA_PT_ENTRIES);
+}
+
+static u32 vrdma_pt_nl1(u32 npages)
+{
+	return DIV_ROUND_UP(vrdma_pt_nl2(npages), VIRTIO_RDMA_PT_ENTRIES);
+}
+
 /*
- * A two-level table for npages data pages: l1 lists the l2 pages.  MRs and
- * the rings of queues in guest memory (vrdma_ring.c) describe their pages
- * to the device with it.
+ * A table for npages (1..VIRTIO_RDMA_MAX_MR_PAGES) data pages: two levels
+ * up to VIRTIO_RDMA_PT2_PAGES, else three.  MRs and the rings of queues in
+ * guest memory (vrdma_ring.c) describe their pages to the device with it.
  */
 int vrdma_pt_alloc(struct vrdma_pt *pt, u32 npages, gfp_t gfp)
 {
-	u32 i, nl2 = DIV_ROUND_UP(npages, VIRTIO_RDMA_PT_ENTRIES);
+	u32 i, nl2 = vrdma_pt_nl2(npages), nl1 = vrdma_pt_nl1(npages);
 
+	memset(pt, 0, sizeof(*pt));
 	pt->max_pages = npages;		/* vrdma_pt_free undoes a partial table */
-	pt->l1 = (u64 *)get_zeroed_page(gfp);
-	pt->l2 = kcalloc(nl2, sizeof(*pt->l2), gfp);
+	pt->l1 = kcalloc(nl1, sizeof(*pt->l1), gfp);
+	pt->l2 = kvcalloc(nl2, sizeof(*pt->l2), gfp);
 	if (!pt->l1 || !pt->l2)
 		return -ENOMEM;
+	if (nl1 > 1) {
+		pt->l0 = (u64 *)get_zeroed_page(gfp);
+		if (!pt->l0)
+			return -ENOMEM;
+	}
+	for (i = 0; i < nl1; i++) {
+		pt->l1[i] = (u64 *)get_zeroed_page(gfp);
+		if (!pt->l1[i])
+			return -ENOMEM;
+		if (pt->l0)
+			pt->l0[i] = cpu_to_le64(virt_to_phys(pt->l1[i]));
+	}
 	for (i = 0; i < nl2; i++) {
 		pt->l2[i] = (u64 *)get_zeroed_page(gfp);
 		if (!pt->l2[i])
 			return -ENOMEM;
-		pt->l1[i] = cpu_to_le64(virt_to_phys(pt->l2[i]));
+		pt->l1[i / VIRTIO_RDMA_PT_ENTRIES][i % VIRTIO_RDMA_PT_ENTRIES] =
+			cpu_to_le64(virt_to_phys(pt->l2[i]));
+		if (!(i % 4096))
+			cond_resched();	/* 512 GiB: 262144 pages */
 	}
+	pt->top = pt->l0 ? pt->l0 : pt->l1[0];
 	return 0;
 }
 
@@ -90,12 +117,15 @@ void vrdma_pt_free(struct vrdma_pt *pt)
 	u32 i;
 
 	if (pt->l2)
-		for (i = 0; i < DIV_ROUND_UP(pt->max_pages, VIRTIO_RDMA_PT_ENTRIES); i++)
+		for (i = 0; i < vrdma_pt_nl2(pt->max_pages); i++)
 			free_page((unsigned long)pt->l2[i]);
-	kfree(pt->l2);
-	free_page((unsigned long)pt->l1);
-	pt->l1 = NULL;
-	pt->l2 = NULL;
+	if (pt->l1)
+		for (i = 0; i < vrdma_pt_nl1(pt->max_pages); i++)
+			free_page((unsigned long)pt->l1[i]);
+	kvfree(pt->l2);
+	kfree(pt->l1);
+	free_page((unsigned long)pt->l0);
+	memset(pt, 0, sizeof(*pt));
 }
 
 void vrdma_pt_set(struct vrdma_pt *pt, u32 i, u64 addr)
@@ -172,7 +202,7 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 	cmd.start = cpu_to_le64(start);
 	cmd.length = cpu_to_le64(length);
 	cmd.virt_addr = cpu_to_le64(virt_addr);
-	cmd.pages = cpu_to_le64(virt_to_phys(mr->pt.l1));
+	cmd.pages = cpu_to_le64(virt_to_phys(mr->pt.top));
 	cmd.npages = cpu_to_le32(npages);
 	err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_REG_USER_MR, &cmd, sizeof(cmd), &r,
 			sizeof(r));
@@ -261,7 +291,7 @@ int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 	cmd.npages = cpu_to_le32(mr->npages);
 	cmd.start = cpu_to_le64(ibmr->iova);
 	cmd.length = cpu_to_le64(ibmr->length);
-	cmd.pages = cpu_to_le64(virt_to_phys(mr->pt.l1));
+	cmd.pages = cpu_to_le64(virt_to_phys(mr->pt.top));
 	err = vrdma_cmd_atomic(to_vdev(ibmr->device), &mr->map,
 			       VIRTIO_RDMA_CMD_MAP_MR_SG, &cmd, sizeof(cmd),
 			       &r, sizeof(r));

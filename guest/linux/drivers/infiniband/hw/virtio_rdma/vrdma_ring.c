@@ -189,7 +189,7 @@ int vrdma_ring_desc(const struct vrdma_ring *r, struct vrdma_pt *pt,
 			vrdma_pt_set(pt, i, page_to_phys(vmalloc_to_page(
 					r->va + (size_t)i * VIRTIO_RDMA_PAGE_SIZE)));
 	}
-	desc->pages = cpu_to_le64(virt_to_phys(pt->l1));
+	desc->pages = cpu_to_le64(virt_to_phys(pt->top));
 	desc->npages = cpu_to_le32(r->npages);
 	desc->log_entries = r->log_entries;
 	desc->log_stride = r->log_stride;

@@ -5,12 +5,14 @@
  * Each input runs on two fresh cores (the unit tests' harness and its
  * rings driver, tests/unit/ring_driver.h) with the ring features
  * negotiated: on each a user context, ring CQs of 4 entries, an RC ring QP
- * pair connected, receives posted.  The input is then a list of
+ * pair connected, receives posted; and a second pair whose b side
+ * receives from a 4-entry SRQ of b's.  The input is then a list of
  * operations:
  *
  *   byte 0 (kind)  what follows
  *   0 scribble     a selector, an offset and bytes written into one of
- *                  the rings' memory (entries and trailers, SQ/RQ/CQ)
+ *                  the rings' memory (entries and trailers, SQ/RQ/CQ, the
+ *                  SRQ)
  *   1 doorbell     a context selector and a raw 64-bit doorbell value
  *   2 send         a well-formed send request (fuzzed opcode, flags,
  *                  lengths) into a's SQ ring, then its doorbell
@@ -22,6 +24,8 @@
  *   6 poll         the driver consumes what the CQ rings hold
  *   7 memory       guest RAM under one ring's page goes away
  *   8 time         the clock jumps (retransmit / RNR timers fire)
+ *   9 srq receive  a well-formed receive request into b's SRQ, rung
+ *   10 srq send    a send request as 2, on the pair whose b is on the SRQ
  *
  * with a 2-byte length before the bytes of 0 and 4.  At the end the turns
  * and the wire run until idle.  Besides the sanitizers' findings, a failed
@@ -51,6 +55,7 @@ using vrdma_test::Node;
 using vrdma_test::RingCq;
 using vrdma_test::RingMem;
 using vrdma_test::RingQp;
+using vrdma_test::RingSrq;
 using vrdma_test::Wire;
 using vrdma_test::kAllAccess;
 
@@ -65,6 +70,8 @@ struct Setup {
     uint32_t ctx_a = 0, ctx_b = 0;
     std::unique_ptr<RingCq> ca, cb;
     std::unique_ptr<RingQp> qa, qb;
+    std::unique_ptr<RingSrq> srq;
+    std::unique_ptr<RingQp> qa2, qb2; /* qb2 receives from srq */
     MrInfo src, dst;
 
     Setup()
@@ -83,6 +90,11 @@ struct Setup {
                                       *ca, 2);
         qb = std::make_unique<RingQp>(b, ctx_b, pb, VIRTIO_RDMA_QPT_RC, *cb,
                                       *cb, 2);
+        srq = std::make_unique<RingSrq>(b, ctx_b, pb, 2);
+        qa2 = std::make_unique<RingQp>(a, ctx_a, pa, VIRTIO_RDMA_QPT_RC, *ca,
+                                       *ca, 2);
+        qb2 = std::make_unique<RingQp>(b, ctx_b, pb, VIRTIO_RDMA_QPT_RC, *cb,
+                                       *cb, 2, 4, srq.get());
         src = a.reg_mr(pa, a.alloc(16384), 16384, kAllAccess);
         dst = b.reg_mr(pb, b.alloc(16384), 16384, kAllAccess);
         Conn conn;
@@ -91,21 +103,27 @@ struct Setup {
                              true);
         DpTest::connect_pair(b, qb->qpn, a, qa->qpn, VIRTIO_RDMA_QPT_RC, conn,
                              false);
+        DpTest::connect_pair(a, qa2->qpn, b, qb2->qpn, VIRTIO_RDMA_QPT_RC,
+                             conn, true);
+        DpTest::connect_pair(b, qb2->qpn, a, qa2->qpn, VIRTIO_RDMA_QPT_RC,
+                             conn, false);
         for (uint64_t i = 0; i < 2; i++) {
             qb->post_recv(i, {{dst.addr + i * 4096, 4096, dst.lkey}});
+            srq->post(i, {{dst.addr + i * 4096, 4096, dst.lkey}});
         }
     }
 
-    /* One of the six rings: a's and b's SQ, RQ and CQ. */
+    /* One of the rings: a's and b's SQ, RQ and CQ, or b's SRQ. */
     const RingMem &ring(uint8_t sel, Node **n)
     {
         *n = sel & 1 ? &b : &a;
         RingQp &q = sel & 1 ? *qb : *qa;
         RingCq &c = sel & 1 ? *cb : *ca;
-        switch ((sel >> 1) % 3) {
+        switch ((sel >> 1) % 4) {
         case 0: return q.sq;
         case 1: return q.rq;
-        default: return c.mem;
+        case 2: return c.mem;
+        default: *n = &b; return srq->mem;
         }
     }
 
@@ -123,7 +141,7 @@ struct Setup {
         }
     }
 
-    void send(Input &in)
+    void send(Input &in, RingQp &q)
     {
         static constexpr uint32_t kOps[] = {
             VIRTIO_RDMA_WR_SEND, VIRTIO_RDMA_WR_SEND_WITH_IMM,
@@ -142,13 +160,13 @@ struct Setup {
         } else {
             w.rdma(dst.addr + off, dst.rkey);
         }
-        qa->post_send(w);
+        q.post_send(w);
     }
 
     void run(Input &in)
     {
         while (in.n) {
-            switch (in.u8() % 9) {
+            switch (in.u8() % 11) {
             case 0:
                 scribble(in);
                 break;
@@ -159,7 +177,7 @@ struct Setup {
                 break;
             }
             case 2:
-                send(in);
+                send(in, *qa);
                 break;
             case 3: {
                 const uint32_t len = in.u16() % 20000;
@@ -192,6 +210,15 @@ struct Setup {
             case 8:
                 wire.now += uint64_t{in.u16()} << 20;
                 wire.pump(kMaxSteps);
+                break;
+            case 9: {
+                const uint32_t len = in.u16() % 20000;
+                const uint32_t off = in.u16() % 20000;
+                srq->post(in.u16(), {{dst.addr + off, len, dst.lkey}});
+                break;
+            }
+            case 10:
+                send(in, *qa2);
                 break;
             }
         }

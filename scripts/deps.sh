@@ -21,8 +21,9 @@ packages=(
     # the host root over 9p; tshark dissects the captured RoCE frames
     rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest iproute2
     tshark
-    # lab tier's driver part: counts a tool's system calls (rc_pingpong_sys)
-    strace
+    # lab tier's driver part: counts a tool's system calls (rc_pingpong_sys);
+    # UCX's perftest on its verbs transports (ucx_rc, ucx_ud)
+    strace ucx-utils
     # lab tier's nvme part: NVMe over RDMA host tools and the I/O checker
     nvme-cli fio
     # lab tier's suite part: pyverbs from rdma-core's source (Cython)

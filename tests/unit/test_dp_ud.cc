@@ -70,6 +70,7 @@ TEST_F(DpUd, SendLandsAfterTheGrhAreaIpv4)
     EXPECT_EQ(r.qp_num, qb);
     EXPECT_EQ(r.wc_flags, VIRTIO_RDMA_WC_GRH);
     EXPECT_EQ(r.port_num, 1u);
+    EXPECT_EQ(r.sl, VIRTIO_RDMA_CQE_SL_IPV4) << "the L3 type (UCX reads it)";
 
     /* 20 zero bytes, then the IPv4 header as it was on the wire. */
     const uint8_t *grh = b->mem(dst.addr, 40);
@@ -165,6 +166,7 @@ TEST_F(DpUd, Ipv6GrhAreaIsTheIpv6Header)
     const virtio_rdma_cq_req r = b->pop_cqe(cq_b);
     EXPECT_EQ(r.status, VIRTIO_RDMA_WC_SUCCESS);
     EXPECT_EQ(r.byte_len, 540u);
+    EXPECT_EQ(r.sl, VIRTIO_RDMA_CQE_SL_IPV6);
     const uint8_t *grh = b->mem(dst.addr, 40);
     ASSERT_EQ(wire.captured.size(), 1u);
     const Bytes &f = wire.captured[0].data;

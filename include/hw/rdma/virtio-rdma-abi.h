@@ -780,6 +780,14 @@ struct virtio_rdma_cqe {
 #define VIRTIO_RDMA_CQE_OWNER 1u
 
 /*
+ * A UD/GSI receive completion's sl: RoCE has no service level, so it holds
+ * the datagram's L3 header type (the flag of IBA annex A17.4.5.1), as mlx5
+ * reports it and UCX's UD transport reads it to check the GRH's DGID.
+ */
+#define VIRTIO_RDMA_CQE_SL_IPV6 1
+#define VIRTIO_RDMA_CQE_SL_IPV4 2
+
+/*
  * The doorbell region: virtio shared memory region
  * VIRTIO_RDMA_SHM_DOORBELLS, one 4 KiB page per context (page c is context
  * c's).  A doorbell is one 8-byte write at offset 0 of the page:

@@ -51,6 +51,13 @@ ARGS = {
     # 500 (ibv_srq_pingpong's defaults, spelled out).
     'srq_pingpong': 'ibv_srq_pingpong -d @D@ -g @G@ -p @P@ -s 1024 -n 200 '
                     '-q 16 -r 500',
+    # UCX (Debian's ucx-utils) between the guests at its defaults but for
+    # the transports and the device: rc_verbs (with ud_verbs, its wire-up),
+    # ud_verbs alone.
+    'ucx_rc': 'env UCX_TLS=rc_verbs,ud_verbs UCX_NET_DEVICES=@D@:1 UCX_LOG_LEVEL=info ucx_perftest '
+              '-t tag_lat -s 64 -n 1000 -p @P@',
+    'ucx_ud': 'env UCX_TLS=ud_verbs UCX_NET_DEVICES=@D@:1 ucx_perftest '
+              '-t tag_lat -s 64 -n 1000 -p @P@',
 }
 
 # rc_pingpong_sys's iterations.
@@ -60,7 +67,7 @@ TOOL_CASES = ('rc_pingpong', 'ud_pingpong', 'write_bw', 'read_bw', 'send_bw',
               'atomic_bw')
 DRV_CASES = TOOL_CASES + ('write_lat', 'read_lat', 'send_lat', 'atomic_lat',
                           'rping', 'rc_pingpong_wr')
-RING_CASES = ('rc_pingpong_deep', 'send_bw_deep', 'srq_pingpong')
+RING_CASES = ('rc_pingpong_deep', 'send_bw_deep', 'srq_pingpong', 'ucx_rc', 'ucx_ud')
 
 
 def args(case, side='srv'):

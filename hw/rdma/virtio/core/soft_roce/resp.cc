@@ -598,6 +598,9 @@ St complete(Ctx &x)
             cqe.ex = le(x.pkt.ieth().rkey());
         }
         cqe.src_qp = x.ud ? x.pkt.deth().sqp() : x.qp.attr.dest_qp_num;
+        if (x.ud) { /* RoCE has no SL: the datagram's L3 type (spec) */
+            cqe.sl = x.pkt.ipv6 ? VIRTIO_RDMA_CQE_SL_IPV6 : VIRTIO_RDMA_CQE_SL_IPV4;
+        }
     }
     e.rq_head++;
     r.recv_active = false;

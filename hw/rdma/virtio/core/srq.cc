@@ -27,6 +27,12 @@ constexpr RingNames kSrqRingNames{"ring.reserved", "ring.log_entries",
 /* Entries the turn takes from one SRQ before the next one's. */
 constexpr uint32_t kSrqQuantum = 64;
 
+/* The SRQ a command names (0 names none), or nullptr. */
+Srq *named_srq(const VrdmaCore &c, uint32_t srqn)
+{
+    return srqn ? c.srqs.at(srqn) : nullptr;
+}
+
 uint32_t srq_room(VrdmaCore &c, const Srq &srq)
 {
     return with(c, [&](const auto &b) { return b.srq_room(srq); });
@@ -203,7 +209,7 @@ Status cmd_create_srq_ring(VrdmaCore &c,
 Status cmd_modify_srq(VrdmaCore &c, const virtio_rdma_cmd_modify_srq &req,
                       NoPayload &)
 {
-    Srq *srq = req.srqn ? c.srqs.at(req.srqn) : nullptr;
+    Srq *srq = named_srq(c, req.srqn);
     if (!srq) {
         return fail(VRDMA_ERR_BAD_HANDLE, "srqn", req.srqn);
     }
@@ -235,7 +241,7 @@ Status cmd_modify_srq(VrdmaCore &c, const virtio_rdma_cmd_modify_srq &req,
 Status cmd_query_srq(VrdmaCore &c, const virtio_rdma_cmd_query_srq &req,
                      virtio_rdma_rsp_query_srq &rsp)
 {
-    const Srq *srq = req.srqn ? c.srqs.at(req.srqn) : nullptr;
+    const Srq *srq = named_srq(c, req.srqn);
     if (!srq) {
         return fail(VRDMA_ERR_BAD_HANDLE, "srqn", req.srqn);
     }
@@ -248,7 +254,7 @@ Status cmd_query_srq(VrdmaCore &c, const virtio_rdma_cmd_query_srq &req,
 Status cmd_destroy_srq(VrdmaCore &c, const virtio_rdma_cmd_destroy_srq &req,
                        NoPayload &)
 {
-    Srq *srq = req.srqn ? c.srqs.at(req.srqn) : nullptr;
+    Srq *srq = named_srq(c, req.srqn);
     if (!srq) {
         return fail(VRDMA_ERR_BAD_HANDLE, "srqn", req.srqn);
     }

@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A control-queue storm: ARMERS processes loop ibv_req_notify_cq (one
- * control command each) on every CPU while one more process registers and
+ * A control-queue storm: ASKERS processes loop ibv_query_port (one
+ * QUERY_PORT control command each: arming a CQ is a doorbell on the rings,
+ * no command) on every CPU while one more process registers and
  * deregisters a large buffer in a loop, the slowest command a guest can
  * ask of the device.  The driver must neither spin while it waits nor give
- * up on the queue: every process finishes without an error, the armers
+ * up on the queue: every process finishes without an error, the askers
  * slept for their answers (a voluntary context switch for at least every
- * other arm: a driver that spins has next to none), and a control command
+ * other query: a driver that spins has next to none), and a control command
  * after the storm still works.  The kernel log is the caller's to judge
  * (lockup and RCU stall reports).  TAP output; exit status 1 if any case
  * failed.
  *
- *   vrdma-storm DEVICE SECONDS ARMERS MR_MIB
+ *   vrdma-storm DEVICE SECONDS ASKERS MR_MIB
  */
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -45,7 +46,7 @@ static struct ibv_context *open_dev(void)
 
 /* A child's report, written whole to the pipe (well under PIPE_BUF). */
 struct report {
-	char kind;	/* 'a': an armer, 'r': the registrar */
+	char kind;	/* 'a': an asker, 'r': the registrar */
 	int ok;
 	long count;
 	long sleeps;	/* voluntary context switches */
@@ -67,36 +68,35 @@ static void ru_sleeps(struct report *r)
 		r->sleeps = ru.ru_nvcsw;
 }
 
-/* One armer: a CQ of its own, armed again and again until the end. */
-static void armer(int fd, double end)
+/* One asker: a context of its own, QUERY_PORT again and again until the end. */
+static void asker(int fd, double end)
 {
 	struct report r = { .kind = 'a', .ok = 1 };
 	struct ibv_context *ctx = open_dev();
-	struct ibv_cq *cq = ctx ? ibv_create_cq(ctx, 4, NULL, NULL, 0) : NULL;
+	struct ibv_port_attr attr;
 
-	if (!cq) {
+	if (!ctx) {
 		r.ok = 0;
-		snprintf(r.text, sizeof(r.text), "no context or CQ: %s", strerror(errno));
+		snprintf(r.text, sizeof(r.text), "no context: %s", strerror(errno));
 		send_report(fd, &r);
 		_exit(1);
 	}
 	while (now_s() < end) {
 		double t0 = now_s(), ms;
-		int err = ibv_req_notify_cq(cq, r.count & 1);
+		int err = ibv_query_port(ctx, 1, &attr);
 
 		ms = (now_s() - t0) * 1e3;
 		if (ms > r.max_ms)
 			r.max_ms = ms;
 		if (err) {
 			r.ok = 0;
-			snprintf(r.text, sizeof(r.text), "arm %ld: %s", r.count, strerror(err));
+			snprintf(r.text, sizeof(r.text), "query %ld: %s", r.count, strerror(err));
 			break;
 		}
 		r.count++;
 	}
 	ru_sleeps(&r);
 	send_report(fd, &r);
-	ibv_destroy_cq(cq);
 	ibv_close_device(ctx);
 	_exit(!r.ok);
 }
@@ -143,10 +143,11 @@ static void registrar(int fd, double end, size_t len)
 
 int main(int argc, char **argv)
 {
-	int i, nchild, pfd[2], armers, status, all_ok = 1;
-	long arms = 0, sleeps = 0, regs = 0;
-	double seconds, end, arm_max = 0, reg_max = 0;
+	int i, nchild, pfd[2], askers, status, all_ok = 1;
+	long queries = 0, sleeps = 0, regs = 0;
+	double seconds, end, ask_max = 0, reg_max = 0;
 	struct ibv_context *ctx;
+	struct ibv_port_attr attr;
 	struct ibv_cq *cq;
 	struct ibv_pd *pd;
 	struct report r;
@@ -154,17 +155,17 @@ int main(int argc, char **argv)
 	char why[200] = "";
 
 	if (argc != 5) {
-		fprintf(stderr, "usage: %s DEVICE SECONDS ARMERS MR_MIB\n", argv[0]);
+		fprintf(stderr, "usage: %s DEVICE SECONDS ASKERS MR_MIB\n", argv[0]);
 		return 2;
 	}
 	dev_name = argv[1];
 	seconds = atof(argv[2]);
-	armers = atoi(argv[3]);
+	askers = atoi(argv[3]);
 	mr_len = (size_t)atol(argv[4]) << 20;
 	if (pipe(pfd))
 		return 2;
 	end = now_s() + seconds;
-	nchild = armers + 1;
+	nchild = askers + 1;
 	for (i = 0; i < nchild; i++) {
 		pid_t pid = fork();
 
@@ -174,7 +175,7 @@ int main(int argc, char **argv)
 			close(pfd[0]);
 			if (i == 0)
 				registrar(pfd[1], end, mr_len);
-			armer(pfd[1], end);
+			asker(pfd[1], end);
 		}
 	}
 	close(pfd[1]);
@@ -187,28 +188,28 @@ int main(int argc, char **argv)
 			regs += r.count;
 			reg_max = r.max_ms;
 		} else {
-			arms += r.count;
+			queries += r.count;
 			sleeps += r.sleeps;
-			if (r.max_ms > arm_max)
-				arm_max = r.max_ms;
+			if (r.max_ms > ask_max)
+				ask_max = r.max_ms;
 		}
 	}
 	for (i = 0; i < nchild; i++) {
 		if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
 			all_ok = 0;
 	}
-	result(all_ok && i == nchild && arms && regs, "storm",
-	       "%d armers: %ld arms (longest %.0f ms); %ld reg_mr of %zu MiB (longest %.0f ms)%s%s",
-	       armers, arms, arm_max, regs, mr_len >> 20, reg_max,
+	result(all_ok && i == nchild && queries && regs, "storm",
+	       "%d askers: %ld queries (longest %.0f ms); %ld reg_mr of %zu MiB (longest %.0f ms)%s%s",
+	       askers, queries, ask_max, regs, mr_len >> 20, reg_max,
 	       why[0] ? "; " : "", why);
-	result(arms && sleeps >= arms / 2, "armers-slept",
-	       "%ld voluntary context switches in %ld arms", sleeps, arms);
+	result(queries && sleeps >= queries / 2, "askers-slept",
+	       "%ld voluntary context switches in %ld queries", sleeps, queries);
 
 	ctx = open_dev();
 	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
 	cq = ctx ? ibv_create_cq(ctx, 4, NULL, NULL, 0) : NULL;
-	result(pd && cq && !ibv_req_notify_cq(cq, 0), "alive",
-	       "a PD, a CQ and an arm after the storm%s%s", pd && cq ? "" : ": ",
+	result(pd && cq && !ibv_req_notify_cq(cq, 0) && !ibv_query_port(ctx, 1, &attr), "alive",
+	       "a PD, a CQ, an arm and a query after the storm%s%s", pd && cq ? "" : ": ",
 	       pd && cq ? "" : strerror(errno));
 	return nfail ? 1 : 0;
 }

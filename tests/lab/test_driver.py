@@ -24,9 +24,10 @@ tools equal those of the idle driver, the holder held more than idle, after
 rmmod they are zero, the reloaded driver is idle again, QEMU said nothing.
 G-kernel: no oops, BUG or WARNING in the guest's kernel log.
 
-ctrl-storm (class Storm): one guest with two vCPUs, processes arming CQs
-on both while another registers large MRs (guest/tests/vrdma-storm.c):
-no error, the armers slept for their answers, the control queue alive
+ctrl-storm (class Storm): one guest with two vCPUs, processes asking
+QUERY_PORT on both while another registers large MRs
+(guest/tests/vrdma-storm.c): no error, the askers slept for their
+answers, the control queue alive
 after it, no lockup or RCU stall in the kernel log.
 
 no-direct-dma (class DirectDma): a guest booted with swiotlb=force, where
@@ -71,23 +72,22 @@ STAGES = ('up', 'done', 'held', 'unloaded', 'reloaded')
 NO_OBJECTS = 'pd=0 cq=0 qp=0 mr=0 gid=0 pages=0'
 SEQ_ERRORS = ('rcvd_seq_err', 'out_of_seq_request')
 
-# The quick cases (the CI's): against itself every tool over IPv4, RC SEND
-# and rping over IPv6, the kill and the abuse; against rxe, both ways, RC
-# and UD SEND, WRITE, READ, atomics and rping over IPv4, RC SEND and rping
-# over IPv6; every pair's device and kernel checks.
-# With rings, against itself, every tool over IPv4, deeper queues and more
-# QPs than virtqueues allow, and the system calls.
+# The quick cases (the CI's): against itself every tool over IPv4, deeper
+# queues, SRQs and UCX, the system calls, RC SEND and rping over IPv6, more
+# QPs than virtqueues allowed, an MR above 1 GiB, the kill and the abuse;
+# against rxe, both ways, RC and UD SEND, WRITE, READ, atomics and rping
+# over IPv4, RC SEND and rping over IPv6; every pair's device and kernel
+# checks.
 QUICK = {
-    ('vv', 4): set(tools.DRV_CASES),
+    ('vv', 4): set(tools.DRV_CASES + tools.RING_CASES) | {'rc_pingpong_sys'},
     ('vv', 6): {'rc_pingpong', 'rping'},
     ('vr', 4): {'rc_pingpong', 'ud_pingpong', 'write_bw', 'read_bw', 'atomic_bw', 'rping'},
     ('vr', 6): {'rc_pingpong', 'rping'},
-    ('vv-rings', 4): set(tools.DRV_CASES + tools.RING_CASES) | {'rc_pingpong_sys'},
-    ('vv-rings', 6): set(),
 }
-# With rings the client's write() and ioctl() during rc_pingpong_sys, all
-# of its set-up and teardown commands included, stay below this share of
-# its iterations (the virtqueue path makes several per iteration).
+# The client's write() and ioctl() during rc_pingpong_sys, all of its
+# set-up and teardown commands included, stay below this share of its
+# iterations (the rings: posting and polling make none; the virtqueue path
+# made several per iteration).
 SYS_PER_ITER = 0.25
 
 
@@ -397,8 +397,8 @@ class _Pair(LabTest):
     def assertSyscalls(self, name, server):
         """rc_pingpong_sys: the tool case passed, and each side's write()
         and ioctl() (uverbs commands and methods) are noted per iteration;
-        with rings the client's stay below SYS_PER_ITER of its iterations:
-        posting and polling make none."""
+        the client's stay below SYS_PER_ITER of its iterations: posting
+        and polling make none."""
         self.assertToolCase(name, server)
         said = []
         for g, s in self.sides.items():
@@ -408,7 +408,7 @@ class _Pair(LabTest):
                         f'({n / tools.SYS_ITERS:.2f} per iteration)')
             if not calls:
                 self.fail(f'{g}: no strace -c table in its output')
-            if self.kopts and g != server and n >= SYS_PER_ITER * tools.SYS_ITERS:
+            if g != server and n >= SYS_PER_ITER * tools.SYS_ITERS:
                 self.fail(f'{"; ".join(said)}: the client made {n} uverbs calls in '
                           f'{tools.SYS_ITERS} iterations')
         self.note('; '.join(said))
@@ -488,12 +488,21 @@ class _Pair(LabTest):
 
 
 class Vv(_Pair):
-    """Our driver against itself: every tool with A serving, the kill and
-    the abuse."""
+    """Our driver against itself, on its default data path (the queues in
+    guest memory: VIRTIO_RDMA_F_RINGS, the provider on uverbs ABI 2 posts,
+    polls and arms in its own rings): every tool with A serving, deeper
+    queues and more QPs than virtqueues allowed, an MR above 1 GiB, SRQs,
+    UCX, the kill, the abuse, the stages, and the system calls of a
+    ping-pong."""
     pair = 'vv'
     kinds = ('vrdma', 'vrdma')
     servers = ('A',)
-    kill = abuse = True
+    kill = abuse = qps = bigmr = True
+    # Room for vrdma-qps, and a table vrdma-abuse can fill in a 512 MiB
+    # guest (the default, 131072, it cannot); vrdma-bigmr's MR (the default,
+    # guest RAM but at least 1 GiB, is smaller).
+    vrdma_opts = f'max-ring-qp={2 * QPS_COUNT},max-mr-size=2G'
+    cases = _Pair.cases + tools.RING_CASES
 
 
 class Vr(_Pair):
@@ -506,34 +515,13 @@ class Vr(_Pair):
     kernels = ('6.1',)
 
 
-class VvRings(_Pair):
-    """Our driver against itself with the module's rings=1: kernel and user
-    queues in guest memory (VIRTIO_RDMA_F_RINGS; the provider on uverbs
-    ABI 2 posts, polls and arms in its own rings); every tool over IPv4,
-    deeper queues and more QPs than virtqueues allow, the kill, the
-    abuse, the stages, and the system calls of a ping-pong.
-    (Not a subclass of Vv: it would inherit Vv's cases.)"""
-    pair = 'vv-rings'
-    kinds = ('vrdma', 'vrdma')
-    servers = ('A',)
-    kill = abuse = qps = bigmr = True
-    families = (4,)
-    kopts = 'rings=1'
-    # Room for vrdma-qps, and a table vrdma-abuse can fill in a 512 MiB
-    # guest (the default, 131072, it cannot); vrdma-bigmr's MR (the default,
-    # guest RAM but at least 1 GiB, is smaller).
-    vrdma_opts = f'max-ring-qp={2 * QPS_COUNT},max-mr-size=2G'
-    cases = _Pair.cases + tools.RING_CASES
-
-
 Vv.add_cases()
 Vr.add_cases()
-VvRings.add_cases()
 
 
-# The storm: STORM_ARMERS processes loop ibv_req_notify_cq for STORM_SECONDS
+# The storm: STORM_ASKERS processes loop ibv_query_port for STORM_SECONDS
 # on both vCPUs while one more registers and deregisters STORM_MR_MIB.
-STORM_SECONDS, STORM_ARMERS, STORM_MR_MIB = 20, 4, 256
+STORM_SECONDS, STORM_ASKERS, STORM_MR_MIB = 20, 4, 256
 STORM_MEM = 1024
 STORM_SMP = 2
 # Soft lockups reported after 6 s, RCU stalls after 5 s (defaults 20 s and
@@ -561,9 +549,10 @@ class Storm(LabTest):
     The soft device answers every command within one main-loop turn, and a
     turn long enough to trip a watchdog would stop the guest's timers as
     well (QEMU runs them in the same loop), so a spinning driver shows no
-    lockup here; what shows it is that the arming processes never sleep
-    (vrdma-storm's armers-slept).  Against the driver that spun with
-    interrupts off: 681 voluntary context switches in 40829 arms."""
+    lockup here; what shows it is that the asking processes never sleep
+    (vrdma-storm's askers-slept).  Against the driver that spun with
+    interrupts off: 681 voluntary context switches in 40829 CQ arms (then
+    a control command; on the rings an arm is a doorbell)."""
 
     @classmethod
     def setUpClass(cls):
@@ -577,13 +566,13 @@ class Storm(LabTest):
                   f'lab.ip=10.77.1.31/24 lab.rdma=vrdma lab.ko={ko} lab.prov={prov} '
                   f'lab.run=/lab/driver/storm.sh {STORM_KERNEL_ARGS}'.strip(),
                   '52:54:00:77:01:31',
-                  f'STORM={exe}\nARGS="{STORM_SECONDS} {STORM_ARMERS} {STORM_MR_MIB}"\n',
+                  f'STORM={exe}\nARGS="{STORM_SECONDS} {STORM_ASKERS} {STORM_MR_MIB}"\n',
                   STORM_LIMIT, smp=STORM_SMP, mem=STORM_MEM)
 
     @quick
     @timeout(STORM_LIMIT + 30)
     def test_ctrl_storm(self):
-        """Every armer and the registrar ended without an error, the armers
+        """Every asker and the registrar ended without an error, the askers
         slept for their answers, a control command after the storm worked,
         and the kernel reported no lockup, RCU stall, oops or WARNING: the
         driver sleeps on its control queue in process context instead of

@@ -20,20 +20,13 @@ controller given up on, are back where they were before its connect, and
 QEMU reports no error (PAIR/B-device, B-device-giveup, A-device);
 PAIR/B-kernel, A-kernel: no oops, BUG or WARNING in a guest's kernel log.
 
-hv-tv-rings is hv-tv without the kills, with both drivers loaded again as
-rings=1 before the job (queues in guest memory for kernel objects, the
-MAD layer's QP1 included): PAIR/rings checks that both negotiated
-VIRTIO_RDMA_F_RINGS with the port ACTIVE and QP1 up, and offer the
-provider uverbs ABI 2 (user queues on rings: driver/vv-rings runs them).
-
 Kernels (scripts/test.sh's matrix): 6.1 runs every pairing; 6.12 only
-hv-tv and hv-tv-rings (against rxe the wire is the device's, the same on
+hv-tv (against rxe the wire is the device's, the same on
 both kernels).  Quick, one pairing a kernel: hr-tv on 6.1, hv-tv on 6.12
 (QUICK_ON).
 """
 import os
 import re
-import shlex
 import shutil
 import sys
 import time
@@ -85,27 +78,26 @@ def tracker(res):
     return m.group(0) if m else ''
 
 
-def compare(before, after, res, rings=False):
+def compare(before, after, res):
     """None when the device's object counts AFTER the host's last
     disconnect equal those BEFORE its first connect, but for CQs: nvme-rdma
     and nvmet-rdma take theirs from the RDMA core's CQ pool
     (ib_cq_pool_get), which keeps them until the device goes.  So the CQs
     after must be as many as the kernel's resource tracker counts (RES:
-    "rdma resource show" then), no more.  With RINGS a CQ's ring is mapped
-    pages: more pages after only with more CQs.  Otherwise what differs."""
+    "rdma resource show" then), no more.  A CQ's ring is mapped pages:
+    more pages after only with more CQs.  Otherwise what differs."""
     def count(o, what):
         return int(re.search(rf'{what}=([0-9]+)', o).group(1))
 
     def but_cqs(o):
         o = re.sub(r' cq=[0-9]+', '', o or '')
-        return re.sub(r' pages=[0-9]+', '', o) if rings else o
+        return re.sub(r' pages=[0-9]+', '', o)
     if not before or not after or but_cqs(before) != but_cqs(after):
         return f'objects before [{before or ""}] after [{after or ""}]'
-    if rings:
-        more_cqs = count(after, 'cq') - count(before, 'cq')
-        more_pages = count(after, 'pages') - count(before, 'pages')
-        if more_pages < 0 or (more_pages > 0) != (more_cqs > 0):
-            return f'objects before [{before}] after [{after}]: pages without CQs'
+    more_cqs = count(after, 'cq') - count(before, 'cq')
+    more_pages = count(after, 'pages') - count(before, 'pages')
+    if more_pages < 0 or (more_pages > 0) != (more_cqs > 0):
+        return f'objects before [{before}] after [{after}]: pages without CQs'
     cq = re.search(r'cq=([0-9]+)', after).group(1)
     try:
         kcq = re.findall(r' cq ([0-9]+) ', Path(res).read_text())
@@ -126,7 +118,6 @@ class Pair:
     they left."""
     PAIR = TARGET = HOST = None
     KILL = False     # the two kill steps (a target QEMU killed)
-    RINGS = False    # both drivers loaded with rings=1 (nvme/rings.sh)
     QUICK_ON = ()    # the kernels whose quick set (the CI's) is this pairing
 
     def is_quick(self):
@@ -167,17 +158,10 @@ class Pair:
 
     @classmethod
     def boot(cls, name, kind, ip, mac, link, job, job_env):
-        # RINGS: /init runs a one-line job that runs nvme/rings.sh with the
-        # module's path and the part's job (/init's lab.run takes no arguments).
-        rings = cls.RINGS and kind == 'vrdma'
-        run = '/out/rings-job.sh' if rings else f'/lab/nvme/{job}'
         g = Guest(cls.env, cls.dir / name,
                   f'lab.ip={ip}/24 lab.rdma={kind} lab.ko={cls.ko} lab.prov={cls.prov} '
-                  f'lab.run={run}', link, mac, vrdma=kind == 'vrdma')
+                  f'lab.run=/lab/nvme/{job}', link, mac, vrdma=kind == 'vrdma')
         (g.out / 'job.env').write_text(job_env)
-        if rings:
-            (g.out / 'rings-job.sh').write_text(
-                f'exec /bin/bash /lab/nvme/rings.sh {shlex.quote(cls.ko)} {job}\n')
         cls.addClassCleanup(g.kill)
         return g.start(limit=LIMIT)
 
@@ -203,8 +187,8 @@ class Pair:
             for _ in range(20):
                 copy_res(cls.a, 'res-after.txt')
                 cls.seen['a1'] = objects_of(cls.a, 'after')
-                if compare(cls.seen.get('a0'), cls.seen['a1'], cls.a.out / 'res-after.txt',
-                           cls.RINGS) is None:
+                if compare(cls.seen.get('a0'), cls.seen['a1'],
+                           cls.a.out / 'res-after.txt') is None:
                     break
                 time.sleep(0.5)
 
@@ -263,7 +247,7 @@ class Pair:
             self.fail(f'no info rdma before [{before or ""}] / after [{after or ""}] ({errs[:200]})')
         dev = qmp.first_device(g.out / 'info-after.json')
         why = []
-        differs = compare(before, after, g.out / 'res-after.txt', self.RINGS)
+        differs = compare(before, after, g.out / 'res-after.txt')
         if differs:
             why.append(differs)
         if connected and not qps(connected) > qps(before):
@@ -287,26 +271,10 @@ class Pair:
         s = self.seen
         self.check_device(self.a, s.get('a0'), None, s.get('a1'))
 
-    def check_rings(self):
-        """Both guests' drivers run with rings=1, negotiated RINGS, the port
-        is ACTIVE, the MAD layer's QP1 exists (on rings) and the module
-        offers uverbs ABI 2 (user queues on rings)."""
-        said = {}
-        for g in (self.a, self.b):
-            try:
-                said[g.out.name] = (g.out / 'rings.txt').read_text().strip()
-            except FileNotFoundError:
-                said[g.out.name] = 'no rings.txt'
-        text = '; '.join(f'{k}: {v}' for k, v in said.items())
-        for v in said.values():
-            if v != 'rings=Y feature2=1 state=ACTIVE qp1=1 user-abi=2':
-                self.fail(text)
-        self.note(text)
-
     def check_b_device_giveup(self):
         # After the controller the host gave up on: everything freed as well.
         bf, res = self.seen.get('bf'), self.b.out / 'res-final.txt'
-        differs = compare(self.seen.get('b0'), bf, res, self.RINGS)
+        differs = compare(self.seen.get('b0'), bf, res)
         if differs:
             self.fail(f'{bf or "no info rdma"}: {differs}')
         self.note(f'after the deleted controller [{bf}] (kernel: {tracker(res)})')
@@ -328,17 +296,11 @@ class HrTv(Pair, LabTest):
     QUICK_ON = ('6.1',)
 
 
-class HvTvRings(Pair, LabTest):
-    PAIR, TARGET, HOST, RINGS = 'hv-tv-rings', 'vrdma', 'vrdma', True
-
-
 def add_cases(cls):
     """A pairing's cases, in the bash part's order and names."""
     def add(name, check):
         add_case(cls, f'{cls.PAIR}/{name}', check)
     add('target', Pair.check_target)
-    if cls.RINGS:
-        add('rings', Pair.check_rings)
     for step in STEPS + (KILL_STEPS if cls.KILL else ()):
         add(step, lambda self, step=step: self.check_step(step))
     add('no-hang', Pair.check_no_hang)
@@ -354,7 +316,7 @@ def add_cases(cls):
         add('A-kernel', lambda self: self.assertKernelClean(self.a))
 
 
-for _cls in (HvTv, HvTr, HrTv, HvTvRings):
+for _cls in (HvTv, HvTr, HrTv):
     add_cases(_cls)
 del _cls
 

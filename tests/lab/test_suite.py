@@ -16,8 +16,8 @@ under TCG: the CI runs all of it.
 LAB_SUITE_ONLY: a regex on rdma-core's test ids (e.g. 'test_qp\\.|test_rdmacm')
 runs only those tests; the differences are then judged on them alone.
 LAB_SUITE_KOPTS: the module's parameters in the vrdma guest (lab.kopts,
-e.g. rings=1: the suite on queues in guest memory, the provider on uverbs
-ABI 2).
+e.g. rings=0: the suite on the virtqueue data path, whose differences
+expected-vrdma.txt no longer lists).
 """
 import importlib.util
 import json

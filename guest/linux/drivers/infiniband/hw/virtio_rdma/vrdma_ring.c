@@ -35,10 +35,11 @@
 
 #include "vrdma.h"
 
-bool vrdma_rings_param;
+/* The default since the rings are the data path; off only to compare. */
+bool vrdma_rings_param = true;
 module_param_named(rings, vrdma_rings_param, bool, 0444);
 MODULE_PARM_DESC(rings,
-		 "CQs and QPs as queues in guest memory with doorbells, when the device offers VIRTIO_RDMA_F_RINGS: kernel ones and user ones, which user space then posts, polls and arms without system calls (uverbs ABI 2: needs the ring-capable rdma-core provider) (default: off)");
+		 "CQs and QPs as queues in guest memory with doorbells, when the device offers VIRTIO_RDMA_F_RINGS: kernel ones and user ones, which user space then posts, polls and arms without system calls (uverbs ABI 2); off: the virtqueue data path, going away (default: on)");
 
 /*
  * Map the kernel's page of the doorbell region and note where the region

@@ -11,11 +11,16 @@
 #           4 KiB through virtio-rdma (virtio_rdma.ko + provider) vs the same
 #           guests, same machines, on the guest kernel's rxe; rounds
 #           alternate the two (BENCH_GUEST_ROUNDS, default 2)
+#   insns   guest instructions per message (bench/guest_insns.py): the same
+#           two guests on a QEMU with TCG plugins (build/qemu-plugins),
+#           counting every instruction each guest executes, for SENDs of
+#           64 B and 64 KiB and WRITEs of 64 KiB on our device's rings,
+#           on its virtqueue path (rings=0) and on the guests' own rxe
 # Benchmarks are not tests: they print what they measured and the targets
 # next to it; this script fails only if a build or a run breaks.
 #
-#   scripts/bench.sh                 all three
-#   BENCHES=core scripts/bench.sh    one of them (core | device | guests)
+#   scripts/bench.sh                 all four
+#   BENCHES=core scripts/bench.sh    one of them (core | device | guests | insns)
 #   BENCH_REPS=9                     core-bench repetitions (default 5; the
 #                                    summary: medians, then the best runs)
 #   VRDMA_BENCH_SECONDS=10 ...       device knobs: see virtio-rdma-bench.c
@@ -27,7 +32,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD_BENCH=${BUILD_BENCH:-$top/build/bench}
 log=$top/build/bench-logs
 mkdir -p "$log"
-benches=${BENCHES:-core device guests}
+benches=${BENCHES:-core device guests insns}
 reps=${BENCH_REPS:-5}
 rc=0
 
@@ -94,11 +99,26 @@ run_guests() {
     echo "log: $log/guests.txt"
 }
 
+# Instructions are counted, not timed: the figures do not depend on the
+# host's speed or load (the CPU is printed all the same).
+run_insns() {
+    echo "== guest instructions (bench/guest_insns.py)"
+    rm -f "$log/insns.txt"
+    { bash "$top/scripts/build.sh" --plugins && bash "$top/tests/lab/setup.sh" &&
+      bash "$top/scripts/build-guest.sh"; } >"$log/insns-build.log" 2>&1 ||
+        { tail -n 30 "$log/insns-build.log"; echo "bench: insns set-up failed"; return 1; }
+    timeout 3600 /usr/bin/python3 "$top/bench/guest_insns.py" \
+        --results "$top/build/lab/results/insns-$(date +%Y%m%d-%H%M%S)" >"$log/insns.txt" 2>&1 ||
+        { tail -n 30 "$log/insns.txt"; echo "bench: guest_insns failed ($log/insns.txt)"; return 1; }
+    echo "log: $log/insns.txt"
+}
+
 for b in $benches; do
     case $b in
     core)   run_core || rc=1 ;;
     device) run_device || rc=1 ;;
     guests) run_guests || rc=1 ;;
+    insns)  run_insns || rc=1 ;;
     *) echo "bench.sh: unknown benchmark $b" >&2; exit 2 ;;
     esac
 done
@@ -115,6 +135,8 @@ for b in $benches; do
             grep -E '^(virtio-rdma-bench:|rdma:|udp:|ratio:|        retransmits|        UDP datagrams|        CPU: QEMU)' "$log/device.log" ;;
     guests)
         [ -f "$log/guests.txt" ] && python3 "$top/scripts/bench_guests.py" "$log/guests.txt" ;;
+    insns)
+        [ -f "$log/insns.txt" ] && sed -n '/^device /,$p' "$log/insns.txt" ;;
     esac
 done
 exit $rc

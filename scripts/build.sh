@@ -11,15 +11,21 @@
 #                                build (they link with -fsanitize=fuzzer-no-link),
 #                                and a separate gcc ASan build cost a cold CI
 #                                about as long as this whole build.
+#   scripts/build.sh --plugins -> build/qemu-plugins: the plain build with TCG
+#                                plugins, for the guest-instruction benchmark
+#                                only (bench/guest-insns.sh); no test tier
+#                                uses it, so CI never builds it.
 # Incremental: configure runs once per build directory, then ninja.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/config.sh"
 
-san=0
+san=0 plugins=0
 [ "${1:-}" = "--san" ] && san=1
+[ "${1:-}" = "--plugins" ] && plugins=1
 bdir=$BUILD_QEMU
 [ $san = 1 ] && bdir=$BUILD_QEMU_SAN
+[ $plugins = 1 ] && bdir=$BUILD_QEMU_PLUGINS
 
 bash "$top/scripts/fetch-qemu.sh"
 bash "$top/scripts/overlay.sh"
@@ -42,6 +48,7 @@ if [ $san = 1 ]; then
     flags=("${flags[@]/#--cxx=*/--cxx=ccache clang++}")
     flags+=(--enable-fuzzing --enable-asan --enable-ubsan --disable-werror)
 fi
+[ $plugins = 1 ] && flags+=(--enable-plugins)
 
 # Reconfigure when the flags change (or on a fresh directory).
 want=$(printf '%s\n' "${flags[@]}")

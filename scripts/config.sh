@@ -4,6 +4,7 @@ QEMU_DEB_VERSION="1:10.0.13+ds-0+deb13u1"
 # Build directories (all git-ignored).
 BUILD_QEMU=${BUILD_QEMU:-$top/build/qemu}
 BUILD_QEMU_SAN=${BUILD_QEMU_SAN:-$top/build/qemu-san}
+BUILD_QEMU_PLUGINS=${BUILD_QEMU_PLUGINS:-$top/build/qemu-plugins}
 BUILD_UNIT=${BUILD_UNIT:-$top/build/unit}
 BUILD_UNIT_SAN=${BUILD_UNIT_SAN:-$top/build/unit-san}
 JOBS=${JOBS:-$(nproc)}

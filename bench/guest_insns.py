@@ -63,8 +63,8 @@ IDLE_SECONDS = 10
 # the guest is all its count holds.
 TOOLS = (
     ('send-64B', 'ib_send_bw -d @D@ -x @G4@ -F -e -s 64', 1000, 41000, False),
-    ('send-64KiB', 'ib_send_bw -d @D@ -x @G4@ -F -e -s 65536', 200, 4200, False),
-    ('write-64KiB', 'ib_write_bw -d @D@ -x @G4@ -F -s 65536', 200, 4200, True),
+    ('send-64KiB', 'ib_send_bw -d @D@ -x @G4@ -F -e -s 65536', 200, 12200, False),
+    ('write-64KiB', 'ib_write_bw -d @D@ -x @G4@ -F -s 65536', 200, 12200, True),
 )
 # Each tool's pair of windows, this many times: the spread of the
 # estimates shows what the set-up's variation leaves in them.

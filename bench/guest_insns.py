@@ -43,7 +43,7 @@ TOP = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TOP / 'tests' / 'lab'))
 
 from vrdma_lab import env as lab_env  # noqa: E402
-from vrdma_lab import net, protocol  # noqa: E402
+from vrdma_lab import net, protocol, tools  # noqa: E402
 from vrdma_lab.guest import Guest  # noqa: E402
 
 PLUGIN_QEMU = TOP / 'build' / 'qemu-plugins' / 'qemu-system-x86_64'
@@ -61,11 +61,14 @@ IDLE_SECONDS = 10
 # while the device works (a figure of the host's speed, not of the work),
 # while its server sleeps on TCP until the end -- the responder's work in
 # the guest is all its count holds.
-TOOLS = (
+TOOLS = [
     ('send-64B', 'ib_send_bw -d @D@ -x @G4@ -F -e -s 64', 1000, 41000, False),
     ('send-64KiB', 'ib_send_bw -d @D@ -x @G4@ -F -e -s 65536', 200, 12200, False),
     ('write-64KiB', 'ib_write_bw -d @D@ -x @G4@ -F -s 65536', 200, 12200, True),
-)
+    # A ping-pong that sleeps on CQ events (arming a CQ each time): per
+    # iteration, and its latency as the tool prints it.
+    ('pingpong-ev', 'ibv_rc_pingpong -d @D@ -g @G4@ -e -s 64', 200, 2200, False),
+]
 # Each tool's pair of windows, this many times: the spread of the
 # estimates shows what the set-up's variation leaves in them.
 ROUNDS = 2
@@ -97,6 +100,17 @@ def prepare(lab):
     mark = build(lab.dir / 'mark', ['gcc', '-O2', '-Wall', '-o', str(lab.dir / 'mark'),
                                     str(MARK_SRC)], 'the marker')
     return qemu, plugin, mark
+
+
+def chosen_tools(names):
+    """TOOLS, or those of NAMES (a comma-separated list)."""
+    if not names:
+        return TOOLS
+    want = names.split(',')
+    bad = [n for n in want if n not in {t[0] for t in TOOLS}]
+    if bad:
+        sys.exit(f'guest_insns: unknown tool {" ".join(bad)}')
+    return [t for t in TOOLS if t[0] in want]
 
 
 def cases(mark):
@@ -170,6 +184,10 @@ def run_device(lab, qemu, plugin, mark, kind, results):
         else:
             per[g] = {}
             failed.append(f'{g}: no insns.txt ({guest.status()})')
+    for name, _, _, n2, _ in TOOLS:
+        figs = [tools.figures(sides['B'][1].run(f'{name}-{n2}-r{r}').out) for r in range(ROUNDS)]
+        print(f'guest_insns: {kind}: {name} x{n2}: {"; ".join(f or "-" for f in figs)}'
+              ' (wall clock under TCG)', file=sys.stderr)
     print(f'guest_insns: {kind}: {time.monotonic() - t0:.0f} s'
           + (f'; failed: {" ".join(failed)}' if failed else ''), file=sys.stderr)
     return per, failed
@@ -207,7 +225,10 @@ def main():
     p.add_argument('--kernel', default='6.1')
     p.add_argument('--devices', default=','.join(DEVICES))
     p.add_argument('--results', metavar='DIR')
+    p.add_argument('--tools', metavar='NAME,...', help='some of: '
+                   + ', '.join(t[0] for t in TOOLS))
     args = p.parse_args()
+    TOOLS[:] = chosen_tools(args.tools)
     kinds = args.devices.split(',')
     bad = [k for k in kinds if k not in DEVICES]
     if bad:

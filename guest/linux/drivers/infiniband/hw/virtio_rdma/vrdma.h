@@ -8,7 +8,7 @@
  * doorbell is ever mapped into a process.  Layouts come from the one ABI
  * header the device, its core and its tests share.
  *
- * With the module parameter rings=1 and VIRTIO_RDMA_F_RINGS negotiated,
+ * With the module parameter rings (the default) and VIRTIO_RDMA_F_RINGS negotiated,
  * CQs and QPs are rings in guest memory (vrdma_ring.c, "Queues in guest
  * memory" in the spec) announced by doorbells.  Kernel queues live in
  * vmalloc memory and ring context 0's page.  User queues live in the

@@ -26,11 +26,12 @@ would count its spinning, which follows how fast the host emulates, not
 the work a message costs.  "idle" is a guest's rate while both sleep.
 
   bench/guest_insns.py [--kernel 6.1] [--devices vq,rings,rxe]
-                       [--results DIR]
+                       [--tools NAME,...] [--results DIR]
 
 Prints one table: per device and tool, the client's and the server's
 instructions per message and their sum, and each device's sum over
-rxe's (for the polling WRITE the server's alone).  A benchmark, not a test: it fails only when a tool fails.
+rxe's (for the polling WRITE the server's alone).  A benchmark, not a
+test: it fails only when a tool fails.
 """
 import argparse
 import os
@@ -147,7 +148,7 @@ def windows(path, ok_cases):
 
 
 def run_device(lab, qemu, plugin, mark, kind, results):
-    """One pair on device KIND; {side: {case: insns}} and the cases' rcs."""
+    """One pair on device KIND: ({side: {case: insns}}, [what failed])."""
     out = results / kind
     links = dict(zip('AB', net.dgram_pair()))
     vrdma = kind != 'rxe'

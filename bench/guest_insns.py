@@ -13,9 +13,9 @@ with N1 messages and once with N2: the difference of the two windows over
 N2 - N1 is the cost of a message with the set-up (process start, device
 open, connection, MRs) cancelled out.
 
-The devices, each a pair of the same guests:
-  vq     virtio-rdma-pci through our module with rings=0: the virtqueue
-         data path (a system call per post and per poll)
+The devices, each a pair of the same guests (the module's virtqueue data
+path, a system call per post and per poll, was measured here too until it
+went: docs/devel/virtio-rdma-benchmarks.rst keeps its figures):
   rings  virtio-rdma-pci through our module, its default: queues in guest
          memory, posted and polled in user space
   rxe    the guest kernel's rxe over the same virtio-net
@@ -25,7 +25,7 @@ completions executes no instructions while it waits, where a polling one
 would count its spinning, which follows how fast the host emulates, not
 the work a message costs.  "idle" is a guest's rate while both sleep.
 
-  bench/guest_insns.py [--kernel 6.1] [--devices vq,rings,rxe]
+  bench/guest_insns.py [--kernel 6.1] [--devices rings,rxe]
                        [--tools NAME,...] [--results DIR]
 
 Prints one table: per device and tool, the client's and the server's
@@ -73,7 +73,7 @@ TOOLS = [
 # Each tool's pair of windows, this many times: the spread of the
 # estimates shows what the set-up's variation leaves in them.
 ROUNDS = 2
-DEVICES = ('vq', 'rings', 'rxe')
+DEVICES = ('rings', 'rxe')
 SERVER, CLIENT = ('A', '10.77.0.31', '52:54:00:77:00:31'), ('B', '10.77.0.32', '52:54:00:77:00:32')
 
 
@@ -161,7 +161,6 @@ def run_device(lab, qemu, plugin, mark, kind, results):
         append = (f'lab.ip={ip}/24 lab.rdma={"vrdma" if vrdma else "rxe"} '
                   f'lab.ko={TOP}/build/guest/{lab.kver}/virtio_rdma.ko '
                   f'lab.prov={TOP}/build/guest/rdma-core '
-                  + ('lab.kopts=rings=0 ' if kind == 'vq' else '') +
                   'lab.run=/lab/guest-cases.sh')
         guest = Guest(lab, tc.out, append, links[g], mac, vrdma=vrdma)
         guest.args[0] = str(qemu)

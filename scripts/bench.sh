@@ -14,8 +14,8 @@
 #   insns   guest instructions per message (bench/guest_insns.py): the same
 #           two guests on a QEMU with TCG plugins (build/qemu-plugins),
 #           counting every instruction each guest executes, for SENDs of
-#           64 B and 64 KiB and WRITEs of 64 KiB on our device's rings,
-#           on its virtqueue path (rings=0) and on the guests' own rxe
+#           64 B and 64 KiB and WRITEs of 64 KiB on our device's rings
+#           and on the guests' own rxe
 # Benchmarks are not tests: they print what they measured and the targets
 # next to it; this script fails only if a build or a run breaks.
 #

@@ -57,7 +57,7 @@ target=virtio_rdma-rdmav$pabi
 echo "build-guest: provider ($target)"
 ninja -C "$rcb" -j"$JOBS" "$target" virtio_rdma_post_test >"$rcb/ninja.log" 2>&1 ||
     { cat "$rcb/ninja.log" >&2; exit 1; }
-# Host-side test of the provider's post list splitting (no device needed).
+# Host-side test of the provider's rings data path (no device needed).
 "$rcb/providers/virtio_rdma/virtio_rdma_post_test"
 mkdir -p "$out/rdma-core"
 so=$out/rdma-core/lib$target.so

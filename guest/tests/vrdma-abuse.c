@@ -7,12 +7,12 @@
  * device must keep working: the last case moves data again.  TAP output;
  * exit status 1 if any case failed.
  *
- * With the module's uverbs ABI 2 (rings in user memory) also what a user
- * can do with the one part of the device it may map, its doorbell page:
+ * Also what a user can do with the one part of our device it may map, its
+ * doorbell page (the rings in user memory of the module's uverbs ABI 2):
  * map other offsets, map it executable, ring doorbells for every queue
- * number with indexes beyond any ring; and inline data (the provider's,
- * with rings): from memory no MR covers, reused at once, too long, on an
- * opcode that carries no data of its own.
+ * number with indexes beyond any ring; and inline data (the provider's):
+ * from memory no MR covers, reused at once, too long, on an opcode that
+ * carries no data of its own.
  *
  *   vrdma-abuse DEVICE [GID_INDEX]
  */
@@ -402,23 +402,6 @@ static void exhaust_cases(void)
 	free(q);
 }
 
-/* The uverbs ABI version of the device's verbs node, or -1. */
-static int uverbs_abi(void)
-{
-	char path[IBV_SYSFS_PATH_MAX + 16];
-	FILE *f;
-	int v = -1;
-
-	snprintf(path, sizeof(path), "%s/abi_version", ctx->device->dev_path);
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
 /*
  * Async events of type within timeout_ms, until qa's and qb's came: sets
  * *a and *b for those seen (other events are acked and ignored).
@@ -444,7 +427,7 @@ static void wait_async(enum ibv_event_type type, int timeout_ms, int *a, int *b)
 }
 
 /*
- * ABI 2: the doorbell page.  The provider mapped it at the context's one
+ * The doorbell page.  The provider mapped it at the context's one
  * mmap offset (the first: 0); a second mapping of it is the user's own.
  * Doorbells for every queue number: the device takes those for this
  * context's queues (an index beyond the ring breaks the QP: QP_FATAL, its
@@ -454,7 +437,7 @@ static void wait_async(enum ibv_event_type type, int timeout_ms, int *a, int *b)
 static void ring_cases(void)
 {
 	const long pg = sysconf(_SC_PAGESIZE);
-	int fd = ctx->cmd_fd, abi = uverbs_abi(), fatal_a, fatal_b;
+	int fd = ctx->cmd_fd, fatal_a, fatal_b;
 	volatile uint64_t *db;
 	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey };
 	struct ibv_wc wc = { .status = IBV_WC_SUCCESS };
@@ -462,10 +445,6 @@ static void ring_cases(void)
 	uint32_t qn;
 	int got;
 
-	if (abi != 2) {
-		printf("# ring cases skipped: uverbs ABI %d (virtqueues)\n", abi);
-		return;
-	}
 	p = mmap(NULL, pg, PROT_WRITE, MAP_SHARED, fd, 64 * pg);
 	result(p == MAP_FAILED, "mmap of an offset that is no doorbell page is refused",
 	       "%s", p == MAP_FAILED ? strerror(errno) : "mapped");
@@ -526,7 +505,7 @@ static void ring_cases(void)
 }
 
 /*
- * ABI 2: inline sends.  A QP asking for 128 bytes of inline data gets at
+ * Inline sends.  A QP asking for 128 bytes of inline data gets at
  * least that; a SEND of 100 bytes from a buffer no MR covers, overwritten
  * right after the post, arrives as it was at the post; more than granted,
  * or inline on an RDMA READ, is refused at post.
@@ -548,11 +527,6 @@ static void inline_cases(void)
 	struct ibv_wc wc;
 	int i, got = 0, ok;
 
-	if (uverbs_abi() != 2) {
-		printf("# inline cases skipped: uverbs ABI %d (virtqueues)\n",
-		       uverbs_abi());
-		return;
-	}
 	qa = ibv_create_qp(pd, &ia);
 	result(qa && ia.cap.max_inline_data >= 128,
 	       "a QP with 128 bytes of inline data", "granted %u",

@@ -15,9 +15,6 @@ under TCG: the CI runs all of it.
 
 LAB_SUITE_ONLY: a regex on rdma-core's test ids (e.g. 'test_qp\\.|test_rdmacm')
 runs only those tests; the differences are then judged on them alone.
-LAB_SUITE_KOPTS: the module's parameters in the vrdma guest (lab.kopts,
-e.g. rings=0: the suite on the virtqueue data path, whose differences
-expected-vrdma.txt no longer lists).
 """
 import importlib.util
 import json
@@ -65,8 +62,6 @@ class Suite(LabTest):
             append = f'lab.ip={ip}/24 lab.rdma={side} lab.run=/lab/suite/job.sh'
             if side == 'vrdma':
                 append += f' lab.ko={ko}'
-                if os.environ.get('LAB_SUITE_KOPTS'):
-                    append += f' lab.kopts={os.environ["LAB_SUITE_KOPTS"]}'
             # Alone on its link: eth0 sends to a UDP port nobody reads.
             g = Guest(cls.env, cls.part_dir / side, append,
                       net.dgram(net.free_port('udp'), net.free_port('udp')), mac,

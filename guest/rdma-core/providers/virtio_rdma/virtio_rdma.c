@@ -1,17 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * rdma-core provider for virtio-rdma-pci (the virtio_rdma kernel module):
- * the verbs.  virtio_rdma.h says which data path the module's uverbs ABI
- * version selects; ring.c is the rings one.
+ * the verbs.  virtio_rdma.h says what the module's uverbs ABI 2 is;
+ * ring.c is the data path.
  *
- * ABI 1 (virtqueues): every verb, the data path included, is a uverbs
- * write() command: the kernel driver owns the virtqueues and builds every
- * descriptor, so nothing of the device is mapped into the process.  The
- * module enables POST_SEND, POST_RECV, POLL_CQ and REQ_NOTIFY_CQ in its
- * uverbs_cmd_mask for this, and passes no driver-private data in any
- * command, so each ibv_cmd_* is called with an empty driver part.
- *
- * ABI 2 (rings): the control verbs are still commands, with the driver data
+ * The control verbs are uverbs commands, with the driver data
  * of virtio-rdma-abi.h ("Kernel module <-> rdma-core provider"): a context
  * brings the process's doorbell page, a CQ or QP names its rings by their
  * address in our memory, an AH returns the address vector that UD send
@@ -42,15 +35,8 @@
 /* Virtio's PCI vendor id (PCI_VENDOR_ID_REDHAT_QUMRANET). */
 #define VIRTIO_PCI_VENDOR 0x1af4
 
-/*
- * ibv_cmd_post_send/post_recv build the whole command with alloca(), sized
- * by the WR list: post long lists a few WRs at a time.
- */
-#define VIRTIO_RDMA_POST_CHUNK 16
-
 struct vrdma_device {
 	struct verbs_device ibv_dev;
-	uint32_t abi_ver;		/* the module's uverbs ABI version */
 };
 
 /* Commands and responses with the module's driver data after the core's. */
@@ -199,7 +185,7 @@ static int vrdma_dereg_mr(struct verbs_mr *vmr)
 }
 
 /*
- * ABI 2: the CQ's ring of at least cqe CQEs, zeroed, named in the create
+ * The CQ's ring of at least cqe CQEs, zeroed, named in the create
  * command's driver data; 0 or an errno.
  */
 static int vrdma_cq_ring_prepare(struct vrdma_cq *cq, int cqe,
@@ -222,7 +208,6 @@ static struct ibv_cq *vrdma_create_cq(struct ibv_context *context, int cqe,
 				      struct ibv_comp_channel *channel,
 				      int comp_vector)
 {
-	bool rings = to_vctx(context)->rings;
 	struct vrdma_create_cq_resp resp = {};
 	struct vrdma_create_cq_cmd cmd = {};
 	struct vrdma_cq *cq;
@@ -233,16 +218,12 @@ static struct ibv_cq *vrdma_create_cq(struct ibv_context *context, int cqe,
 		return NULL;
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	cq->locked = true;
-	if (rings) {
-		ret = vrdma_cq_ring_prepare(cq, cqe, &cmd.drv);
-		if (ret)
-			goto err;
-	}
+	ret = vrdma_cq_ring_prepare(cq, cqe, &cmd.drv);
+	if (ret)
+		goto err;
 	ret = ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->vcq.cq,
-				&cmd.ibv_cmd,
-				rings ? sizeof(cmd) : sizeof(cmd.ibv_cmd),
-				&resp.ibv_resp,
-				rings ? sizeof(resp) : sizeof(resp.ibv_resp));
+				&cmd.ibv_cmd, sizeof(cmd), &resp.ibv_resp,
+				sizeof(resp));
 	if (ret)
 		goto err;
 	cq->cqn = resp.drv.cqn;
@@ -256,11 +237,10 @@ err:
 	return NULL;
 }
 
-/* ---- extended CQ: one poll command per work completion ---------------- */
+/* ---- extended CQ: one work completion of the ring per fetch ---------- */
 
 /*
- * The fields an ibv_wc from the kernel's poll carries: every standard
- * wc_flag.  No completion timestamps (the device keeps none), no CVLAN,
+ * The fields a work completion carries: every standard wc_flag.  No completion timestamps (the device keeps none), no CVLAN,
  * flow tag or tag matching.
  */
 #define VRDMA_CQ_WC_FLAGS IBV_WC_STANDARD_FLAGS
@@ -270,17 +250,9 @@ static int vrdma_cq_fetch(struct vrdma_cq *cq)
 	struct ibv_cq_ex *cqx = &cq->vcq.cq_ex;
 	int n;
 
-	if (to_vctx(cq->vcq.cq.context)->rings) {
-		n = vrdma_ring_poll_one(cq, &cq->wc);
-		if (n)
-			return n;
-	} else {
-		n = ibv_cmd_poll_cq(&cq->vcq.cq, 1, &cq->wc);
-		if (n < 0)
-			return -n;
-		if (n == 0)
-			return ENOENT;
-	}
+	n = vrdma_ring_poll_one(cq, &cq->wc);
+	if (n)
+		return n;
 	cqx->status = cq->wc.status;
 	cqx->wr_id = cq->wc.wr_id;
 	return 0;
@@ -374,7 +346,6 @@ static uint8_t vrdma_read_dlid_path_bits(struct ibv_cq_ex *cqx)
 static struct ibv_cq_ex *vrdma_create_cq_ex(struct ibv_context *context,
 					    struct ibv_cq_init_attr_ex *attr)
 {
-	bool rings = to_vctx(context)->rings;
 	struct vrdma_create_cq_ex_resp resp = {};
 	struct vrdma_create_cq_ex_cmd cmd = {};
 	struct ibv_cq_ex *cqx;
@@ -400,19 +371,14 @@ static struct ibv_cq_ex *vrdma_create_cq_ex(struct ibv_context *context,
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return NULL;
-	if (rings) {
-		ret = vrdma_cq_ring_prepare(cq, attr->cqe, &cmd.drv);
-		if (ret) {
-			free(cq);
-			errno = ret;
-			return NULL;
-		}
+	ret = vrdma_cq_ring_prepare(cq, attr->cqe, &cmd.drv);
+	if (ret) {
+		free(cq);
+		errno = ret;
+		return NULL;
 	}
 	ret = ibv_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd.ibv_cmd,
-				   rings ? sizeof(cmd) : sizeof(cmd.ibv_cmd),
-				   &resp.ibv_resp,
-				   rings ? sizeof(resp) : sizeof(resp.ibv_resp),
-				   0);
+				   sizeof(cmd), &resp.ibv_resp, sizeof(resp), 0);
 	if (ret) {
 		vrdma_uring_free(&cq->ring);
 		free(cq);
@@ -469,7 +435,7 @@ static void vrdma_qp_free(struct vrdma_qp *qp)
 	free(qp);
 }
 
-/* ABI 2: the QP's rings for the capabilities asked, in the driver data. */
+/* The QP's rings for the capabilities asked, in the driver data. */
 static int vrdma_qp_rings_prepare(struct vrdma_qp *qp,
 				  const struct ibv_qp_init_attr *attr,
 				  struct virtio_rdma_ucmd_create_qp *drv)
@@ -514,46 +480,40 @@ static struct vrdma_qp *vrdma_qp_new(struct ibv_pd *pd,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
-	if (ctx->rings) {
-		/*
-		 * On an SRQ: no receive queue of its own (rq_va 0), so no
-		 * receive cap for the module either (it grants 0 anyway).
-		 */
-		if (attr->srq) {
-			attr->cap.max_recv_wr = 0;
-			attr->cap.max_recv_sge = 0;
-			qp->srq = true;
-		}
-		ret = vrdma_qp_rings_prepare(qp, attr, &cmd.drv);
-		if (ret)
-			goto err;
+	/*
+	 * On an SRQ: no receive queue of its own (rq_va 0), so no receive cap
+	 * for the module either (it grants 0 anyway).
+	 */
+	if (attr->srq) {
+		attr->cap.max_recv_wr = 0;
+		attr->cap.max_recv_sge = 0;
+		qp->srq = true;
 	}
+	ret = vrdma_qp_rings_prepare(qp, attr, &cmd.drv);
+	if (ret)
+		goto err;
 	/*
 	 * Into the ibv_qp only: libibverbs 44 would write a verbs_qp's
 	 * comp_mask at another offset than 56.1's (see
 	 * vrdma_qpex_mask_offset); this provider owns that field.
 	 */
-	ret = ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd.ibv_cmd,
-				ctx->rings ? sizeof(cmd) : sizeof(cmd.ibv_cmd),
-				&resp.ibv_resp,
-				ctx->rings ? sizeof(resp) : sizeof(resp.ibv_resp));
+	ret = ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd.ibv_cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err;
 	/* ibv_cmd_create_qp wrote the granted capabilities back into attr. */
 	qp->max_send_sge = attr->cap.max_send_sge;
 	qp->max_recv_sge = attr->cap.max_recv_sge;
 	qp->qpn = resp.drv.qpn;
-	if (ctx->rings) {
-		/* Inline data is the provider's (the module grants none). */
-		ret = vrdma_uwq_inline_init(&qp->sq, pd, max_inline);
-		if (!ret)
-			ret = vrdma_qp_table_add(ctx, qp);
-		if (ret) {
-			ibv_cmd_destroy_qp(&qp->vqp.qp);
-			goto err;
-		}
-		attr->cap.max_inline_data = qp->sq.inline_slot;
+	/* Inline data is the provider's (the module grants none). */
+	ret = vrdma_uwq_inline_init(&qp->sq, pd, max_inline);
+	if (!ret)
+		ret = vrdma_qp_table_add(ctx, qp);
+	if (ret) {
+		ibv_cmd_destroy_qp(&qp->vqp.qp);
+		goto err;
 	}
+	attr->cap.max_inline_data = qp->sq.inline_slot;
 	return qp;
 
 err:
@@ -578,8 +538,8 @@ static int vrdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 
 	ret = ibv_cmd_query_qp(qp, attr, attr_mask, init_attr, &cmd,
 			       sizeof(cmd));
-	/* ABI 2: inline data is the provider's, the module reports none. */
-	if (!ret && to_vctx(qp->context)->rings) {
+	/* Inline data is the provider's, the module reports none. */
+	if (!ret) {
 		attr->cap.max_inline_data = to_vqp(qp)->sq.inline_slot;
 		init_attr->cap.max_inline_data = to_vqp(qp)->sq.inline_slot;
 	}
@@ -587,11 +547,10 @@ static int vrdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 }
 
 /*
- * ABI 2: an SRQ's ring of at least max_wr receive entries of max_sge SGEs
- * in our memory, zeroed, named in the driver data; the module checks the
+ * An SRQ's ring of at least max_wr receive entries of max_sge SGEs in our
+ * memory, zeroed, named in the driver data; the module checks the
  * attributes against the device's limits and pins the ring.
- * ibv_post_srq_recv is ring.c's.  ABI 1 has no SRQ: these ops are only in
- * vrdma_ring_ctx_ops, libibverbs' defaults fail with EOPNOTSUPP.
+ * ibv_post_srq_recv is ring.c's.
  */
 static struct ibv_srq *vrdma_create_srq(struct ibv_pd *pd,
 					struct ibv_srq_init_attr *attr)
@@ -679,8 +638,8 @@ static int vrdma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 
 	ret = ibv_cmd_modify_qp(qp, attr, attr_mask, &cmd, sizeof(cmd));
 	/* The device set the rings' counters to 0: so do we. */
-	if (!ret && to_vctx(qp->context)->rings &&
-	    (attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)
+	if (!ret && (attr_mask & IBV_QP_STATE) &&
+	    attr->qp_state == IBV_QPS_RESET)
 		vrdma_qp_rings_reset(to_vqp(qp));
 	return ret;
 }
@@ -693,98 +652,8 @@ static int vrdma_destroy_qp(struct ibv_qp *qp)
 	ret = ibv_cmd_destroy_qp(qp);
 	if (ret)
 		return ret;
-	if (ctx->rings)
-		vrdma_qp_table_del(ctx, to_vqp(qp));
+	vrdma_qp_table_del(ctx, to_vqp(qp));
 	vrdma_qp_free(to_vqp(qp));
-	return 0;
-}
-
-/*
- * Checks that keep ibv_cmd_post_send itself safe: its alloca is sized by the
- * SGE counts, and for UD it dereferences wr.ud.ah.  Everything else about a
- * WR (opcodes, keys, lengths, QP state) is the kernel's to judge.
- */
-static int vrdma_send_wr_ok(struct vrdma_qp *qp, const struct ibv_send_wr *wr)
-{
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge)
-		return EINVAL;
-	if (qp->vqp.qp.qp_type == IBV_QPT_UD && !wr->wr.ud.ah)
-		return EINVAL;
-	return 0;
-}
-
-static int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-			   struct ibv_send_wr **bad_wr)
-{
-	struct vrdma_qp *qp = to_vqp(ibqp);
-	struct ibv_send_wr *first, *last, *rest;
-	unsigned int n;
-	int ret;
-
-	for (first = wr; first; first = rest) {
-		/* Cut the list after at most VIRTIO_RDMA_POST_CHUNK valid WRs. */
-		last = NULL;
-		rest = first;
-		ret = 0;
-		for (n = 0; rest && n < VIRTIO_RDMA_POST_CHUNK; n++) {
-			ret = vrdma_send_wr_ok(qp, rest);
-			if (ret)
-				break;
-			last = rest;
-			rest = rest->next;
-		}
-		if (last) {
-			int cmd_ret;
-
-			last->next = NULL;
-			cmd_ret = ibv_cmd_post_send(ibqp, first, bad_wr);
-			last->next = rest;
-			if (cmd_ret)
-				return cmd_ret;
-		}
-		if (ret) {
-			*bad_wr = rest;
-			return ret;
-		}
-	}
-	return 0;
-}
-
-static int vrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-			   struct ibv_recv_wr **bad_wr)
-{
-	struct vrdma_qp *qp = to_vqp(ibqp);
-	struct ibv_recv_wr *first, *last, *rest;
-	unsigned int n;
-	int ret;
-
-	for (first = wr; first; first = rest) {
-		last = NULL;
-		rest = first;
-		ret = 0;
-		for (n = 0; rest && n < VIRTIO_RDMA_POST_CHUNK; n++) {
-			if (rest->num_sge < 0 ||
-			    (uint32_t)rest->num_sge > qp->max_recv_sge) {
-				ret = EINVAL;
-				break;
-			}
-			last = rest;
-			rest = rest->next;
-		}
-		if (last) {
-			int cmd_ret;
-
-			last->next = NULL;
-			cmd_ret = ibv_cmd_post_recv(ibqp, first, bad_wr);
-			last->next = rest;
-			if (cmd_ret)
-				return cmd_ret;
-		}
-		if (ret) {
-			*bad_wr = rest;
-			return ret;
-		}
-	}
 	return 0;
 }
 
@@ -890,7 +759,7 @@ static void vrdma_wr_abort(struct ibv_qp_ex *qpx)
 }
 
 /*
- * Post what was built, through vrdma_post_send (its checks, its chunks).
+ * Post what was built, through vrdma_ring_post_send (its checks).
  * After a wr_* error nothing is posted; after the kernel refuses a WR, the
  * WRs before it are posted and the rest are not.  The first error is
  * returned either way.
@@ -906,9 +775,7 @@ static int vrdma_wr_complete(struct ibv_qp_ex *qpx)
 	if (!ret && l->n) {
 		for (i = 0; i < l->n; i++)
 			l->wr[i].next = i + 1 < l->n ? &l->wr[i + 1] : NULL;
-		ret = to_vctx(qp->vqp.qp.context)->rings ?
-			      vrdma_ring_post_send(&qp->vqp.qp, l->wr, &bad) :
-			      vrdma_post_send(&qp->vqp.qp, l->wr, &bad);
+		ret = vrdma_ring_post_send(&qp->vqp.qp, l->wr, &bad);
 	}
 	l->n = 0;
 	l->cur = NULL;
@@ -1039,10 +906,9 @@ static void vrdma_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey,
 }
 
 /*
- * ABI 2: the data copied now into the WR's staging slot, posted as an
- * inline send (vrdma_ring_post_send copies it into the SQ's inline slot).
- * ABI 1 has no inline data (max_inline_data 0): only an empty buffer list
- * fits, which is a WR without SGEs.
+ * The data copied now into the WR's staging slot, posted as an inline send
+ * (vrdma_ring_post_send copies it into the SQ's inline slot).  An empty
+ * buffer list is a WR without SGEs.
  */
 static void vrdma_wr_set_inline_data_list(struct ibv_qp_ex *qpx,
 					  size_t num_buf,
@@ -1270,8 +1136,7 @@ static struct ibv_qp *vrdma_create_qp_ex(struct ibv_context *context,
 		ret = vrdma_qp_ex_init(ctx, qp, ops, init.cap.max_send_wr);
 		if (ret) {
 			ibv_cmd_destroy_qp(&qp->vqp.qp);
-			if (ctx->rings)
-				vrdma_qp_table_del(ctx, qp);
+			vrdma_qp_table_del(ctx, qp);
 			vrdma_qp_free(qp);
 			errno = ret;
 			return NULL;
@@ -1283,7 +1148,6 @@ static struct ibv_qp *vrdma_create_qp_ex(struct ibv_context *context,
 static struct ibv_ah *vrdma_create_ah(struct ibv_pd *pd,
 				      struct ibv_ah_attr *attr)
 {
-	bool rings = to_vctx(pd->context)->rings;
 	struct vrdma_create_ah_resp resp = {};
 	struct vrdma_ah *ah;
 
@@ -1291,11 +1155,11 @@ static struct ibv_ah *vrdma_create_ah(struct ibv_pd *pd,
 	if (!ah)
 		return NULL;
 	if (ibv_cmd_create_ah(pd, &ah->ibah, attr, &resp.ibv_resp,
-			      rings ? sizeof(resp) : sizeof(resp.ibv_resp))) {
+			      sizeof(resp))) {
 		free(ah);
 		return NULL;
 	}
-	ah->av = resp.drv.av;	/* ABI 2: what UD send entries carry */
+	ah->av = resp.drv.av;	/* what UD send entries carry */
 	return &ah->ibah;
 }
 
@@ -1325,8 +1189,8 @@ static void vrdma_free_context(struct ibv_context *ibctx)
 }
 
 /*
- * No MW, multicast or CQ resize, and SRQs only with ABI 2
- * (vrdma_ring_ctx_ops): the ops left NULL fail EOPNOTSUPP.
+ * The data path is ring.c's, with no command.  No MW, multicast or CQ
+ * resize: the ops left NULL fail EOPNOTSUPP.
  */
 static const struct verbs_context_ops vrdma_ctx_ops = {
 	.query_device_ex = vrdma_query_device_ex,
@@ -1338,26 +1202,18 @@ static const struct verbs_context_ops vrdma_ctx_ops = {
 	.create_cq = vrdma_create_cq,
 	.create_cq_ex = vrdma_create_cq_ex,
 	.destroy_cq = vrdma_destroy_cq,
-	.poll_cq = ibv_cmd_poll_cq,
-	.req_notify_cq = ibv_cmd_req_notify_cq,
+	.poll_cq = vrdma_ring_poll_cq,
+	.req_notify_cq = vrdma_ring_req_notify_cq,
 	.create_qp = vrdma_create_qp,
 	.create_qp_ex = vrdma_create_qp_ex,
 	.query_qp = vrdma_query_qp,
 	.modify_qp = vrdma_modify_qp,
 	.destroy_qp = vrdma_destroy_qp,
-	.post_send = vrdma_post_send,
-	.post_recv = vrdma_post_recv,
+	.post_send = vrdma_ring_post_send,
+	.post_recv = vrdma_ring_post_recv,
 	.create_ah = vrdma_create_ah,
 	.destroy_ah = vrdma_destroy_ah,
 	.free_context = vrdma_free_context,
-};
-
-/* ABI 2: the data path on the rings, no command (ring.c), and SRQs. */
-static const struct verbs_context_ops vrdma_ring_ctx_ops = {
-	.poll_cq = vrdma_ring_poll_cq,
-	.req_notify_cq = vrdma_ring_req_notify_cq,
-	.post_send = vrdma_ring_post_send,
-	.post_recv = vrdma_ring_post_recv,
 	.create_srq = vrdma_create_srq,
 	.modify_srq = vrdma_modify_srq,
 	.query_srq = vrdma_query_srq,
@@ -1369,8 +1225,6 @@ static struct verbs_context *vrdma_alloc_context(struct ibv_device *ibdev,
 						 int cmd_fd,
 						 void *private_data)
 {
-	struct vrdma_device *dev =
-		container_of(ibdev, struct vrdma_device, ibv_dev.device);
 	struct vrdma_get_context_resp resp = {};
 	struct ibv_get_context cmd;
 	struct vrdma_context *ctx;
@@ -1380,25 +1234,18 @@ static struct verbs_context *vrdma_alloc_context(struct ibv_device *ibdev,
 					   RDMA_DRIVER_UNKNOWN);
 	if (!ctx)
 		return NULL;
-	ctx->rings = dev->abi_ver == VIRTIO_RDMA_UVERBS_ABI_RINGS;
 	pthread_mutex_init(&ctx->qp_table_lock, NULL);
 	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd),
-				&resp.ibv_resp,
-				ctx->rings ? sizeof(resp) :
-					     sizeof(resp.ibv_resp)))
+				&resp.ibv_resp, sizeof(resp)))
 		goto err;
-	if (ctx->rings) {
-		/* Our doorbell page: the only part of the device we see. */
-		ctx->db = mmap(NULL, VIRTIO_RDMA_DB_PAGE, PROT_WRITE, MAP_SHARED,
-			       cmd_fd, resp.drv.db_mmap_offset);
-		if (ctx->db == MAP_FAILED) {
-			ctx->db = NULL;
-			goto err;
-		}
+	/* Our doorbell page: the only part of the device we see. */
+	ctx->db = mmap(NULL, VIRTIO_RDMA_DB_PAGE, PROT_WRITE, MAP_SHARED, cmd_fd,
+		       resp.drv.db_mmap_offset);
+	if (ctx->db == MAP_FAILED) {
+		ctx->db = NULL;
+		goto err;
 	}
 	verbs_set_ops(&ctx->ibv_ctx, &vrdma_ctx_ops);
-	if (ctx->rings)
-		verbs_set_ops(&ctx->ibv_ctx, &vrdma_ring_ctx_ops);
 	ctx->qpex_mask_off = vrdma_qpex_mask_offset();
 	return &ctx->ibv_ctx;
 
@@ -1416,7 +1263,6 @@ static struct verbs_device *vrdma_alloc_device(struct verbs_sysfs_dev *sysfs)
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return NULL;
-	dev->abi_ver = sysfs->abi_ver;
 	return &dev->ibv_dev;
 }
 
@@ -1427,7 +1273,8 @@ static void vrdma_uninit_device(struct verbs_device *verbs_device)
 
 static const struct verbs_device_ops vrdma_dev_ops = {
 	.name = "virtio_rdma",
-	.match_min_abi_version = VIRTIO_RDMA_UVERBS_ABI_VIRTQUEUES,
+	/* The module's only ABI: ABI 1 (every verb a command) is gone. */
+	.match_min_abi_version = VIRTIO_RDMA_UVERBS_ABI_RINGS,
 	.match_max_abi_version = VIRTIO_RDMA_UVERBS_ABI_RINGS,
 	.match_table = vrdma_match_table,
 	.alloc_device = vrdma_alloc_device,

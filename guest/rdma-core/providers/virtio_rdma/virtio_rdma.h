@@ -3,17 +3,14 @@
  * rdma-core provider for virtio-rdma-pci: the objects, shared by the verbs
  * (virtio_rdma.c) and the rings data path (ring.c).
  *
- * Two data paths, chosen by the kernel module's uverbs ABI version:
- *  - 1 (VIRTIO_RDMA_UVERBS_ABI_VIRTQUEUES): every verb a uverbs command;
- *    the module owns the device's virtqueues.
- *  - 2 (VIRTIO_RDMA_UVERBS_ABI_RINGS): send, receive and completion queues
- *    are rings in this process's memory that the device reads and writes
- *    directly, and the process rings its own doorbell page: posting,
- *    polling and arming a CQ make no system call.  The module pins the
- *    rings and gives the device their page tables, so this process never
- *    learns a guest-physical address, and the device takes doorbells on
- *    this page only for this process's queues.  Shared receive queues
- *    exist only here: rings of receive requests, posted to in user space.
+ * The kernel module's uverbs ABI 2 (VIRTIO_RDMA_UVERBS_ABI_RINGS): send,
+ * receive, shared receive and completion queues are rings in this
+ * process's memory that the device reads and writes directly, and the
+ * process rings its own doorbell page: posting, polling and arming a CQ
+ * make no system call.  The module pins the rings and gives the device
+ * their page tables, so this process never learns a guest-physical
+ * address, and the device takes doorbells on this page only for this
+ * process's queues.
  */
 #ifndef VIRTIO_RDMA_PROVIDER_H
 #define VIRTIO_RDMA_PROVIDER_H
@@ -30,7 +27,7 @@
 #include <hw/rdma/virtio-rdma-abi.h>
 
 /*
- * ABI 2: the most inline data a send may carry (cap.max_inline_data).  The
+ * The most inline data a send may carry (cap.max_inline_data).  The
  * provider copies it at post time into a buffer of the QP's own, one slot
  * per SQ ring entry, registered with the QP's PD, and the device reads it
  * from there like any SGE: the application's buffer is free at once and
@@ -50,8 +47,6 @@ struct vrdma_context {
 	 * vrdma_qpex_mask_offset().
 	 */
 	size_t qpex_mask_off;
-	/* ABI 2: rings in our memory, doorbells on our own page. */
-	bool rings;
 	void *db;			/* the doorbell page, mapped write-only */
 	/* Wire QPN -> our QP, for the CQEs polled from a ring. */
 	pthread_mutex_t qp_table_lock;

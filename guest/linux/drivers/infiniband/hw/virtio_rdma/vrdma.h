@@ -2,15 +2,11 @@
 /*
  * virtio-rdma guest driver: shared definitions.
  *
- * The driver owns every virtqueue and writes every descriptor: user space
- * reaches the device only through uverbs commands (the provider uses
- * ibv_cmd_* for every verb), so no vring, guest-physical address or
- * doorbell is ever mapped into a process.  Layouts come from the one ABI
- * header the device, its core and its tests share.
- *
- * With the module parameter rings (the default) and VIRTIO_RDMA_F_RINGS negotiated,
- * CQs and QPs are rings in guest memory (vrdma_ring.c, "Queues in guest
- * memory" in the spec) announced by doorbells.  Kernel queues live in
+ * The driver owns the control and event virtqueues.  CQs, QPs and SRQs
+ * are rings in guest memory (VIRTIO_RDMA_F_RINGS, which the driver needs:
+ * vrdma_ring.c, "Queues in guest memory" in the spec) announced by
+ * doorbells.  Layouts come from the one ABI header the device, its core
+ * and its tests share.  Kernel queues live in
  * vmalloc memory and ring context 0's page.  User queues live in the
  * process's own memory, pinned (ib_umem): each process gets a device
  * context and may mmap() its doorbell page, nothing else, and then posts,
@@ -19,9 +15,9 @@
  * guest-physical address: only its context, queue numbers, an mmap offset
  * and the address vectors of its AHs.
  *
- * Shared receive queues exist only with RINGS (vrdma_srq.c): a ring of
- * receive requests, a kernel SRQ's in vmalloc memory, a user SRQ's in the
- * process's, that the QPs created on it take from.
+ * Shared receive queues (vrdma_srq.c) are rings of receive requests, a
+ * kernel SRQ's in vmalloc memory, a user SRQ's in the process's, that the
+ * QPs created on it take from.
  */
 #ifndef VRDMA_H
 #define VRDMA_H
@@ -57,14 +53,6 @@ struct vrdma_ctrl_req {
 	struct vrdma_ctrl_buf buf;
 	atomic_t state;
 	struct completion done;	/* answered, for a sleeper */
-	int cqn;		/* >= 0: a CQ's arm, its event due if abandoned */
-};
-
-/* A CQ virtqueue with its 48-byte buffers, posted for the device's life. */
-struct vrdma_cqvq {
-	struct virtqueue *vq;
-	struct virtio_rdma_cq_req *bufs;	/* NULL until first used */
-	unsigned int nbufs;
 };
 
 struct vrdma_dev {
@@ -74,20 +62,20 @@ struct vrdma_dev {
 
 	/* Config space, read once at probe. */
 	struct virtio_rdma_config cfg;
-	/* The virtqueue layout's CQ and QP counts (cfg.max_cq, cfg.max_qp). */
+	/*
+	 * The virtqueue layout's CQ and QP counts (cfg.max_cq, cfg.max_qp):
+	 * where the event queue is.  The driver uses none of those CQ and QP
+	 * virtqueues.
+	 */
 	u32 max_cq, max_qp;
 	/*
-	 * The CQ and QP number spaces: with RINGS a queue needs no virtqueue,
-	 * so cfg.max_ring_cq / cfg.max_ring_qp when nonzero; else max_cq /
-	 * max_qp.  Bounds every cqn / qpn and sizes the per-number tables.
+	 * The CQ and QP number spaces (cfg.max_ring_cq, cfg.max_ring_qp):
+	 * bound every cqn / qpn and size the per-number tables.
 	 */
 	u32 ncq, nqp;
-	bool wire_qpn;		/* VIRTIO_RDMA_F_WIRE_QPN negotiated */
-	bool event_queue;	/* VIRTIO_RDMA_F_EVENT_QUEUE negotiated */
-	bool rings;		/* VIRTIO_RDMA_F_RINGS negotiated */
-	/* RINGS: the kernel's doorbell page (context 0), vrdma_ring.c. */
+	/* The kernel's doorbell page (context 0), vrdma_ring.c. */
 	void __iomem *db;
-	/* RINGS: the doorbell region, whose page c user context c mmaps. */
+	/* The doorbell region, whose page c user context c mmaps. */
 	phys_addr_t db_base;
 	u64 db_len;
 
@@ -97,13 +85,9 @@ struct vrdma_dev {
 	struct mutex ctrl_mutex;	/* sleepers, one at a time, in ctrl */
 	struct vrdma_ctrl_req *ctrl;
 	bool ctrl_dead;		/* the queue broke: nothing comes back */
-	/* cqn -> an abandoned arm came back: raise the CQ's event. [ncq] */
-	unsigned long *ctrl_events;
-	struct work_struct ctrl_events_work;
 
 	unsigned int nvqs;
 	struct virtqueue **vqs;
-	struct vrdma_cqvq *cqvqs;	/* [max_cq] */
 	struct virtqueue *event_vq;
 	struct virtio_rdma_event *events;
 	unsigned int nevents;
@@ -117,7 +101,7 @@ struct vrdma_dev {
 	atomic64_t bad_cqes;
 	/* queue index -> in use, so a QP's rings are never shared. [nqp] */
 	unsigned long *qp_busy;
-	/* RINGS: srqn -> live SRQ, for its events (xa_lock taken irqsave). */
+	/* srqn -> live SRQ, for its events (xa_lock taken irqsave). */
 	struct xarray srqs;
 
 	/* Pairing with the virtio-net at function 0 of our slot. */
@@ -129,7 +113,7 @@ struct vrdma_dev {
 	bool removing;
 };
 
-/* RINGS: what a user context may mmap, its doorbell page (vrdma_verbs.c). */
+/* What a user context may mmap: its doorbell page (vrdma_verbs.c). */
 struct vrdma_mmap_entry {
 	struct rdma_user_mmap_entry rdma;
 	phys_addr_t addr;
@@ -137,7 +121,7 @@ struct vrdma_mmap_entry {
 
 struct vrdma_ucontext {
 	struct ib_ucontext ibuc;
-	/* RINGS: the device context (ALLOC_CONTEXT) and its doorbell page. */
+	/* The device context (ALLOC_CONTEXT) and its doorbell page. */
 	u32 ctx;
 	struct vrdma_mmap_entry *db;
 };
@@ -185,18 +169,11 @@ struct vrdma_ring {
 struct vrdma_cq {
 	struct ib_cq ibcq;
 	u32 cqn;
-	u32 ctx;			/* RINGS: the device context's */
-	struct vrdma_cqvq *cv;		/* virtqueue data path; RINGS: NULL */
-	struct vrdma_ring ring;		/* RINGS (a user CQ's: ring.umem) */
-	u32 cons;			/* RINGS: consumer counter (lock) */
+	u32 ctx;			/* the device context's */
+	struct vrdma_ring ring;		/* a user CQ's: ring.umem */
+	u32 cons;			/* consumer counter (lock) */
 	spinlock_t lock;
-	/* A CQE taken ahead by req_notify_cq(REPORT_MISSED_EVENTS). */
-	struct virtio_rdma_cq_req *peeked;
-	/* Kernel CQs arm in atomic context, with this buffer. */
-	struct vrdma_ctrl_req arm;
 };
-
-struct vrdma_slot;
 
 /* An outstanding work request: the device is given its tag, not wr_id. */
 struct vrdma_wr_ent {
@@ -210,22 +187,18 @@ struct vrdma_wr_ent {
 #define VRDMA_WR_FLAGS (VRDMA_WR_DUE | VRDMA_WR_SIGNALED)
 
 /*
- * One work queue (SQ or RQ) of a QP: a pool of request buffers, and the
- * table of its outstanding requests by tag (vrdma_qp.c, "Tags"); lock
- * covers both, vrdma_wc() takes it inside the CQ's lock.
+ * One work queue (SQ or RQ) of a QP: its ring, and the table of its
+ * outstanding requests by tag (vrdma_qp.c, "Tags"); lock covers both,
+ * vrdma_wc() takes it inside the CQ's lock.
  */
 struct vrdma_wq {
-	struct virtqueue *vq;
 	spinlock_t lock;
-	struct vrdma_slot **all;	/* nslots buffers */
-	struct vrdma_slot **free;	/* the ones not with the device */
-	unsigned int nfree, nslots;
 	u32 max_sge;
 	u32 slot_len;		/* header + max_sge SGEs */
 	struct vrdma_wr_ent *ents;	/* [nents], by tag & (nents - 1) */
 	u32 nents;		/* a power of two, >= 2 * max_wr */
 	u64 next_tag;		/* from 1, never reused */
-	/* RINGS (vrdma_qp.c, "Rings"): the queue in guest memory. */
+	/* The queue in guest memory (vrdma_qp.c, "Rings"). */
 	struct vrdma_ring ring;
 	u32 max_wr;
 	u32 prod;		/* producer counter: the doorbell's index */
@@ -239,7 +212,7 @@ static inline u64 vrdma_wq_tag(const struct vrdma_wq *wq)
 }
 
 /*
- * A shared receive queue (RINGS only, vrdma_srq.c): a ring of receive
+ * A shared receive queue (vrdma_srq.c): a ring of receive
  * requests (virtio_rdma_rq_req + SGEs per entry) that the QPs created on
  * it take from, in ring order, each entry once.  A kernel SRQ's ring is
  * vmalloc memory and its requests carry tags, as a kernel RQ's do; but
@@ -265,18 +238,18 @@ struct vrdma_srq {
 
 struct vrdma_qp {
 	struct ib_qp ibqp;
-	u32 qpn;		/* queue index: commands, virtqueues */
+	u32 qpn;		/* queue index: commands, doorbells */
 	u32 wire_qpn;		/* ibqp.qp_num: what peers and CQEs name */
 	u32 pdn;
 	struct vrdma_wq sq, rq;
 	struct vrdma_cq *scq, *rcq;	/* the only CQs their CQEs may come on */
 	/*
-	 * RINGS, a user QP: its rings are the process's and so are its
-	 * wr_ids (no tag table); uverbs cannot post to it, the provider does.
+	 * A user QP: its rings are the process's and so are its wr_ids (no
+	 * tag table); uverbs cannot post to it, the provider does.
 	 */
 	bool user_rings;
 	/*
-	 * RINGS: the SRQ it receives from instead of an RQ of its own (no RQ
+	 * The SRQ it receives from instead of an RQ of its own (no RQ
 	 * ring, no receive tags); it outlives the QP (the core counts its
 	 * users), so pollers that hold the QP may use it.
 	 */
@@ -361,34 +334,21 @@ static inline int vrdma_udata_in(struct ib_udata *udata, void *req, size_t len)
 }
 
 /*
- * The deepest CQ: with RINGS the ring is a CQ's only storage, so the ring's
- * bound (max_ring_cqe), not the CQ virtqueue's size (max_cqe), limits it.
+ * The deepest CQ and the deepest SQ or RQ: the rings' bounds
+ * (max_ring_cqe, max_ring_qp_wr), not the virtqueues' (max_cqe,
+ * max_qp_wr), which the driver does not use.
  */
 static inline u32 vrdma_max_cqe(const struct vrdma_dev *dev)
 {
-	return dev->rings ? dev->cfg.max_ring_cqe : dev->cfg.max_cqe;
+	return dev->cfg.max_ring_cqe;
 }
 
-/*
- * The deepest SQ or RQ: with RINGS the device keeps a window of each queue
- * and only the ring bounds it (max_ring_qp_wr), not the QP virtqueues'
- * size (max_qp_wr).  A device that gives none (0) has the virtqueues'.
- */
 static inline u32 vrdma_max_qp_wr(const struct vrdma_dev *dev)
 {
-	return dev->rings && dev->cfg.max_ring_qp_wr ? dev->cfg.max_ring_qp_wr :
-						      dev->cfg.max_qp_wr;
+	return dev->cfg.max_ring_qp_wr;
 }
 
 /* Virtqueue layout (docs/specs/virtio-rdma.rst, "Virtqueues"). */
-static inline unsigned int vrdma_vq_cq(u32 cqn)
-{
-	return 1 + cqn;
-}
-static inline unsigned int vrdma_vq_sq(struct vrdma_dev *dev, u32 qpn)
-{
-	return 1 + dev->max_cq + 2 * qpn;
-}
 static inline unsigned int vrdma_vq_event(struct vrdma_dev *dev)
 {
 	return 1 + dev->max_cq + 2 * dev->max_qp;
@@ -397,7 +357,7 @@ static inline unsigned int vrdma_vq_event(struct vrdma_dev *dev)
 /* vrdma_ctrl.c */
 int vrdma_ctrl_init(struct vrdma_dev *dev);
 void vrdma_ctrl_fini(struct vrdma_dev *dev);
-void vrdma_ctrl_req_init(struct vrdma_ctrl_req *r, int cqn);
+void vrdma_ctrl_req_init(struct vrdma_ctrl_req *r);
 bool vrdma_ctrl_req_busy(struct vrdma_ctrl_req *r);
 void vrdma_ctrl_reap(struct vrdma_dev *dev);
 void vrdma_ctrl_vq_done(struct virtqueue *vq);
@@ -454,7 +414,6 @@ bool vrdma_srq_complete(struct vrdma_srq *srq, u64 tag, u64 *wr_id);
 void vrdma_srq_event(struct vrdma_dev *dev, u32 srqn, enum ib_event_type type);
 
 /* vrdma_ring.c */
-extern bool vrdma_rings_param;
 int vrdma_rings_init(struct vrdma_dev *dev);
 void vrdma_rings_fini(struct vrdma_dev *dev);
 int vrdma_ring_alloc(struct vrdma_ring *r, u32 min_entries, u32 entry_bytes);
@@ -484,19 +443,9 @@ void vrdma_doorbell(struct vrdma_dev *dev, enum virtio_rdma_db_type type,
 		    u32 qn, u32 value);
 
 /* vrdma_dp.c */
-int vrdma_cqvq_prepare(struct vrdma_dev *dev, u32 cqn);
-void vrdma_cqvq_drain(struct vrdma_cq *cq);
-void vrdma_cq_vq_done(struct virtqueue *vq);
-void vrdma_cq_late_events(struct work_struct *w);
 void vrdma_event_vq_done(struct virtqueue *vq);
 int vrdma_event_init(struct vrdma_dev *dev);
-/* vrdma_qp.c: request buffers and tags of a work queue (wq->lock held) */
-void vrdma_wq_reclaim(struct vrdma_wq *wq);
-struct vrdma_slot *vrdma_wq_get(struct vrdma_wq *wq);
-void vrdma_wq_put(struct vrdma_wq *wq, struct vrdma_slot *s);
-void *vrdma_wq_wqe(struct vrdma_slot *s);
-int vrdma_wq_post(struct vrdma_wq *wq, struct vrdma_slot *s, size_t len,
-		  u64 wr_id, bool due);
+/* vrdma_qp.c: a work queue's ring slots and tags (wq->lock held) */
 bool vrdma_wq_complete(struct vrdma_wq *wq, u64 tag, bool success,
 		       u64 *wr_id);
 void *vrdma_wq_ring_slot(struct vrdma_wq *wq);

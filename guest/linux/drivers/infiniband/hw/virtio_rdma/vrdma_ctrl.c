@@ -10,14 +10,12 @@
  * a REG_USER_MR's page table) is the device's until it comes back, and a
  * slow device is not a dead one.  Only a broken queue ends the waiting.
  *
- * Atomic context (req_notify_cq from a kernel ULP's poller, map_mr_sg from
- * a block driver's queue_rq) cannot sleep: the caller brings a buffer of
- * its own object (its CQ, its MR), posts it beside the sleeper's and spins,
- * interrupts on, for at most VRDMA_CTRL_SPIN_NS.  Past that it gives the
- * buffer up to the device ("abandoned") and gets -EINPROGRESS; the buffer
- * is the object's again once the device returns it, and until then the
- * object cannot post another (-EBUSY).  An abandoned arm raises its CQ's
- * event when it comes back: the CQEs it would have reported as missed.
+ * Atomic context (map_mr_sg from a block driver's queue_rq) cannot sleep:
+ * the caller brings a buffer of its own object (its MR), posts it beside
+ * the sleeper's and spins, interrupts on, for at most VRDMA_CTRL_SPIN_NS.
+ * Past that it gives the buffer up to the device ("abandoned") and gets
+ * -EINPROGRESS; the buffer is the object's again once the device returns
+ * it, and until then the object cannot post another (-EBUSY).
  *
  * ctrl_lock, taken with interrupts off, covers the virtqueue only: adding,
  * kicking and taking answers, never a wait.
@@ -39,11 +37,10 @@ enum {
 	VRDMA_CTRL_ABANDONED,	/* with the device, its caller gone */
 };
 
-void vrdma_ctrl_req_init(struct vrdma_ctrl_req *r, int cqn)
+void vrdma_ctrl_req_init(struct vrdma_ctrl_req *r)
 {
 	atomic_set(&r->state, VRDMA_CTRL_IDLE);
 	init_completion(&r->done);
-	r->cqn = cqn;
 }
 
 /* r is still with the device (or its caller is still waiting). */
@@ -56,37 +53,30 @@ int vrdma_ctrl_init(struct vrdma_dev *dev)
 {
 	spin_lock_init(&dev->ctrl_lock);
 	mutex_init(&dev->ctrl_mutex);
-	INIT_WORK(&dev->ctrl_events_work, vrdma_cq_late_events);
-	dev->ctrl_events = bitmap_zalloc(dev->ncq, GFP_KERNEL);
 	dev->ctrl = kzalloc(sizeof(*dev->ctrl), GFP_KERNEL);
-	if (!dev->ctrl || !dev->ctrl_events)
+	if (!dev->ctrl)
 		return -ENOMEM;
-	vrdma_ctrl_req_init(dev->ctrl, -1);
+	vrdma_ctrl_req_init(dev->ctrl);
 	return 0;
 }
 
 void vrdma_ctrl_fini(struct vrdma_dev *dev)
 {
 	/* After the device reset: every buffer is ours again. */
-	cancel_work_sync(&dev->ctrl_events_work);
-	bitmap_free(dev->ctrl_events);
-	dev->ctrl_events = NULL;
 	kfree(dev->ctrl);
 	dev->ctrl = NULL;
 }
 
 /*
  * Take every answer off the queue (the interrupt, and spinners that may
- * have interrupts off).  Under ctrl_lock, so an answer taken here is
- * settled before a later one is: a CQ's abandoned arm before the
- * DESTROY_CQ that lets the CQ go.
+ * have interrupts off), under ctrl_lock: an abandoned buffer is its
+ * object's again once taken.
  */
 void vrdma_ctrl_reap(struct vrdma_dev *dev)
 {
 	struct vrdma_ctrl_req *r;
 	unsigned long flags;
 	unsigned int len;
-	bool events = false;
 
 	spin_lock_irqsave(&dev->ctrl_lock, flags);
 	while ((r = virtqueue_get_buf(dev->ctrl_vq, &len))) {
@@ -95,15 +85,9 @@ void vrdma_ctrl_reap(struct vrdma_dev *dev)
 			complete(&r->done);
 			continue;
 		}
-		if (r->cqn >= 0) {
-			set_bit(r->cqn, dev->ctrl_events);
-			events = true;
-		}
 		atomic_set_release(&r->state, VRDMA_CTRL_IDLE);
 	}
 	spin_unlock_irqrestore(&dev->ctrl_lock, flags);
-	if (events)
-		schedule_work(&dev->ctrl_events_work);
 }
 
 void vrdma_ctrl_vq_done(struct virtqueue *vq)

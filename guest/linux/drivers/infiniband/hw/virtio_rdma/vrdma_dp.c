@@ -6,15 +6,15 @@
  * only spinlocks and GFP_ATOMIC; only a user CQ's arm (uverbs, process
  * context) sleeps for its answer.
  *
- * Posting builds one device-readable buffer per work request from the QP's
- * pool (the layout of docs/specs/virtio-rdma.rst); the device copies it and
- * returns the buffer at once, so a full pool is refilled by reclaiming.
- * The pool holds max_wr buffers and the device takes a request before it
- * completes it: a pool still empty after reclaiming means max_wr requests
- * outstanding, a full queue, and the post fails at once with -ENOMEM
- * instead of waiting for the device.  So does a post whose tag's entry
- * still waits for its CQE: a ULP more than max_wr requests ahead of its
- * polls (vrdma_qp.c, "Tags").
+ * A post to a kernel QP writes each request in place into the next slot
+ * of the queue's ring (the layout of docs/specs/virtio-rdma.rst;
+ * vrdma_qp.c, "Rings") and rings one doorbell for the batch.  max_wr
+ * requests outstanding is a full queue: the post fails at once with
+ * -ENOMEM instead of waiting for the device.  So does a post whose tag's
+ * entry still waits for its CQE: a ULP more than max_wr requests ahead of
+ * its polls (vrdma_qp.c, "Tags").  A poll reads the CQ's ring by the
+ * owner-bit rule and a CQ is armed by doorbell (vrdma_ring.c states the
+ * ordering).
  * Values from user space arrive here through uverbs, already copied into
  * kernel structures; what the device cannot take is refused here with
  * -EINVAL and bad_wr, before anything is posted.
@@ -29,12 +29,8 @@
  * wq->lock; a poll holds cq->lock and takes dev->qps' lock, then the
  * queue's wq->lock, inside it (nothing takes them the other way round).
  *
- * With RINGS a post to a kernel QP writes each request in place into the
- * next slot of the queue's ring (vrdma_qp.c, "Rings") and rings one
- * doorbell for the batch; a poll reads the CQ's ring by the owner-bit rule
- * and a CQ is armed by doorbell (vrdma_ring.c states the ordering).  User
- * queues with RINGS are the provider's to post, poll and arm, in user
- * space: their uverbs commands fail here with -EOPNOTSUPP.  Their CQ
+ * User queues are the provider's to post, poll and arm, in user space
+ * (uverbs has no such command for this device, vrdma_probe()).  Their CQ
  * events and async events still come through the event queue below (none
  * of that reads a ring), to the handlers uverbs installed.
  *
@@ -183,16 +179,25 @@ static int vrdma_build_send(struct vrdma_qp *qp, const struct ib_send_wr *wr,
 	return sizeof(*r) + wr->num_sge * sizeof(struct virtio_rdma_sge);
 }
 
-/* RINGS: the requests into the SQ ring, one doorbell for them all. */
-static int vrdma_ring_post_send(struct vrdma_qp *qp,
-				const struct ib_send_wr *wr,
-				const struct ib_send_wr **bad_wr)
+/* The requests into the SQ ring, one doorbell for them all. */
+int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr)
 {
+	struct vrdma_qp *qp = to_vqp(ibqp);
 	struct vrdma_wq *wq = &qp->sq;
 	unsigned long flags;
 	unsigned int n = 0;
 	int err = 0;
 
+	if (qp->user_rings) {	/* the provider writes its rings itself */
+		*bad_wr = wr;
+		return -EOPNOTSUPP;
+	}
+	/* IBA 11.4.1.1: no send queue before RTS (the whole list fails). */
+	if (READ_ONCE(qp->state) < IB_QPS_RTS) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
 	spin_lock_irqsave(&wq->lock, flags);
 	for (; wr; wr = wr->next) {
 		void *slot = vrdma_wq_ring_slot(wq);
@@ -222,64 +227,11 @@ static int vrdma_ring_post_send(struct vrdma_qp *qp,
 	return err;
 }
 
-int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
-		    const struct ib_send_wr **bad_wr)
-{
-	struct vrdma_qp *qp = to_vqp(ibqp);
-	struct vrdma_wq *wq = &qp->sq;
-	unsigned long flags;
-	unsigned int n = 0;
-	int err = 0;
-
-	if (qp->user_rings) {	/* the provider writes its rings itself */
-		*bad_wr = wr;
-		return -EOPNOTSUPP;
-	}
-	/* IBA 11.4.1.1: no send queue before RTS (the whole list fails). */
-	if (READ_ONCE(qp->state) < IB_QPS_RTS) {
-		*bad_wr = wr;
-		return -EINVAL;
-	}
-	if (to_vdev(ibqp->device)->rings)
-		return vrdma_ring_post_send(qp, wr, bad_wr);
-	spin_lock_irqsave(&wq->lock, flags);
-	for (; wr; wr = wr->next) {
-		struct vrdma_slot *s = vrdma_wq_get(wq);
-		int len;
-
-		if (!s) {
-			err = -ENOMEM;
-			break;
-		}
-		len = vrdma_build_send(qp, wr, vrdma_wq_wqe(s));
-		if (len < 0) {
-			vrdma_wq_put(wq, s);
-			err = len;
-			break;
-		}
-		err = vrdma_wq_post(wq, s, len, wr->wr_id,
-				    qp->sig_type == IB_SIGNAL_ALL_WR ||
-				    (wr->send_flags & IB_SEND_SIGNALED));
-		if (err) {
-			vrdma_wq_put(wq, s);
-			break;
-		}
-		n++;
-	}
-	if (n)
-		virtqueue_kick(wq->vq);
-	spin_unlock_irqrestore(&wq->lock, flags);
-	if (err)
-		*bad_wr = wr;
-	return err;
-}
-
 int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr)
 {
 	struct vrdma_qp *qp = to_vqp(ibqp);
 	struct vrdma_wq *wq = &qp->rq;
-	bool rings = to_vdev(ibqp->device)->rings;
 	unsigned long flags;
 	unsigned int n = 0;
 	int err = 0;
@@ -301,8 +253,6 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	spin_lock_irqsave(&wq->lock, flags);
 	for (; wr; wr = wr->next) {
 		struct virtio_rdma_rq_req *r;
-		struct vrdma_slot *s = NULL;
-		size_t len;
 
 		if (wr->num_sge < 0 || wr->num_sge > wq->max_sge) {
 			err = -EINVAL;
@@ -312,34 +262,19 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			err = -ENOMEM;
 			break;
 		}
-		if (rings) {
-			r = vrdma_wq_ring_slot(wq);	/* in place */
-		} else {
-			s = vrdma_wq_get(wq);
-			r = s ? vrdma_wq_wqe(s) : NULL;
-		}
+		r = vrdma_wq_ring_slot(wq);	/* in place */
 		if (!r) {
 			err = -ENOMEM;
 			break;
 		}
-		len = vrdma_build_recv(r, wr, vrdma_wq_tag(wq));	/* not wr->wr_id */
-		if (rings) {
-			vrdma_wq_ring_commit(wq, wr->wr_id, true);
-		} else {
-			err = vrdma_wq_post(wq, s, len, wr->wr_id, true);
-			if (err) {
-				vrdma_wq_put(wq, s);
-				break;
-			}
-		}
+		vrdma_build_recv(r, wr, vrdma_wq_tag(wq));	/* not wr->wr_id */
+		vrdma_wq_ring_commit(wq, wr->wr_id, true);
 		atomic_inc(&qp->rq_posted);
 		n++;
 	}
-	if (n && rings)
+	if (n)
 		vrdma_doorbell(to_vdev(ibqp->device), VIRTIO_RDMA_DB_RQ,
 			       qp->qpn, wq->prod);
-	else if (n)
-		virtqueue_kick(wq->vq);
 	spin_unlock_irqrestore(&wq->lock, flags);
 	if (err)
 		*bad_wr = wr;
@@ -347,60 +282,6 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 }
 
 /* ---- completion queues ---------------------------------------------- */
-
-static int vrdma_cqvq_add(struct vrdma_cqvq *cv, struct virtio_rdma_cq_req *b,
-			  gfp_t gfp)
-{
-	struct scatterlist sg;
-
-	sg_init_one(&sg, b, sizeof(*b));
-	return virtqueue_add_inbuf(cv->vq, &sg, 1, b, gfp);
-}
-
-/*
- * A CQ queue's buffers are posted when its first CQ is created and stay
- * posted until the device is reset: a posted buffer cannot be taken back
- * from a live queue, and the device needs one for every CQE.
- */
-int vrdma_cqvq_prepare(struct vrdma_dev *dev, u32 cqn)
-{
-	struct vrdma_cqvq *cv = &dev->cqvqs[cqn];
-	unsigned int i, n;
-	int err;
-
-	if (cv->bufs)
-		return 0;
-	n = virtqueue_get_vring_size(cv->vq);
-	if (n < dev->cfg.max_cqe)
-		return -EINVAL;
-	cv->bufs = kcalloc(n, sizeof(*cv->bufs), GFP_KERNEL);
-	if (!cv->bufs)
-		return -ENOMEM;
-	for (i = 0; i < n; i++) {
-		err = vrdma_cqvq_add(cv, &cv->bufs[i], GFP_KERNEL);
-		if (err)
-			return err;	/* the ones added stay posted */
-	}
-	cv->nbufs = n;
-	return 0;
-}
-
-/* Throw away (and repost) every CQE waiting on the CQ's queue. */
-void vrdma_cqvq_drain(struct vrdma_cq *cq)
-{
-	struct virtio_rdma_cq_req *b;
-	unsigned long flags;
-	unsigned int len;
-
-	spin_lock_irqsave(&cq->lock, flags);
-	if (cq->peeked) {
-		vrdma_cqvq_add(cq->cv, cq->peeked, GFP_ATOMIC);
-		cq->peeked = NULL;
-	}
-	while ((b = virtqueue_get_buf(cq->cv->vq, &len)))
-		vrdma_cqvq_add(cq->cv, b, GFP_ATOMIC);
-	spin_unlock_irqrestore(&cq->lock, flags);
-}
 
 static const enum ib_wc_status vrdma_wc_status[] = {
 	[VIRTIO_RDMA_WC_SUCCESS] = IB_WC_SUCCESS,
@@ -540,7 +421,7 @@ static bool vrdma_wc(struct vrdma_dev *dev, struct vrdma_cq *cq,
 }
 
 /*
- * RINGS: the CQE at the consumer counter if the device has written it
+ * The CQE at the consumer counter if the device has written it
  * (cq->lock held).  Its owner bit is 1 on even passes over the ring.
  */
 static const struct virtio_rdma_cqe *vrdma_ring_cqe(struct vrdma_cq *cq)
@@ -554,16 +435,18 @@ static const struct virtio_rdma_cqe *vrdma_ring_cqe(struct vrdma_cq *cq)
 	return e;
 }
 
-static int vrdma_ring_poll_cq(struct vrdma_cq *cq, int num_entries,
-			      struct ib_wc *wc)
+int vrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
-	struct vrdma_dev *dev = to_vdev(cq->ibcq.device);
+	struct vrdma_dev *dev = to_vdev(ibcq->device);
+	struct vrdma_cq *cq = to_vcq(ibcq);
 	const struct virtio_rdma_cqe *e;
 	struct virtio_rdma_cq_req c;
 	unsigned long flags;
 	u32 start;
 	int n = 0;
 
+	if (cq->ring.umem)	/* the provider polls its ring itself */
+		return -EOPNOTSUPP;
 	spin_lock_irqsave(&cq->lock, flags);
 	start = cq->cons;
 	/* At most one pass: the device cannot make the loop longer. */
@@ -583,100 +466,31 @@ static int vrdma_ring_poll_cq(struct vrdma_cq *cq, int num_entries,
 	return n;
 }
 
-int vrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
-{
-	struct vrdma_dev *dev = to_vdev(ibcq->device);
-	struct vrdma_cq *cq = to_vcq(ibcq);
-	struct virtio_rdma_cq_req *b, c;
-	unsigned long flags;
-	unsigned int len;
-	int n = 0;
-
-	if (cq->ring.umem)	/* the provider polls its ring itself */
-		return -EOPNOTSUPP;
-	if (dev->rings)
-		return vrdma_ring_poll_cq(cq, num_entries, wc);
-	spin_lock_irqsave(&cq->lock, flags);
-	while (n < num_entries) {
-		if (cq->peeked) {
-			b = cq->peeked;
-			cq->peeked = NULL;
-		} else {
-			b = virtqueue_get_buf(cq->cv->vq, &len);
-			if (!b)
-				break;
-		}
-		c = *b;
-		vrdma_cqvq_add(cq->cv, b, GFP_ATOMIC);	/* a slot for the next */
-		if (vrdma_wc(dev, cq, &c, &wc[n]))
-			n++;
-	}
-	spin_unlock_irqrestore(&cq->lock, flags);
-	return n;
-}
-
 int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 {
 	struct vrdma_cq *cq = to_vcq(ibcq);
-	struct virtio_rdma_cmd_req_notify cmd = {
-		.cqn = cpu_to_le32(cq->cqn),
-		.flags = cpu_to_le32((flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
-				     VIRTIO_RDMA_NOTIFY_SOLICITED :
-				     VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION),
-	};
 	struct vrdma_dev *dev = to_vdev(ibcq->device);
 	unsigned long irqflags;
-	unsigned int len;
-	int err, missed = 0;
+	int missed;
 
 	if (cq->ring.umem)	/* the provider arms by its own doorbell */
 		return -EOPNOTSUPP;
-	if (dev->rings) {
-		vrdma_doorbell(dev, VIRTIO_RDMA_DB_CQ_ARM, cq->cqn,
-			       le32_to_cpu(cmd.flags));
-		if (!(flags & IB_CQ_REPORT_MISSED_EVENTS))
-			return 0;
-		/* The arm covers what comes after the write: look at the rest. */
-		dma_mb();
-		spin_lock_irqsave(&cq->lock, irqflags);
-		missed = vrdma_ring_cqe(cq) != NULL;
-		spin_unlock_irqrestore(&cq->lock, irqflags);
-		return missed;
-	}
-	/* Only uverbs arms a user CQ, from a system call. */
-	if (ibcq->uobject)
-		err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ, &cmd,
-				sizeof(cmd), NULL, 0);
-	else
-		err = vrdma_cmd_atomic(dev, &cq->arm,
-				       VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ, &cmd,
-				       sizeof(cmd), NULL, 0);
-	/*
-	 * The device has yet to see the arm (-EINPROGRESS), or an earlier one
-	 * still (-EBUSY): when it answers, vrdma_cq_late_events() raises the
-	 * CQ's event, which covers any CQE this arm would report as missed.
-	 */
-	if (err == -EINPROGRESS || err == -EBUSY)
+	vrdma_doorbell(dev, VIRTIO_RDMA_DB_CQ_ARM, cq->cqn,
+		       (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
+		       VIRTIO_RDMA_NOTIFY_SOLICITED :
+		       VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
+	if (!(flags & IB_CQ_REPORT_MISSED_EVENTS))
 		return 0;
-	if (err)
-		return err;
-	/*
-	 * The device has every CQE from before the arm in the used ring by
-	 * the time the command completes: one there now may have come before
-	 * the arm and so raise no event.  Keep it for the next poll.
-	 */
-	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
-		spin_lock_irqsave(&cq->lock, irqflags);
-		if (!cq->peeked)
-			cq->peeked = virtqueue_get_buf(cq->cv->vq, &len);
-		missed = cq->peeked != NULL;
-		spin_unlock_irqrestore(&cq->lock, irqflags);
-	}
+	/* The arm covers what comes after the write: look at the rest. */
+	dma_mb();
+	spin_lock_irqsave(&cq->lock, irqflags);
+	missed = vrdma_ring_cqe(cq) != NULL;
+	spin_unlock_irqrestore(&cq->lock, irqflags);
 	return missed;
 }
 
 /*
- * CQ @cqn's completion event, or (RINGS, @err) its CQ_ERR: the CQ overran
+ * CQ @cqn's completion event, or (@err) its CQ_ERR: the CQ overran
  * or its ring broke.  The CQ table's lock is held across the handler:
  * destroy_cq clears the slot under it.  Kernel and user CQs alike (for a
  * user CQ uverbs' handlers queue the event for its process): nothing here
@@ -712,26 +526,6 @@ static void vrdma_cq_notify(struct vrdma_dev *dev, u32 cqn, bool err)
 static void vrdma_cq_event(struct vrdma_dev *dev, u32 cqn)
 {
 	vrdma_cq_notify(dev, cqn, false);
-}
-
-/* The CQs whose abandoned arms came back (vrdma_ctrl.c): their events. */
-void vrdma_cq_late_events(struct work_struct *w)
-{
-	struct vrdma_dev *dev = container_of(w, struct vrdma_dev,
-					     ctrl_events_work);
-	unsigned int cqn;
-
-	for_each_set_bit(cqn, dev->ctrl_events, dev->ncq)
-		if (test_and_clear_bit(cqn, dev->ctrl_events))
-			vrdma_cq_event(dev, cqn);
-}
-
-/* Without the event queue: the CQ's own queue interrupts when armed. */
-void vrdma_cq_vq_done(struct virtqueue *vq)
-{
-	struct vrdma_dev *dev = vq->vdev->priv;
-
-	vrdma_cq_event(dev, vq->index - 1);
 }
 
 static int vrdma_event_add(struct vrdma_dev *dev, struct virtio_rdma_event *e,
@@ -779,23 +573,19 @@ void vrdma_event_vq_done(struct virtqueue *vq)
 			vrdma_cq_event(dev, le32_to_cpu(ev.handle));
 			break;
 		case VIRTIO_RDMA_EVENT_QP_FATAL:
-			if (dev->rings)
-				vrdma_qp_event(dev, le32_to_cpu(ev.handle),
-					       IB_EVENT_QP_FATAL);
+			vrdma_qp_event(dev, le32_to_cpu(ev.handle),
+				       IB_EVENT_QP_FATAL);
 			break;
 		case VIRTIO_RDMA_EVENT_CQ_ERR:
-			if (dev->rings)
-				vrdma_cq_notify(dev, le32_to_cpu(ev.handle), true);
+			vrdma_cq_notify(dev, le32_to_cpu(ev.handle), true);
 			break;
 		case VIRTIO_RDMA_EVENT_SRQ_LIMIT:
-			if (dev->rings)
-				vrdma_srq_event(dev, le32_to_cpu(ev.handle),
-						IB_EVENT_SRQ_LIMIT_REACHED);
+			vrdma_srq_event(dev, le32_to_cpu(ev.handle),
+					IB_EVENT_SRQ_LIMIT_REACHED);
 			break;
 		case VIRTIO_RDMA_EVENT_SRQ_ERR:
-			if (dev->rings)
-				vrdma_srq_event(dev, le32_to_cpu(ev.handle),
-						IB_EVENT_SRQ_ERR);
+			vrdma_srq_event(dev, le32_to_cpu(ev.handle),
+					IB_EVENT_SRQ_ERR);
 			break;
 		default:
 			break;	/* unknown: ignored */

@@ -2,15 +2,13 @@
 /*
  * virtio-rdma guest driver: probe, virtqueues, removal.
  *
- * Queues (docs/specs/virtio-rdma.rst): control, one per CQ, two per QP
- * index, and with VIRTIO_RDMA_F_EVENT_QUEUE one event queue.  The control
- * queue's callback wakes the commands waiting for answers; the event queue
- * (or, without it, each CQ queue) has one for CQ events.  The SQ/RQ queues
- * are reclaimed when posting, so they need no interrupt vector.  With
- * VIRTIO_RDMA_F_RINGS (module parameter rings) the CQ and QP queues stay
- * unused, the doorbell region is mapped (vrdma_ring.c) and user space
- * gets uverbs ABI VIRTIO_RDMA_UVERBS_ABI_RINGS; only then are there SRQs
- * (vrdma_srq.c).
+ * The driver needs VIRTIO_RDMA_F_RINGS (and the two features it needs):
+ * CQs, QPs and SRQs are rings in guest memory, announced by doorbells in
+ * the region mapped at probe (vrdma_ring.c), and user space gets uverbs
+ * ABI VIRTIO_RDMA_UVERBS_ABI_RINGS.  Of the virtqueues
+ * (docs/specs/virtio-rdma.rst) it uses the control queue, whose callback
+ * wakes the commands waiting for answers, and the event queue (CQ and
+ * async events); the layout's CQ and QP virtqueues stay idle.
  */
 #include <linux/dma-mapping.h>
 #include <linux/module.h>
@@ -77,43 +75,35 @@ static void vrdma_read_config(struct vrdma_dev *dev)
 	VRDMA_LE(c, max_srq_sge);
 }
 
+/*
+ * Every queue of the layout is set up, the idle ones too: virtio numbers
+ * the queues it sets up consecutively, so skipping them would move the
+ * event queue.  Only control and event have callbacks (interrupts).
+ */
 static int vrdma_init_vqs(struct vrdma_dev *dev)
 {
-	unsigned int i, n = 1 + dev->max_cq + 2 * dev->max_qp;
+	unsigned int i, n = vrdma_vq_event(dev) + 1;
 	vq_callback_t **cbs;
 	const char **names;
 	int err = -ENOMEM;
 
-	if (dev->event_queue)
-		n++;
 	dev->nvqs = n;
 	dev->vqs = kcalloc(n, sizeof(*dev->vqs), GFP_KERNEL);
 	cbs = kcalloc(n, sizeof(*cbs), GFP_KERNEL);
 	names = kcalloc(n, sizeof(*names), GFP_KERNEL);
 	if (!dev->vqs || !cbs || !names)
 		goto out;
+	for (i = 1; i < n - 1; i++)
+		names[i] = "idle";
 	names[0] = "ctrl";
 	cbs[0] = vrdma_ctrl_vq_done;
-	for (i = 0; i < dev->max_cq; i++) {
-		names[vrdma_vq_cq(i)] = "cq";
-		cbs[vrdma_vq_cq(i)] = dev->event_queue ? NULL : vrdma_cq_vq_done;
-	}
-	for (i = 0; i < dev->max_qp; i++) {
-		names[vrdma_vq_sq(dev, i)] = "sq";
-		names[vrdma_vq_sq(dev, i) + 1] = "rq";
-	}
-	if (dev->event_queue) {
-		names[vrdma_vq_event(dev)] = "event";
-		cbs[vrdma_vq_event(dev)] = vrdma_event_vq_done;
-	}
+	names[n - 1] = "event";
+	cbs[n - 1] = vrdma_event_vq_done;
 	err = vrdma_find_vqs(dev->vdev, n, dev->vqs, cbs, names);
 	if (err)
 		goto out;
 	dev->ctrl_vq = dev->vqs[0];
-	for (i = 0; i < dev->max_cq; i++)
-		dev->cqvqs[i].vq = dev->vqs[vrdma_vq_cq(i)];
-	if (dev->event_queue)
-		dev->event_vq = dev->vqs[vrdma_vq_event(dev)];
+	dev->event_vq = dev->vqs[n - 1];
 out:
 	kfree(cbs);
 	kfree(names);
@@ -122,14 +112,8 @@ out:
 
 static void vrdma_free_queues(struct vrdma_dev *dev)
 {
-	unsigned int i;
-
 	/* Only after the reset: no buffer is the device's any more. */
-	if (dev->cqvqs)
-		for (i = 0; i < dev->max_cq; i++)
-			kfree(dev->cqvqs[i].bufs);
 	kfree(dev->events);
-	kfree(dev->cqvqs);
 	kfree(dev->cqs);
 	bitmap_free(dev->qp_busy);
 	kfree(dev->vqs);
@@ -183,16 +167,11 @@ static int vrdma_check_direct_dma(struct virtio_device *vdev,
 
 static void vrdma_clamp_config(struct vrdma_dev *dev)
 {
-	/* virtio's largest ring: the queues' sizes, whatever the device says. */
-	const u32 ring_max = 32768;
-
 	VRDMA_CLAMP(dev, max_mr_size,
 		    (u64)VIRTIO_RDMA_MAX_MR_PAGES * VIRTIO_RDMA_PAGE_SIZE);
 	VRDMA_CLAMP(dev, max_fast_reg_page_list_len,
 		    min_t(u64, dev->cfg.max_mr_size / VIRTIO_RDMA_PAGE_SIZE,
 			  VIRTIO_RDMA_PT2_PAGES));
-	VRDMA_CLAMP(dev, max_qp_wr, ring_max);
-	VRDMA_CLAMP(dev, max_cqe, ring_max);
 	VRDMA_CLAMP(dev, max_send_sge, VRDMA_SPEC_MAX_SGE);
 	VRDMA_CLAMP(dev, max_recv_sge, VRDMA_SPEC_MAX_SGE);
 	VRDMA_CLAMP(dev, max_sge_rd, VRDMA_SPEC_MAX_SGE);
@@ -212,14 +191,14 @@ static void vrdma_clamp_config(struct vrdma_dev *dev)
 }
 
 /*
- * SRQs are rings (CREATE_SRQ_RING): none without RINGS, nor when the device
- * gives no depth or SGEs for them.  max_srq 0 then says so everywhere.
+ * No SRQs when the device gives no depth or SGEs for them: max_srq 0 then
+ * says so everywhere.
  */
 static void vrdma_srq_config(struct vrdma_dev *dev)
 {
 	struct virtio_rdma_config *c = &dev->cfg;
 
-	if (!dev->rings || !c->max_srq || !c->max_srq_wr || !c->max_srq_sge) {
+	if (!c->max_srq || !c->max_srq_wr || !c->max_srq_sge) {
 		c->max_srq = 0;
 		c->max_srq_wr = 0;
 		c->max_srq_sge = 0;
@@ -253,47 +232,36 @@ static int vrdma_probe(struct virtio_device *vdev)
 	vrdma_clamp_config(dev);
 	dev->max_cq = dev->cfg.max_cq;
 	dev->max_qp = dev->cfg.max_qp;
-	dev->wire_qpn = virtio_has_feature(vdev, VIRTIO_RDMA_F_WIRE_QPN);
-	dev->event_queue = virtio_has_feature(vdev, VIRTIO_RDMA_F_EVENT_QUEUE);
-	dev->rings = virtio_has_feature(vdev, VIRTIO_RDMA_F_RINGS);
-	dev->ncq = dev->max_cq;
-	dev->nqp = dev->max_qp;
-	if (dev->rings && dev->cfg.max_ring_cq)
-		dev->ncq = dev->cfg.max_ring_cq;
-	if (dev->rings && dev->cfg.max_ring_qp)
-		dev->nqp = dev->cfg.max_ring_qp;
+	dev->ncq = dev->cfg.max_ring_cq;
+	dev->nqp = dev->cfg.max_ring_qp;
 	vrdma_srq_config(dev);
-	if (dev->cfg.phys_port_cnt != 1 || !dev->max_cq || dev->max_qp < 2 ||
+	if (dev->cfg.phys_port_cnt != 1 ||
 	    dev->max_cq > VIRTIO_RDMA_LIMIT_MAX ||
 	    dev->max_qp > VIRTIO_RDMA_LIMIT_MAX ||
 	    !dev->ncq || dev->nqp < 2 ||
 	    dev->ncq > VIRTIO_RDMA_RING_MAX_CQ ||
 	    dev->nqp > VIRTIO_RDMA_RING_MAX_QP ||
+	    !dev->cfg.max_ring_cqe || !dev->cfg.max_ring_qp_wr ||
 	    dev->cfg.page_size_cap != VIRTIO_RDMA_PAGE_SIZE) {
-		dev_err(&vdev->dev, "unsupported configuration (ports %u, max_cq %u, max_qp %u, CQ numbers %u, QP numbers %u)\n",
+		dev_err(&vdev->dev, "unsupported configuration (ports %u, max_cq %u, max_qp %u, CQ numbers %u, QP numbers %u, ring CQEs %u, ring WRs %u)\n",
 			dev->cfg.phys_port_cnt, dev->max_cq, dev->max_qp,
-			dev->ncq, dev->nqp);
+			dev->ncq, dev->nqp, dev->cfg.max_ring_cqe,
+			dev->cfg.max_ring_qp_wr);
 		err = -EINVAL;
 		goto err_dev;
 	}
-	if (!dev->event_queue)
-		dev_warn(&vdev->dev, "no event queue: a CQ event can be lost if a CQE is polled before its interrupt\n");
-	if (dev->rings)
-		dev_info(&vdev->dev, "queues in guest memory (rings), %u user contexts, %u SRQs: user space needs the ring-capable provider (uverbs ABI %u)\n",
-			 dev->cfg.max_ctx, dev->cfg.max_srq,
-			 VIRTIO_RDMA_UVERBS_ABI_RINGS);
+	dev_info(&vdev->dev, "queues in guest memory (rings), %u user contexts, %u SRQs: user space needs the ring-capable provider (uverbs ABI %u)\n",
+		 dev->cfg.max_ctx, dev->cfg.max_srq,
+		 VIRTIO_RDMA_UVERBS_ABI_RINGS);
 
 	err = -ENOMEM;
-	dev->cqvqs = kcalloc(dev->max_cq, sizeof(*dev->cqvqs), GFP_KERNEL);
 	dev->cqs = kcalloc(dev->ncq, sizeof(*dev->cqs), GFP_KERNEL);
 	dev->qp_busy = bitmap_zalloc(dev->nqp, GFP_KERNEL);
-	if (!dev->cqvqs || !dev->cqs || !dev->qp_busy)
+	if (!dev->cqs || !dev->qp_busy)
 		goto err_queues;
-	if (dev->rings) {
-		err = vrdma_rings_init(dev);
-		if (err)
-			goto err_queues;
-	}
+	err = vrdma_rings_init(dev);
+	if (err)
+		goto err_queues;
 	err = vrdma_ctrl_init(dev);
 	if (err)
 		goto err_ctrl;
@@ -301,29 +269,22 @@ static int vrdma_probe(struct virtio_device *vdev)
 	if (err)
 		goto err_ctrl;
 	virtio_device_ready(vdev);
-	if (dev->event_queue) {
-		err = vrdma_event_init(dev);
-		if (err)
-			goto err_reset;
-	}
+	err = vrdma_event_init(dev);
+	if (err)
+		goto err_reset;
 
 	dev->ib.node_type = RDMA_NODE_IB_CA;
 	dev->ib.phys_port_cnt = 1;
 	dev->ib.num_comp_vectors = 1;
 	dev->ib.node_guid = dev->cfg.sys_image_guid;
 	dev->ib.dev.parent = &dev->pdev->dev;	/* provider matches the PCI ID */
-	dev->ib.uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
-				   BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
-				   BIT_ULL(IB_USER_VERBS_CMD_POLL_CQ) |
-				   BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
+	/*
+	 * No uverbs POST_SEND, POST_RECV, POLL_CQ or REQ_NOTIFY_CQ: a
+	 * process's queues are its own rings, which its provider posts to,
+	 * polls and arms itself.
+	 */
 	strscpy(dev->ib.node_desc, "virtio-rdma", sizeof(dev->ib.node_desc));
 	ib_set_device_ops(&dev->ib, &vrdma_dev_ops);
-	/*
-	 * libibverbs loads a provider only for the ABI it was built for, so a
-	 * provider of the virtqueue path never meets rings, nor the reverse.
-	 */
-	if (dev->rings)
-		dev->ib.ops.uverbs_abi_ver = VIRTIO_RDMA_UVERBS_ABI_RINGS;
 
 	err = vrdma_netdev_init(dev);
 	if (err)
@@ -373,16 +334,17 @@ static unsigned int vrdma_features[] = {
 };
 
 /*
- * Before FEATURES_OK: RINGS only when asked for (module parameter rings)
- * and with the two features it needs (the device refuses it without).
+ * Before FEATURES_OK: the driver has only the rings' data path, which
+ * needs the two other features (the device refuses RINGS without them).
  */
 static int vrdma_validate(struct virtio_device *vdev)
 {
-	if (!vrdma_rings_param ||
-	    !virtio_has_feature(vdev, VIRTIO_RDMA_F_WIRE_QPN) ||
-	    !virtio_has_feature(vdev, VIRTIO_RDMA_F_EVENT_QUEUE))
-		__virtio_clear_bit(vdev, VIRTIO_RDMA_F_RINGS);
-	return 0;
+	if (virtio_has_feature(vdev, VIRTIO_RDMA_F_RINGS) &&
+	    virtio_has_feature(vdev, VIRTIO_RDMA_F_WIRE_QPN) &&
+	    virtio_has_feature(vdev, VIRTIO_RDMA_F_EVENT_QUEUE))
+		return 0;
+	dev_err(&vdev->dev, "the device does not offer queues in guest memory (VIRTIO_RDMA_F_RINGS with WIRE_QPN and EVENT_QUEUE), which this driver needs: use -device virtio-rdma-pci with its default rings=on, wire-qpn=on, event-queue=on\n");
+	return -ENODEV;
 }
 
 static struct virtio_driver vrdma_driver = {

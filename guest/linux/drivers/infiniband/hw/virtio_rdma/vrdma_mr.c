@@ -242,7 +242,7 @@ struct ib_mr *vrdma_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
-	vrdma_ctrl_req_init(&mr->map, -1);
+	vrdma_ctrl_req_init(&mr->map);
 	err = vrdma_pt_alloc(&mr->pt, max_num_sg, GFP_KERNEL);
 	if (err)
 		goto err_free;

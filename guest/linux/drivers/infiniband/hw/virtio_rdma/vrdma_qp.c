@@ -3,26 +3,14 @@
  * Queue pairs: create, modify, query, destroy.
  *
  * A QP has two numbers: the queue index the device gives it (it names the
- * QP in commands and selects its two virtqueues) and, with
- * VIRTIO_RDMA_F_WIRE_QPN, a wire QPN -- what peers address and what CQEs
- * carry, so it is ib_qp.qp_num.  The virtqueues outlive the QP: the next
- * QP with the same index continues on the same rings, which is why the
- * device discards what is still posted when a QP is destroyed and the
- * driver reclaims those buffers here.  With RINGS the SQ and RQ are rings
- * of the QP's own instead ("Rings" below): a kernel QP's in vmalloc memory,
- * a user QP's in the process's ("User rings").  A QP on an SRQ
+ * QP in commands and doorbells) and a wire QPN (VIRTIO_RDMA_F_WIRE_QPN) --
+ * what peers address and what CQEs carry, so it is ib_qp.qp_num.  Its SQ
+ * and RQ are rings of its own ("Rings" below): a kernel QP's in vmalloc
+ * memory, a user QP's in the process's ("User rings").  A QP on an SRQ
  * (vrdma_srq.c) has no RQ ring: its RQ is a queue of no work requests,
  * and its receive completions name the SRQ's requests.
  */
-#include <linux/scatterlist.h>
-
 #include "vrdma.h"
-
-struct vrdma_slot {
-	struct vrdma_wq *owner;	/* NULL: orphaned by a destroyed QP */
-	bool posted;		/* with the device */
-	u64 wqe[];		/* request header + SGEs, what the device reads */
-};
 
 /*
  * Tags.  The device returns in each CQE the wr_id it was given, and a
@@ -43,9 +31,8 @@ struct vrdma_slot {
  * rq_posted enforces it for receives), and nents >= 2 * max_wr, so the
  * entry is free by then or holds an unsignaled send the ULP already counts
  * as done (a later signaled one was polled): it is overwritten.  A ULP
- * past max_wr -- the device returns request buffers at once, so the pool
- * does not stop it -- finds the entry still holding a request whose CQE
- * is due (VRDMA_WR_DUE: a signaled send, a receive): the post fails with
+ * past max_wr finds the entry still holding a request whose CQE is due
+ * (VRDMA_WR_DUE: a signaled send, a receive): the post fails with
  * -ENOMEM, a full queue, until that CQE is polled, instead of losing it.
  * RESET discards the posted requests: their entries stop being due (a CQE
  * from before it that is still in the CQ is still taken).  An unsignaled
@@ -55,101 +42,25 @@ struct vrdma_slot {
  * The table is under wq->lock: the posters hold it, vrdma_wc() takes it
  * inside cq->lock (the only order the two are ever held in).
  */
-static int vrdma_wq_init(struct vrdma_wq *wq, struct virtqueue *vq,
-			 u32 max_wr, u32 max_sge, size_t hdr)
+/* A kernel QP's queue: its tag table and its ring ("Rings"). */
+static int vrdma_wq_init(struct vrdma_wq *wq, u32 max_wr, u32 max_sge,
+			 size_t hdr)
 {
-	unsigned int i;
-
 	spin_lock_init(&wq->lock);
-	wq->vq = vq;
 	wq->max_sge = max_sge;
 	wq->max_wr = max_wr;
 	wq->slot_len = hdr + max_sge * sizeof(struct virtio_rdma_sge);
-	/* max_wr <= vrdma_max_qp_wr(), clamped to 32768 at probe: no overflow. */
+	/* max_wr <= max_ring_qp_wr, clamped at probe: no overflow. */
 	wq->nents = roundup_pow_of_two(2 * max(max_wr, 1u));
 	wq->ents = kvcalloc(wq->nents, sizeof(*wq->ents), GFP_KERNEL);
 	wq->next_tag = 1;
 	if (!wq->ents)
 		return -ENOMEM;
-	if (!vq)	/* RINGS: the ring holds the requests, no buffers */
-		return max_wr ? vrdma_ring_alloc(&wq->ring, max_wr, wq->slot_len) : 0;
-	wq->nslots = min_t(u32, max(max_wr, 1u), virtqueue_get_vring_size(vq));
-	wq->free = kcalloc(wq->nslots, sizeof(*wq->free), GFP_KERNEL);
-	wq->all = kcalloc(wq->nslots, sizeof(*wq->all), GFP_KERNEL);
-	if (!wq->free || !wq->all)
-		return -ENOMEM;
-	for (i = 0; i < wq->nslots; i++) {
-		struct vrdma_slot *s;
-
-		s = kzalloc(sizeof(*s) + wq->slot_len, GFP_KERNEL);
-		if (!s)
-			return -ENOMEM;
-		s->owner = wq;
-		wq->all[i] = s;
-		wq->free[wq->nfree++] = s;
-	}
-	return 0;
-}
-
-/* Take back every buffer the device has returned (wq->lock held). */
-void vrdma_wq_reclaim(struct vrdma_wq *wq)
-{
-	struct vrdma_slot *s;
-	unsigned int len;
-
-	while ((s = virtqueue_get_buf(wq->vq, &len))) {
-		s->posted = false;
-		if (!s->owner)
-			kfree(s);	/* an earlier QP's, returned late */
-		else if (s->owner == wq && !WARN_ON(wq->nfree >= wq->nslots))
-			wq->free[wq->nfree++] = s;
-	}
-}
-
-void *vrdma_wq_wqe(struct vrdma_slot *s)
-{
-	return s->wqe;
-}
-
-struct vrdma_slot *vrdma_wq_get(struct vrdma_wq *wq)
-{
-	if (!wq->nfree)
-		vrdma_wq_reclaim(wq);
-	return wq->nfree ? wq->free[--wq->nfree] : NULL;
-}
-
-void vrdma_wq_put(struct vrdma_wq *wq, struct vrdma_slot *s)
-{
-	wq->free[wq->nfree++] = s;
+	return max_wr ? vrdma_ring_alloc(&wq->ring, max_wr, wq->slot_len) : 0;
 }
 
 /*
- * Hand a filled slot to the device (wq->lock held): its wr_id field holds
- * vrdma_wq_tag(), and the ULP's wr_id goes under that tag; due: a CQE will
- * come for it.  Nothing to undo if the add fails: the entry is written only
- * after it, and no poller reads it before wq->lock is released.
- */
-int vrdma_wq_post(struct vrdma_wq *wq, struct vrdma_slot *s, size_t len,
-		  u64 wr_id, bool due)
-{
-	struct vrdma_wr_ent *e = &wq->ents[wq->next_tag & (wq->nents - 1)];
-	struct scatterlist sg;
-	int err;
-
-	if (e->tag & VRDMA_WR_DUE)
-		return -ENOMEM;	/* nents posts unpolled: past max_wr ("Tags") */
-	sg_init_one(&sg, s->wqe, len);
-	err = virtqueue_add_outbuf(wq->vq, &sg, 1, s, GFP_ATOMIC);
-	if (err)
-		return err;
-	s->posted = true;
-	e->tag = wq->next_tag++ | (due ? VRDMA_WR_FLAGS : 0);
-	e->wr_id = wr_id;
-	return 0;
-}
-
-/*
- * Rings.  A kernel QP's SQ and RQ with RINGS: a ring of 2^n >= max_wr
+ * Rings.  A kernel QP's SQ and RQ: a ring of 2^n >= max_wr
  * entries (vrdma_ring.c), each request written in place into the slot of
  * the producer counter, one doorbell per post call.  Tags and their table
  * are as above (the device echoes the wr_id it finds in the entry).  A
@@ -219,7 +130,7 @@ bool vrdma_wq_complete(struct vrdma_wq *wq, u64 tag, bool success,
 }
 
 /*
- * User rings.  A user QP's SQ and RQ with RINGS are rings the provider
+ * User rings.  A user QP's SQ and RQ are rings the provider
  * allocated, of the geometry it chose and sent in
  * virtio_rdma_ucmd_create_qp; the module checks it against the QP's
  * request (it must hold max_wr entries of max_sge SGEs: the cap granted is
@@ -263,15 +174,11 @@ static int vrdma_uwq_init(struct vrdma_wq *wq, struct ib_device *ib, u64 va,
 }
 
 /*
- * Free what is ours; orphan what the device still holds.  A ring is freed
- * (a user one unpinned) only if the device let go of it (device_done:
- * DESTROY_QP succeeded).
+ * Free what is ours.  A ring is freed (a user one unpinned) only if the
+ * device let go of it (device_done: DESTROY_QP succeeded).
  */
 static void vrdma_wq_fini(struct vrdma_wq *wq, bool device_done)
 {
-	unsigned long flags;
-	unsigned int i, out = 0;
-
 	kvfree(wq->ents);	/* no poller: the QP has left dev->qps */
 	wq->ents = NULL;
 	if (device_done)
@@ -279,30 +186,6 @@ static void vrdma_wq_fini(struct vrdma_wq *wq, bool device_done)
 	else if (vrdma_ring_present(&wq->ring))
 		pr_warn("virtio_rdma: a ring of %u pages left to the device\n",
 			wq->ring.npages);
-	if (!wq->all || !wq->free) {	/* creation failed before the ring */
-		kfree(wq->all);
-		kfree(wq->free);
-		return;
-	}
-	spin_lock_irqsave(&wq->lock, flags);
-	vrdma_wq_reclaim(wq);
-	for (i = 0; wq->all && i < wq->nslots; i++) {
-		struct vrdma_slot *s = wq->all[i];
-
-		if (s && s->posted) {
-			s->owner = NULL;	/* freed when the ring returns it */
-			out++;
-		} else {
-			kfree(s);
-		}
-	}
-	spin_unlock_irqrestore(&wq->lock, flags);
-	/* The device discards posted work at DESTROY_QP: none should stay. */
-	WARN_ONCE(out, "virtio_rdma: %u request buffers still with the device\n", out);
-	kfree(wq->all);
-	kfree(wq->free);
-	wq->all = NULL;
-	wq->free = NULL;
 }
 
 static int vrdma_qp_type(enum ib_qp_type t)
@@ -325,7 +208,7 @@ static int vrdma_destroy_cmd(struct vrdma_dev *dev, u32 qpn)
 }
 
 /*
- * RINGS: CREATE_QP_RING for the checked request cmd of context ctx, the
+ * CREATE_QP_RING for the checked request cmd of context ctx, the
  * SQ and RQ rings made first: a kernel QP's ("Rings"), or with ucmd (its
  * checked request, vrdma_user_qp_check()) a user QP's ("User rings"); on
  * failure nothing is left.  srqn: 0, or the SRQ it receives from (cap has
@@ -352,11 +235,11 @@ static int vrdma_create_qp_ring(struct vrdma_dev *dev, struct vrdma_qp *qp,
 					     ucmd->rq_log_stride,
 					     cap->max_recv_wr, cap->max_recv_sge);
 	} else {
-		err = vrdma_wq_init(&qp->sq, NULL, cap->max_send_wr,
+		err = vrdma_wq_init(&qp->sq, cap->max_send_wr,
 				    cap->max_send_sge,
 				    sizeof(struct virtio_rdma_sq_req));
 		if (!err)
-			err = vrdma_wq_init(&qp->rq, NULL, cap->max_recv_wr,
+			err = vrdma_wq_init(&qp->rq, cap->max_recv_wr,
 					    cap->max_recv_sge,
 					    sizeof(struct virtio_rdma_rq_req));
 	}
@@ -387,7 +270,7 @@ static int vrdma_create_qp_ring(struct vrdma_dev *dev, struct vrdma_qp *qp,
 }
 
 /*
- * RINGS, a user QP: its request (virtio_rdma_ucmd_create_qp) into ucmd,
+ * A user QP: its request (virtio_rdma_ucmd_create_qp) into ucmd,
  * checked against the cap and the CQs before anything is pinned or the
  * device hears of it ("User rings").
  */
@@ -425,7 +308,7 @@ static int vrdma_user_qp_check(struct ib_qp_init_attr *init,
 }
 
 /*
- * RINGS: a QP on init->srq (ctx: the QP's context) receives from it and
+ * A QP on init->srq (ctx: the QP's context) receives from it and
  * has no receive queue of its own: the receive cap is 0 whatever was asked
  * (as HCAs do; it is what the QP is granted), and the SRQ must be a basic
  * SRQ of this device and of the same context -- a user QP's SRQ of its
@@ -439,8 +322,6 @@ static int vrdma_qp_srq_check(struct vrdma_dev *dev,
 
 	if (!init->srq)
 		return 0;
-	if (!dev->rings)
-		return -EOPNOTSUPP;	/* there is none (vrdma_create_srq()) */
 	if (init->srq->device != &dev->ib || init->qp_type == IB_QPT_GSI)
 		return -EINVAL;
 	if (init->srq->srq_type != IB_SRQT_BASIC)
@@ -463,13 +344,10 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct virtio_rdma_rsp_create_qp_wire r = {};
 	struct virtio_rdma_ucmd_create_qp ucmd;
 	int type = vrdma_qp_type(init->qp_type);
-	bool user = dev->rings && udata;
+	bool user = udata;
 	u32 ctx = VIRTIO_RDMA_KERNEL_CTX;
 	int err, err2;
 
-	/* Without RINGS the provider passes no driver data. */
-	if (udata && !dev->rings && (udata->inlen || udata->outlen))
-		return -EINVAL;
 	if (type < 0 || init->create_flags || init->rwq_ind_tbl)
 		return -EOPNOTSUPP;
 	if (init->port_num > 1)
@@ -507,18 +385,13 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	cmd.max_recv_wr = cpu_to_le32(cap->max_recv_wr);
 	cmd.max_recv_sge = cpu_to_le32(cap->max_recv_sge);
 	cmd.recv_cqn = cpu_to_le32(to_vcq(init->recv_cq)->cqn);
-	if (dev->rings)
-		err = vrdma_create_qp_ring(dev, qp, cap, &cmd, ctx,
-					   init->srq ? to_vsrq(init->srq)->srqn : 0,
-					   user ? &ucmd : NULL, &r);
-	else
-		err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_CREATE_QP, &cmd, sizeof(cmd),
-				&r, dev->wire_qpn ? sizeof(r) :
-				sizeof(struct virtio_rdma_rsp_create_qp));
+	err = vrdma_create_qp_ring(dev, qp, cap, &cmd, ctx,
+				   init->srq ? to_vsrq(init->srq)->srqn : 0,
+				   user ? &ucmd : NULL, &r);
 	if (err)
 		return err;
 	qp->qpn = le32_to_cpu(r.qpn);
-	qp->wire_qpn = dev->wire_qpn ? le32_to_cpu(r.wire_qpn) : qp->qpn;
+	qp->wire_qpn = le32_to_cpu(r.wire_qpn);
 	if (qp->qpn >= dev->nqp || !qp->qpn ||
 	    qp->wire_qpn > 0xffffff || test_and_set_bit(qp->qpn, dev->qp_busy)) {
 		dev_err(&dev->vdev->dev, "device gave QP %u (wire %u): not usable\n",
@@ -537,18 +410,8 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->user_rings = user;
 	qp->srq = init->srq ? to_vsrq(init->srq) : NULL;
 	atomic_set(&qp->rq_posted, 0);
-	/* Only without RINGS, where nqp == max_qp: qpn has its virtqueues. */
-	if (!dev->rings) {
-		err = vrdma_wq_init(&qp->sq, dev->vqs[vrdma_vq_sq(dev, qp->qpn)],
-				    cap->max_send_wr, cap->max_send_sge,
-				    sizeof(struct virtio_rdma_sq_req));
-		if (!err)
-			err = vrdma_wq_init(&qp->rq,
-					    dev->vqs[vrdma_vq_sq(dev, qp->qpn) + 1],
-					    cap->max_recv_wr, cap->max_recv_sge,
-					    sizeof(struct virtio_rdma_rq_req));
-	}
-	if (!err && user) {
+	err = 0;
+	if (user) {
 		/* The queue index its doorbells name; qp_num is the wire QPN. */
 		struct virtio_rdma_uresp_create_qp resp = { .qpn = qp->qpn };
 
@@ -669,7 +532,7 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (!err && (mask & IB_QP_STATE)) {
 		/* RESET discarded the posted requests: no CQE will come. */
 		if (attr->qp_state == IB_QPS_RESET) {
-			/* ... and with RINGS the device's counters are 0 again. */
+			/* ... and the device's counters are 0 again. */
 			atomic_set(&qp->rq_posted, 0);
 			vrdma_wq_reset(&qp->sq);
 			vrdma_wq_reset(&qp->rq);

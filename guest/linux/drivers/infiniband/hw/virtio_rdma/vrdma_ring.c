@@ -30,21 +30,14 @@
  */
 #include <linux/io.h>
 #include <linux/log2.h>
-#include <linux/module.h>
 #include <linux/vmalloc.h>
 
 #include "vrdma.h"
 
-/* The default since the rings are the data path; off only to compare. */
-bool vrdma_rings_param = true;
-module_param_named(rings, vrdma_rings_param, bool, 0444);
-MODULE_PARM_DESC(rings,
-		 "CQs and QPs as queues in guest memory with doorbells, when the device offers VIRTIO_RDMA_F_RINGS: kernel ones and user ones, which user space then posts, polls and arms without system calls (uverbs ABI 2); off: the virtqueue data path, going away (default: on)");
-
 /*
  * Map the kernel's page of the doorbell region and note where the region
  * is: user context c's page, at c * VIRTIO_RDMA_DB_PAGE, is mmapped into
- * its process (vrdma_mmap()).  Probe, RINGS negotiated.
+ * its process (vrdma_mmap()).  Probe.
  */
 int vrdma_rings_init(struct vrdma_dev *dev)
 {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Shared receive queues: create, modify, query, destroy, post_srq_recv and
- * their async events.  Only with VIRTIO_RDMA_F_RINGS (docs/specs/
- * virtio-rdma.rst, "Shared receive queues"); without it max_srq is 0 and
- * create_srq fails with -EOPNOTSUPP.
+ * their async events (docs/specs/virtio-rdma.rst, "Shared receive
+ * queues"); on a device without SRQs max_srq is 0 and create_srq fails
+ * with -EOPNOTSUPP.
  *
  * An SRQ is a ring of receive requests in guest memory, each entry an RQ
  * entry (virtio_rdma_rq_req and its SGEs), that the QPs created on it
@@ -139,7 +139,7 @@ int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct vrdma_pt pt;
 	int err;
 
-	/* 0 without RINGS, or on a device without SRQs (vrdma_probe()). */
+	/* 0 on a device without SRQs (vrdma_probe()). */
 	if (!dev->cfg.max_srq || init->srq_type != IB_SRQT_BASIC)
 		return -EOPNOTSUPP;
 	if (attr->max_wr < 1 || attr->max_wr > dev->cfg.max_srq_wr ||

@@ -52,7 +52,7 @@ static int vrdma_query_device(struct ib_device *ib, struct ib_device_attr *a,
 	a->max_fast_reg_page_list_len = c->max_fast_reg_page_list_len;
 	a->max_pkeys = c->max_pkeys;
 	a->local_ca_ack_delay = c->local_ca_ack_delay;
-	/* RINGS only (0 otherwise, vrdma_probe()); no resize (SRQ_RESIZE). */
+	/* 0 on a device without SRQs (vrdma_probe()); no resize (SRQ_RESIZE). */
 	a->max_srq = c->max_srq;
 	a->max_srq_wr = c->max_srq_wr;
 	a->max_srq_sge = c->max_srq_sge;
@@ -174,9 +174,8 @@ static int vrdma_free_context_cmd(struct vrdma_dev *dev, u32 ctx)
 }
 
 /*
- * RINGS: a device context for the process, and its doorbell page as the
- * one thing it may mmap (at the offset the response gives).  Without
- * RINGS a process has no context of its own and nothing to map.
+ * A device context for the process, and its doorbell page as the one
+ * thing it may mmap (at the offset the response gives).
  */
 static int vrdma_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 {
@@ -188,8 +187,6 @@ static int vrdma_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata
 	u32 ctx;
 	int err;
 
-	if (!dev->rings)
-		return 0;
 	if (!udata || udata->outlen < sizeof(resp))
 		return -EINVAL;	/* not the ring-capable provider */
 	err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_ALLOC_CONTEXT, NULL, 0, &r,
@@ -264,11 +261,10 @@ static void vrdma_disassociate_ucontext(struct ib_ucontext *uc)
 }
 
 /*
- * The one mapping there is: RINGS, the process's own doorbell page (its
+ * The one mapping there is: the process's own doorbell page (its
  * context's entry; another context's offset is not found in this one),
  * one page, shared, not asked for PROT_EXEC, uncached (each doorbell is
- * one 8-byte MMIO write the device acts on at once).  Without RINGS there
- * is no entry, so every mmap() fails.
+ * one 8-byte MMIO write the device acts on at once).
  */
 static int vrdma_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 {
@@ -365,7 +361,7 @@ static int vrdma_destroy_ah(struct ib_ah *ibah, u32 flags)
 }
 
 /*
- * RINGS: CREATE_CQ_RING of cq->ring (its caller made it) for context ctx;
+ * CREATE_CQ_RING of cq->ring (its caller made it) for context ctx;
  * the cqn in r, or a negative errno with the ring freed.
  */
 static int vrdma_create_cq_ring(struct vrdma_dev *dev, struct vrdma_cq *cq,
@@ -391,7 +387,7 @@ static int vrdma_create_cq_ring(struct vrdma_dev *dev, struct vrdma_cq *cq,
 }
 
 /*
- * RINGS, a user CQ: the provider's ring (virtio_rdma_ucmd_create_cq),
+ * A user CQ: the provider's ring (virtio_rdma_ucmd_create_cq),
  * checked against the request before the device hears of it, pinned.
  */
 static int vrdma_user_cq_ring(struct vrdma_dev *dev, struct vrdma_cq *cq,
@@ -420,10 +416,9 @@ static int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *att
 	struct ib_udata *ud = VRDMA_CREATE_CQ_UDATA;
 	struct vrdma_dev *dev = to_vdev(ibcq->device);
 	struct vrdma_cq *cq = to_vcq(ibcq);
-	struct virtio_rdma_cmd_create_cq cmd;
 	struct virtio_rdma_rsp_create_cq r;
 	u32 ctx = VIRTIO_RDMA_KERNEL_CTX;
-	bool user = dev->rings && ibcq->uobject;
+	bool user = ibcq->uobject;
 	unsigned long flags;
 	u32 cqn;
 	int err;
@@ -432,7 +427,6 @@ static int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *att
 		     1u << VIRTIO_RDMA_CQE_LOG_STRIDE);
 	if (attr->flags || attr->cqe < 1 || attr->cqe > vrdma_max_cqe(dev))
 		return -EINVAL;
-	cmd.cqe = cpu_to_le32(attr->cqe);
 	if (user) {
 		/* The provider polls the ring and arms it by doorbell itself. */
 		err = vrdma_user_cq_ring(dev, cq, attr, ud);
@@ -441,14 +435,11 @@ static int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *att
 		ctx = rdma_udata_to_drv_context(ud, struct vrdma_ucontext,
 						ibuc)->ctx;
 		err = vrdma_create_cq_ring(dev, cq, ctx, attr->cqe, &r);
-	} else if (dev->rings) {
+	} else {
 		err = vrdma_ring_alloc(&cq->ring, attr->cqe,
 				       sizeof(struct virtio_rdma_cqe));
 		if (!err)
 			err = vrdma_create_cq_ring(dev, cq, ctx, attr->cqe, &r);
-	} else {
-		err = vrdma_cmd(dev, VIRTIO_RDMA_CMD_CREATE_CQ, &cmd,
-				sizeof(cmd), &r, sizeof(r));
 	}
 	if (err)
 		return err;
@@ -459,9 +450,6 @@ static int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *att
 	}
 	cq->cqn = cqn;
 	cq->ctx = ctx;
-	/* cqvqs has max_cq entries: a ring CQ's number may be beyond them. */
-	cq->cv = dev->rings ? NULL : &dev->cqvqs[cqn];
-	vrdma_ctrl_req_init(&cq->arm, cqn);
 	spin_lock_init(&cq->lock);
 	ibcq->cqe = attr->cqe;
 	if (user) {
@@ -470,12 +458,6 @@ static int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *att
 		err = ib_copy_to_udata(ud, &resp, sizeof(resp));
 		if (err)
 			goto err_destroy;
-	}
-	if (!dev->rings) {
-		err = vrdma_cqvq_prepare(dev, cqn);
-		if (err)
-			goto err_destroy;
-		vrdma_cqvq_drain(cq);	/* nothing of an earlier CQ may show */
 	}
 	spin_lock_irqsave(&dev->cq_table_lock, flags);
 	dev->cqs[cqn] = cq;
@@ -509,20 +491,15 @@ static int vrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	spin_lock_irqsave(&dev->cq_table_lock, flags);
 	dev->cqs[cq->cqn] = NULL;
 	spin_unlock_irqrestore(&dev->cq_table_lock, flags);
-	/* An abandoned arm came back before DESTROY_CQ: its event is moot. */
-	clear_bit(cq->cqn, dev->ctrl_events);
-	if (dev->rings)
-		vrdma_ring_free(&cq->ring);	/* the device let go of it: unpin */
-	else
-		vrdma_cqvq_drain(cq);
+	vrdma_ring_free(&cq->ring);	/* the device let go of it: unpin */
 	return 0;
 }
 
 const struct ib_device_ops vrdma_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
-	/* RINGS: VIRTIO_RDMA_UVERBS_ABI_RINGS instead (vrdma_probe()). */
-	.uverbs_abi_ver = VIRTIO_RDMA_UVERBS_ABI_VIRTQUEUES,
+	/* libibverbs loads only a provider built for this ABI. */
+	.uverbs_abi_ver = VIRTIO_RDMA_UVERBS_ABI_RINGS,
 
 	.query_device = vrdma_query_device,
 	.query_port = vrdma_query_port,

@@ -41,6 +41,7 @@
 #include "standard-headers/linux/virtio_ring.h"
 #include "libqos/libqos-pc.h"
 #include "libqos/virtio-rdma.h"
+#include "libqos/virtio-rdma-ring.h"
 #include "libqos/virtio-rdma-dp.h"
 
 #define MAC_A       "52:54:00:12:34:56"
@@ -3491,6 +3492,58 @@ static void run_dp_wire_qpn_test(const void *opaque)
     dp_features = 0;
 }
 
+/*
+ * The same data path on queues in guest memory (VIRTIO_RDMA_F_RINGS and
+ * the two features it needs): libqos makes each CQ and QP a ring in the
+ * kernel's context and posts and polls them there.
+ */
+static const DpTest dp_ring_tests[] = {
+    { "rings/loopback/rc-send", run_loopback, rc_send, NULL },
+    { "rings/loopback/rc-write", run_loopback, rc_write, NULL },
+    { "rings/loopback/rc-write-imm", run_loopback, rc_write_imm, NULL },
+    { "rings/loopback/rc-read", run_loopback, rc_read, NULL },
+    { "rings/loopback/rc-cas", run_loopback, rc_cas, NULL },
+    { "rings/loopback/rc-faa", run_loopback, rc_faa, NULL },
+    { "rings/loopback/rc-pipeline", run_loopback, rc_pipeline, NULL },
+    { "rings/loopback/rc-unsignaled", wrap_void, test_loopback_unsignaled,
+      NULL },
+    { "rings/loopback/rc-psn-wrap", wrap_void, test_loopback_psn_wrap, NULL },
+    { "rings/loopback/rc-rem-access-err", wrap_void, test_loopback_rem_access,
+      NULL },
+    { "rings/loopback/rc-rem-bounds-err", wrap_void, test_loopback_rem_bounds,
+      NULL },
+    { "rings/loopback/rc-loc-prot-err", wrap_void, test_loopback_loc_prot,
+      NULL },
+    { "rings/loopback/rc-recv-too-small", wrap_void,
+      test_loopback_recv_too_small, NULL },
+    { "rings/loopback/rc-rnr", wrap_void, test_loopback_rnr, NULL },
+    { "rings/wire/rc-send", run_wire, rc_send, NULL },
+    { "rings/wire/rc-write", run_wire, rc_write, NULL },
+    { "rings/wire/rc-write-imm", run_wire, rc_write_imm, NULL },
+    { "rings/wire/rc-read", run_wire, rc_read, NULL },
+    { "rings/wire/rc-cas", run_wire, rc_cas, NULL },
+    { "rings/wire/rc-faa", run_wire, rc_faa, NULL },
+    { "rings/wire/rc-pipeline", run_wire, rc_pipeline, NULL },
+    { "rings/wire/ud-send-ipv4", test_wire_ud, GINT_TO_POINTER(0), NULL },
+    { "rings/wire/ud-send-ipv6", test_wire_ud, GINT_TO_POINTER(1), NULL },
+    { "rings/wire/ud-qp1-refused", wrap_void, test_wire_ud_qp1, NULL },
+    { "rings/wire/not-ours-first", wrap_void, test_wire_not_ours_first, NULL },
+    { "rings/wire/peer-gone", wrap_void, test_wire_peer_gone, NULL },
+    { "rings/dma-sge/loopback/rc-send", run_loopback, rc_send, NULL },
+    { "rings/dma-sge/wire/rc-read", run_wire, rc_read, NULL },
+};
+
+static void run_dp_ring_test(const void *opaque)
+{
+    const DpTest *t = opaque;
+
+    dp_features = QVRDMA_RING_FEATURES;
+    dp_dma_sges = strstr(t->path, "/dma-sge/") != NULL;
+    t->fn(t->data);
+    dp_features = 0;
+    dp_dma_sges = false;
+}
+
 /* The RC suites again, each local SGE through a DMA MR. */
 static const DpTest dp_dma_tests[] = {
     { "dma-sge/loopback/rc-send", run_loopback, rc_send, NULL },
@@ -3539,6 +3592,12 @@ int main(int argc, char **argv)
 
         qtest_add_data_func(path, &dp_wire_qpn_tests[i],
                             run_dp_wire_qpn_test);
+    }
+    for (i = 0; i < ARRAY_SIZE(dp_ring_tests); i++) {
+        g_autofree char *path = g_strdup_printf("/virtio-rdma-dp/%s",
+                                                dp_ring_tests[i].path);
+
+        qtest_add_data_func(path, &dp_ring_tests[i], run_dp_ring_test);
     }
     for (i = 0; i < ARRAY_SIZE(dp_dma_tests); i++) {
         g_autofree char *path = g_strdup_printf("/virtio-rdma-dp/%s",

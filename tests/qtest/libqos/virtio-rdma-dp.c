@@ -18,6 +18,7 @@
 #include "virtio-pci.h"
 #include "hw/rdma/virtio-rdma-names.h"
 #include "virtio-rdma-dp.h"
+#include "virtio-rdma-ring.h"
 
 #define QVRDMA_DP_POLL_US       200
 /* At most this many descriptors of a send / receive ring are used. */
@@ -156,6 +157,12 @@ QVrdmaDev *qvrdma_dev_boot_with(const QVrdmaBoot *b)
     qvrdma_read_config(&d->r, &d->cfg);
     d->max_cq = le32_to_cpu(d->cfg.max_cq);
     d->max_qp = le32_to_cpu(d->cfg.max_qp);
+    if (features & (1ull << VIRTIO_RDMA_F_RINGS)) {
+        d->rd = g_new0(QVrdmaRingDev, 1);
+        d->rd->d = d;
+        d->rd->max_ctx = le32_to_cpu(d->cfg.max_ctx);
+        qvrdma_ring_map_doorbells(d->rd);
+    }
 
     /*
      * The proxy has max_cq + 3 vectors: configuration, one per CQ, control,
@@ -240,6 +247,7 @@ void qvrdma_dev_quit(QVrdmaDev *d)
     qvirtio_pci_destructor(&d->vpci->obj);
     g_free(d->vpci);
     qtest_shutdown(d->qs);
+    g_free(d->rd);
     g_free(d);
 }
 
@@ -395,6 +403,17 @@ static uint32_t ring_get_free(QVrdmaRing *ring)
 
 /* ---- CQs and QPs ----------------------------------------------------------- */
 
+/* The least n with 2^n >= @v. */
+static uint8_t log2_at_least(uint32_t v)
+{
+    uint8_t n = 0;
+
+    while ((1ull << n) < v) {
+        n++;
+    }
+    return n;
+}
+
 QVrdmaCq *qvrdma_dp_cq_create(QVrdmaDev *d, uint32_t cqe)
 {
     QVrdmaCq *cq = g_new0(QVrdmaCq, 1);
@@ -403,6 +422,14 @@ QVrdmaCq *qvrdma_dp_cq_create(QVrdmaDev *d, uint32_t cqe)
     uint8_t st;
     uint32_t i;
 
+    if (d->rd) {
+        cq->rcq = qvrdma_ring_cq_create(d->rd, VIRTIO_RDMA_KERNEL_CTX, cqe,
+                                        log2_at_least(cqe));
+        cq->cqn = cq->rcq->cqn;
+        cq->cqe = cqe;
+        ring->dev = d;
+        return cq;
+    }
     st = qvrdma_create_cq(&d->r, cqe, &cq->cqn);
     g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
     cq->cqe = cqe;
@@ -456,6 +483,18 @@ QVrdmaQp *qvrdma_dp_qp_create_wr(QVrdmaDev *d, uint32_t pdn, uint8_t type,
     req.sq_sig_type = sq_sig_type;
     req.max_send_sge = max_sge;
     req.max_recv_sge = max_sge;
+    if (d->rd) {
+        qp->rqp = qvrdma_ring_qp_create_req(d->rd, VIRTIO_RDMA_KERNEL_CTX,
+                                            &req, log2_at_least(slots));
+        qp->qpn = qp->rqp->vq.qpn;
+        qp->wire_qpn = qp->rqp->vq.wire_qpn;
+        qp->type = type;
+        qp->max_send_sge = max_sge;
+        qp->max_recv_sge = max_sge;
+        qp->sq = (QVrdmaRing) { .dev = d, .rqp = qp->rqp };
+        qp->rq = (QVrdmaRing) { .dev = d, .rqp = qp->rqp, .rq = true };
+        return qp;
+    }
     st = qvrdma_create_qp_wire(&d->r, &req, &qp->qpn, &qp->wire_qpn);
     g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
     qp->type = type;
@@ -470,12 +509,18 @@ QVrdmaQp *qvrdma_dp_qp_create_wr(QVrdmaDev *d, uint32_t pdn, uint8_t type,
 
 void qvrdma_dp_cq_free(QVrdmaCq *cq)
 {
+    if (cq->rcq) {
+        qvrdma_ring_cq_free(cq->rcq);
+    }
     ring_free(&cq->ring);
     g_free(cq);
 }
 
 void qvrdma_dp_qp_free(QVrdmaQp *qp)
 {
+    if (qp->rqp) {
+        qvrdma_ring_qp_free(qp->rqp);
+    }
     ring_free(&qp->sq);
     ring_free(&qp->rq);
     g_free(qp);
@@ -488,6 +533,7 @@ void qvrdma_dp_post_desc(QVrdmaRing *ring, const void *wqe, uint32_t len,
 {
     uint32_t i;
 
+    g_assert_nonnull(ring->vq);     /* a virtqueue's, not a ring QP's */
     g_assert_cmpuint(len, <=, ring->slot);
     i = ring_get_free(ring);
     qtest_memwrite(ring->dev->qts, ring_buf(ring, i), wqe, len);
@@ -504,10 +550,24 @@ void qvrdma_dp_batch_begin(QVrdmaRing *ring)
     ring->batch = true;
 }
 
+/* A ring QP's queue: its doorbell with the producer counter. */
+static void ring_qp_doorbell(QVrdmaRing *ring)
+{
+    if (ring->rq) {
+        qvrdma_ring_rq_doorbell(ring->rqp);
+    } else {
+        qvrdma_ring_sq_doorbell(ring->rqp);
+    }
+}
+
 void qvrdma_dp_batch_end(QVrdmaRing *ring)
 {
     g_assert_true(ring->batch);
     ring->batch = false;
+    if (ring->rqp) {
+        ring_qp_doorbell(ring);
+        return;
+    }
     ring_publish_and_kick(ring);
 }
 
@@ -515,11 +575,21 @@ void qvrdma_dp_batch_publish(QVrdmaRing *ring)
 {
     g_assert_true(ring->batch);
     ring->batch = false;
+    if (ring->rqp) {
+        return;     /* in the ring; the device learns of them by doorbell */
+    }
     qtest_writew(ring->dev->qts, ring->vq->avail + 2, ring->avail_idx);
 }
 
 uint32_t qvrdma_dp_ring_in_flight(QVrdmaRing *ring)
 {
+    if (ring->rqp) {
+        const QVrdmaGRing *g = ring->rq ? &ring->rqp->rq : &ring->rqp->sq;
+
+        /* Posted, not yet copied out by the device. */
+        return (ring->rq ? ring->rqp->rq_prod : ring->rqp->sq_prod) -
+               qvrdma_gring_device_idx(g);
+    }
     ring_reclaim(ring);
     return ring->in_flight;
 }
@@ -539,6 +609,10 @@ void qvrdma_dp_wait_ring_taken(QVrdmaRing *ring)
 {
     gint64 start = g_get_monotonic_time();
 
+    if (ring->rqp) {
+        qvrdma_dp_wait_ring_idle(ring);
+        return;
+    }
     while (ring_used_idx(ring) != ring->avail_idx) {
         g_assert_cmpint(g_get_monotonic_time() - start, <=,
                         QVRDMA_DP_TIMEOUT_US);
@@ -555,9 +629,17 @@ void qvrdma_dp_post_send(QVrdmaQp *qp, const struct virtio_rdma_sq_req *req,
                          const struct virtio_rdma_sge *sge, uint32_t n_sge)
 {
     size_t len = sizeof(*req) + n_sge * sizeof(*sge);
-    g_autofree uint8_t *wqe = g_malloc0(len);
+    g_autofree uint8_t *wqe = NULL;
     struct virtio_rdma_sq_req hdr = *req;
 
+    if (qp->rqp) {
+        qvrdma_ring_write_send(qp->rqp, req, sge, n_sge);
+        if (!qp->sq.batch) {
+            qvrdma_ring_sq_doorbell(qp->rqp);
+        }
+        return;
+    }
+    wqe = g_malloc0(len);
     hdr.num_sge = cpu_to_le32(n_sge);
     memcpy(wqe, &hdr, sizeof(hdr));
     if (n_sge) {
@@ -574,8 +656,16 @@ void qvrdma_dp_post_recv(QVrdmaQp *qp, uint64_t wr_id,
         .wr_id = cpu_to_le64(wr_id),
     };
     size_t len = sizeof(hdr) + n_sge * sizeof(*sge);
-    g_autofree uint8_t *wqe = g_malloc0(len);
+    g_autofree uint8_t *wqe = NULL;
 
+    if (qp->rqp) {
+        qvrdma_ring_write_recv(qp->rqp, wr_id, sge, n_sge);
+        if (!qp->rq.batch) {
+            qvrdma_ring_rq_doorbell(qp->rqp);
+        }
+        return;
+    }
+    wqe = g_malloc0(len);
     memcpy(wqe, &hdr, sizeof(hdr));
     if (n_sge) {
         memcpy(wqe + sizeof(hdr), sge, n_sge * sizeof(*sge));
@@ -628,6 +718,16 @@ struct virtio_rdma_sq_req qvrdma_wr_atomic(uint32_t opcode, uint64_t wr_id,
 
 uint16_t qvrdma_dp_cq_pending(QVrdmaCq *cq)
 {
+    struct virtio_rdma_cqe e;
+    uint32_t n = 0;
+
+    if (cq->rcq) {
+        while (n < qvrdma_gring_entries(&cq->rcq->ring) &&
+               qvrdma_ring_cq_peek(cq->rcq, cq->rcq->cons + n, &e)) {
+            n++;
+        }
+        return n;
+    }
     return (uint16_t)(ring_used_idx(&cq->ring) - cq->ring.used_idx);
 }
 
@@ -639,6 +739,14 @@ bool qvrdma_dp_poll_cq(QVrdmaCq *cq, struct virtio_rdma_cq_req *cqe,
     gint64 start = g_get_monotonic_time();
     uint32_t id, len;
 
+    if (cq->rcq) {
+        if (!qvrdma_ring_cq_poll(cq->rcq, cqe, timeout_us)) {
+            return false;
+        }
+        cq->taken++;
+        cq->taken_errors += cqe->status != 0;
+        return true;
+    }
     while (ring_used_idx(ring) == ring->used_idx) {
         if (g_get_monotonic_time() - start >= timeout_us) {
             return false;
@@ -772,6 +880,7 @@ bool qvrdma_dp_cq_irq(QVrdmaCq *cq)
 {
     QVirtioDevice *vdev = &cq->ring.dev->vpci->vdev;
 
+    g_assert_null(cq->rcq);         /* a ring CQ's events: the event queue */
     g_assert_true(cq->has_msix);
     return vdev->bus->get_queue_isr_status(vdev, cq->ring.vq);
 }

@@ -1,7 +1,10 @@
 /*
  * libqos data-path helpers for virtio-rdma-pci: completion, send and receive
- * queues driven the way the RFC guest driver drives them, on top of the
- * control-path driver in virtio-rdma.h.
+ * queues on top of the control-path driver in virtio-rdma.h.  A device
+ * booted with VIRTIO_RDMA_F_RINGS negotiated has its CQs and QPs as queues
+ * in guest memory (virtio-rdma-ring.h, in the kernel's context 0), behind
+ * the same calls: create, post, poll, free.  Otherwise they are driven the
+ * way the RFC guest driver drives them:
  *
  *  - CQ: virtqueue 1 + cqn.  The driver pre-posts device-writable 48-byte
  *    buffers; the device fills one per completion (struct virtio_rdma_cq_req)
@@ -29,6 +32,10 @@
 #define QVRDMA_DP_TIMEOUT_US    (20 * 1000 * 1000)
 
 /* One device (the virtio-net / virtio-rdma pair at slot 4) in one QEMU. */
+struct QVrdmaRingDev;
+struct QVrdmaRingCq;
+struct QVrdmaRingQp;
+
 typedef struct QVrdmaDev {
     QOSState *qs;
     QTestState *qts;
@@ -40,6 +47,8 @@ typedef struct QVrdmaDev {
     uint8_t mac[6];             /* the paired NIC's MAC */
     uint16_t msix_entries;      /* MSI-X table size; 0: MSI-X off */
     bool ctrl_msix;             /* the control queue has vector max_cq + 1 */
+    /* RINGS negotiated: the doorbell region, mapped at boot. */
+    struct QVrdmaRingDev *rd;
 } QVrdmaDev;
 
 /* A virtqueue of the data path, with our own descriptor bookkeeping. */
@@ -55,6 +64,12 @@ typedef struct QVrdmaRing {
     bool *busy;                 /* per descriptor */
     uint32_t cursor;            /* where the search for a free one starts */
     bool batch;                 /* posts are published by batch_end */
+    /*
+     * RINGS: this is the SQ (or, @rq, the RQ) of @rqp, no virtqueue: the
+     * batch calls and the in-flight counts work on that ring.
+     */
+    struct QVrdmaRingQp *rqp;
+    bool rq;
 } QVrdmaRing;
 
 /* The event queue (VIRTIO_RDMA_F_EVENT_QUEUE). */
@@ -70,6 +85,7 @@ typedef struct QVrdmaCq {
     bool has_msix;
     uint64_t taken;             /* CQEs read by qvrdma_dp_poll_cq() */
     uint64_t taken_errors;      /* of which with status != SUCCESS */
+    struct QVrdmaRingCq *rcq;   /* RINGS: the CQ's ring (ring.vq unused) */
 } QVrdmaCq;
 
 typedef struct QVrdmaQp {
@@ -81,6 +97,7 @@ typedef struct QVrdmaQp {
     uint8_t type;
     uint32_t max_send_sge;
     uint32_t max_recv_sge;
+    struct QVrdmaRingQp *rqp;   /* RINGS: the QP's rings (sq, rq unused) */
 } QVrdmaQp;
 
 /* ---- bring-up ------------------------------------------------------------ */
@@ -201,13 +218,15 @@ uint16_t qvrdma_rq_vq_index(QVrdmaDev *d, uint32_t qpn);
 /*
  * CREATE_CQ for @cqe entries, set up its virtqueue, give it an MSI-X vector
  * (entry 1 + cqn when the table has room) and pre-post @cqe CQE buffers.
+ * With RINGS: CREATE_CQ_RING on a ring of the least power of 2 >= @cqe.
  * Asserts every step.
  */
 QVrdmaCq *qvrdma_dp_cq_create(QVrdmaDev *d, uint32_t cqe);
 /*
  * CREATE_QP (@type on @pdn, SQ on @send_cq, RQ on @recv_cq, 16 WRs and
  * @max_sge SGEs each way, @sq_sig_type VIRTIO_RDMA_SIGNAL_*) and set up both
- * of its virtqueues.
+ * of its virtqueues.  With RINGS: CREATE_QP_RING, each ring of 64 entries
+ * (as many as a virtqueue's slots) or @max_wr's power of 2.
  */
 QVrdmaQp *qvrdma_dp_qp_create(QVrdmaDev *d, uint32_t pdn, uint8_t type,
                               QVrdmaCq *send_cq, QVrdmaCq *recv_cq,
@@ -232,13 +251,15 @@ void qvrdma_dp_post_recv(QVrdmaQp *qp, uint64_t wr_id,
                          const struct virtio_rdma_sge *sge, uint32_t n_sge);
 /*
  * Posts @len raw bytes as one device-readable descriptor on @ring (for
- * malformed-WQE tests) and kicks.
+ * malformed-WQE tests) and kicks.  Virtqueues only (a ring QP's entries:
+ * qvrdma_gring_write_entry()).
  */
 void qvrdma_dp_post_raw(QVrdmaRing *ring, const void *wqe, uint32_t len);
 /*
  * Between batch_begin and batch_end, posts on @ring only fill descriptors
  * and avail entries; batch_end publishes them all with one avail->idx
- * update and one notification.
+ * update and one notification.  On a ring QP: only the ring's entries,
+ * and batch_end rings one doorbell with the producer counter.
  */
 void qvrdma_dp_batch_begin(QVrdmaRing *ring);
 void qvrdma_dp_batch_end(QVrdmaRing *ring);
@@ -247,7 +268,10 @@ void qvrdma_dp_batch_end(QVrdmaRing *ring);
  * are available, and the device does not know yet (a kick still to come).
  */
 void qvrdma_dp_batch_publish(QVrdmaRing *ring);
-/* Descriptors of @ring the device has not given back yet. */
+/*
+ * Descriptors of @ring the device has not given back yet (a ring QP's:
+ * entries posted that the device has not copied out, by device_idx).
+ */
 uint32_t qvrdma_dp_ring_in_flight(QVrdmaRing *ring);
 /*
  * Waits until the device has given back every descriptor of @ring: the
@@ -292,7 +316,8 @@ uint16_t qvrdma_dp_cq_pending(QVrdmaCq *cq);
 
 /*
  * Whether the CQ's MSI-X vector fired since the last call; clears it.
- * (Needs MSI-X: asserts cq->has_msix.)
+ * (Needs MSI-X: asserts cq->has_msix.  Not for a ring CQ, whose events
+ * are records on the event queue.)
  */
 bool qvrdma_dp_cq_irq(QVrdmaCq *cq);
 /* Waits up to @timeout_us for the CQ's interrupt. */

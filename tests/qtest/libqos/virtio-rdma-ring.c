@@ -22,19 +22,14 @@
 
 QVrdmaRingDev *qvrdma_ring_dev_boot(const char *mac, const char *rdma_opts)
 {
-    QVrdmaRingDev *rd = g_new0(QVrdmaRingDev, 1);
-
-    rd->d = qvrdma_dev_boot_features("user,id=n0", mac, rdma_opts,
-                                     QVRDMA_RING_FEATURES);
-    rd->max_ctx = le32_to_cpu(rd->d->cfg.max_ctx);
-    qvrdma_ring_map_doorbells(rd);
-    return rd;
+    /* The device maps its doorbells when RINGS was negotiated. */
+    return qvrdma_dev_boot_features("user,id=n0", mac, rdma_opts,
+                                    QVRDMA_RING_FEATURES)->rd;
 }
 
 void qvrdma_ring_dev_quit(QVrdmaRingDev *rd)
 {
-    qvrdma_dev_quit(rd->d);
-    g_free(rd);
+    qvrdma_dev_quit(rd->d);     /* frees rd */
 }
 
 bool qvrdma_find_shm(QVirtioPCIDevice *vpci, uint8_t id, QVrdmaShm *shm)
@@ -448,6 +443,41 @@ static QVrdmaRingQp *ring_qp_create(QVrdmaRingDev *rd, uint32_t ctx,
     qp->vq.type = VIRTIO_RDMA_QPT_RC;
     qp->vq.max_send_sge = max_sge;
     qp->vq.max_recv_sge = srq ? 0 : max_sge;
+    return qp;
+}
+
+QVrdmaRingQp *qvrdma_ring_qp_create_req(QVrdmaRingDev *rd, uint32_t ctx,
+                                        const struct virtio_rdma_cmd_create_qp *qp_req,
+                                        uint8_t log_entries)
+{
+    QVrdmaRingQp *qp = g_new0(QVrdmaRingQp, 1);
+    QVirtioRdma *r = &rd->d->r;
+    struct virtio_rdma_cmd_create_qp_ring req = { .qp = *qp_req, .ctx = ctx };
+    const uint32_t sqe = sizeof(struct virtio_rdma_sq_req) +
+        qp_req->max_send_sge * sizeof(struct virtio_rdma_sge);
+    const uint32_t rqe = sizeof(struct virtio_rdma_rq_req) +
+        qp_req->max_recv_sge * sizeof(struct virtio_rdma_sge);
+    uint8_t st;
+
+    g_assert_cmpuint(qp_req->max_send_wr, <=, 1u << log_entries);
+    g_assert_cmpuint(qp_req->max_recv_wr, <=, 1u << log_entries);
+    qp->rd = rd;
+    qp->ctx = ctx;
+    if (qp_req->max_send_wr) {
+        qvrdma_gring_alloc(r, &qp->sq, log_entries,
+                           qvrdma_gring_log_stride(sqe));
+        req.sq = qvrdma_gring_desc(&qp->sq);
+    }
+    if (qp_req->max_recv_wr) {
+        qvrdma_gring_alloc(r, &qp->rq, log_entries,
+                           qvrdma_gring_log_stride(rqe));
+        req.rq = qvrdma_gring_desc(&qp->rq);
+    }
+    st = qvrdma_create_qp_ring(r, &req, &qp->vq.qpn, &qp->vq.wire_qpn);
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+    qp->vq.type = qp_req->qp_type;
+    qp->vq.max_send_sge = qp_req->max_send_sge;
+    qp->vq.max_recv_sge = qp_req->max_recv_sge;
     return qp;
 }
 

@@ -201,6 +201,14 @@ QVrdmaRingQp *qvrdma_ring_qp_create(QVrdmaRingDev *rd, uint32_t ctx,
                                     QVrdmaRingCq *recv_cq, uint32_t max_wr,
                                     uint32_t max_sge, uint8_t log_entries);
 /*
+ * CREATE_QP_RING of @qp_req (any QP type, its WR and SGE counts, its CQs)
+ * in @ctx, each queue that has work requests on a fresh ring of
+ * 2^@log_entries (asserts OK).
+ */
+QVrdmaRingQp *qvrdma_ring_qp_create_req(QVrdmaRingDev *rd, uint32_t ctx,
+                                        const struct virtio_rdma_cmd_create_qp *qp_req,
+                                        uint8_t log_entries);
+/*
  * A shared receive queue (CREATE_SRQ_RING, asserts OK) of @max_wr requests
  * of @max_sge SGEs on a ring of 2^@log_entries; its producer counter.
  */

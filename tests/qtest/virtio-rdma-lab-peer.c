@@ -4,7 +4,8 @@
  *
  * One QEMU (qtest accelerator) with the virtio-net / virtio-rdma pair whose
  * netdev is a -netdev dgram link to a lab guest's rxe netdev, driven through
- * the libqos driver the way a guest driver drives it.  The tools' out-of-band
+ * the libqos driver the way a guest driver drives it: its CQ and QP are
+ * queues in guest memory (VIRTIO_RDMA_F_RINGS).  The tools' out-of-band
  * exchanges go over TCP on 127.0.0.1 (the guest reaches us through QEMU's
  * user network: 10.0.2.2, or we reach it through a hostfwd):
  *
@@ -55,6 +56,7 @@
 #include "libqos/libqos-pc.h"
 #include "libqos/virtio-rdma.h"
 #include "libqos/virtio-rdma-dp.h"
+#include "libqos/virtio-rdma-ring.h"
 
 #define MR_PAGES        64
 #define MR_LEN          (MR_PAGES * 4096)
@@ -264,14 +266,13 @@ static void peer_boot(Peer *p, uint8_t qp_type)
 
     memset(p, 0, sizeof(*p));
     parse_mac(opt.peer_mac, p->peer_mac);
-    if (qvrdma_dp_ibverbs()) {
-        /* The host numbers the QPs: the driver must be told (WIRE_QPN). */
-        p->d = qvrdma_dev_boot_features("user,id=n0", opt.mac,
-                                        "max-cq=8,max-qp=8",
-                                        1ull << VIRTIO_RDMA_F_WIRE_QPN);
-    } else {
-        p->d = qvrdma_dev_boot(nd, opt.mac, "max-cq=8,max-qp=8");
-    }
+    /*
+     * Queues in guest memory, as the guest driver has them (libqos makes
+     * the CQ and QP rings); on a host device the wire options name nothing.
+     */
+    p->d = qvrdma_dev_boot_features(qvrdma_dp_ibverbs() ? "user,id=n0" : nd,
+                                    opt.mac, "max-cq=8,max-qp=8",
+                                    QVRDMA_RING_FEATURES);
     /* QVRDMA_IOTHREAD=1: the engine runs in an iothread (the lab's interop part, v6). */
     if (qvrdma_dp_engine_in_iothread(p->d) != qvrdma_dp_want_iothread()) {
         fail("the engine is not where QVRDMA_IOTHREAD asked");

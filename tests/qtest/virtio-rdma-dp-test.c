@@ -1834,7 +1834,8 @@ static void qp_to_state(QVrdmaDev *d, uint32_t qpn, uint32_t state)
  */
 static void test_qp_destroy_discards(void)
 {
-    QVrdmaDev *d = qvrdma_dev_boot("user,id=n0", MAC_A, "max-cq=2,max-qp=3");
+    QVrdmaDev *d = qvrdma_dev_boot_features("user,id=n0", MAC_A,
+                                            "max-cq=2,max-qp=3", 0);
     QVrdmaCq *cq = qvrdma_dp_cq_create(d, 16);
     struct virtio_rdma_rq_req rwr = { .wr_id = cpu_to_le64(0xdead1) };
     struct virtio_rdma_sq_req swr = qvrdma_wr_send(0xdead0);
@@ -1944,7 +1945,7 @@ static void ctrl_chains(QVrdmaDev *d, unsigned n, const uint8_t *const *out,
  */
 static void test_cq_arm_flushes(void)
 {
-    QVrdmaDev *d = qvrdma_dev_boot("user,id=n0", MAC_A, RDMA_OPTS);
+    QVrdmaDev *d = qvrdma_dev_boot_features("user,id=n0", MAC_A, RDMA_OPTS, 0);
     QVrdmaCq *cq = qvrdma_dp_cq_create(d, 16);
     struct virtio_rdma_cmd_modify_qp mq = { 0 };
     struct virtio_rdma_cmd_req_notify rn = { 0 };

@@ -60,6 +60,7 @@ typedef struct Env {
     QVrdmaCq *cq;
     uint8_t gid[16];
     QVrdmaQp *a, *b;            /* RC, connected to each other */
+    uint64_t ring_pages;        /* the CQ's and QPs' rings' mapped pages */
 } Env;
 
 typedef struct Mr {
@@ -70,6 +71,7 @@ typedef struct Mr {
 } Mr;
 
 static void conn_reset(Env *e);
+static uint64_t mapped_pages(Env *e);
 
 static void env_boot(Env *e)
 {
@@ -98,6 +100,8 @@ static void env_boot(Env *e)
     e->b = qvrdma_dp_qp_create(e->d, e->pdn, VIRTIO_RDMA_QPT_RC, e->cq, e->cq,
                                1, VIRTIO_RDMA_SIGNAL_ALL_WR);
     conn_reset(e);
+    e->ring_pages = 0;
+    e->ring_pages = mapped_pages(e);    /* no MR yet */
 }
 
 static void qp_destroy(Env *e, QVrdmaQp *qp)
@@ -116,6 +120,7 @@ static void env_quit(Env *e)
     qvrdma_dev_quit(e->d);
 }
 
+/* The device's mapped pages beyond the rings': the MRs'. */
 static uint64_t mapped_pages(Env *e)
 {
     QDict *rsp = qtest_qmp(e->d->qts, "{'execute': 'query-virtio-rdma'}");
@@ -125,7 +130,8 @@ static uint64_t mapped_pages(Env *e)
     g_assert_nonnull(list);
     n = qdict_get_int(qobject_to(QDict, qlist_peek(list)), "mapped-pages");
     qobject_unref(rsp);
-    return n;
+    g_assert_cmpuint(n, >=, e->ring_pages);
+    return n - e->ring_pages;
 }
 
 /* RESET, then the pair connected to each other again (loopback). */
@@ -140,11 +146,11 @@ static void conn_reset(Env *e)
                     VIRTIO_RDMA_QP_STATE, &reset)), ==, "OK");
     memcpy(p.dgid, e->gid, 16);
     memcpy(p.dmac, e->d->mac, 6);
-    p.dest_qpn = e->b->qpn;
+    p.dest_qpn = e->b->wire_qpn;
     p.sq_psn = 0x100;
     p.rq_psn = 0x200;
     qvrdma_dp_rc_connect(e->d, e->a, &p);
-    p.dest_qpn = e->a->qpn;
+    p.dest_qpn = e->a->wire_qpn;
     p.sq_psn = 0x200;
     p.rq_psn = 0x100;
     qvrdma_dp_rc_connect(e->d, e->b, &p);
@@ -181,7 +187,7 @@ static uint32_t post_wait(Env *e, QVrdmaQp *qp, struct virtio_rdma_sq_req *wr,
     str = qvrdma_cqe_str(&c);
     g_test_message("%s: %s", what, str);
     g_assert_cmphex(le64_to_cpu(c.wr_id), ==, le64_to_cpu(wr->wr_id));
-    g_assert_cmpuint(le32_to_cpu(c.qp_num), ==, qp->qpn);
+    g_assert_cmpuint(le32_to_cpu(c.qp_num), ==, qp->wire_qpn);
     return le32_to_cpu(c.status);
 }
 

@@ -50,7 +50,8 @@ QVrdmaDev *qvrdma_dev_boot(const char *netdev_opts, const char *mac,
 QVrdmaDev *qvrdma_dev_boot_nic(const char *netdev_opts, const char *mac,
                                const char *nic_opts, const char *rdma_opts)
 {
-    return qvrdma_dev_boot_full(netdev_opts, mac, nic_opts, rdma_opts, 0);
+    return qvrdma_dev_boot_full(netdev_opts, mac, nic_opts, rdma_opts,
+                                QVRDMA_RING_FEATURES);
 }
 
 QVrdmaDev *qvrdma_dev_boot_features(const char *netdev_opts, const char *mac,
@@ -921,6 +922,10 @@ void qvrdma_dp_rc_connect(QVrdmaDev *d, QVrdmaQp *qp, const QVrdmaPath *p)
     uint32_t mask;
 
     g_assert_cmpuint(qp->type, ==, VIRTIO_RDMA_QPT_RC);
+    if (qp->rqp) {
+        /* In RESET: the device's ring counters are 0, so are ours. */
+        qvrdma_ring_qp_counters_reset(qp->rqp);
+    }
 
     qvrdma_rc_attr(VIRTIO_RDMA_QPS_INIT, p->dest_qpn, p->sgid_index, p->dgid,
                    &attr, &mask);
@@ -954,6 +959,9 @@ void qvrdma_dp_ud_ready(QVrdmaDev *d, QVrdmaQp *qp, uint32_t qkey,
 
     g_assert_true(qp->type == VIRTIO_RDMA_QPT_UD ||
                   qp->type == VIRTIO_RDMA_QPT_GSI);
+    if (qp->rqp) {
+        qvrdma_ring_qp_counters_reset(qp->rqp);     /* as rc_connect's */
+    }
     qvrdma_ud_attr(VIRTIO_RDMA_QPS_INIT, &attr, &mask);
     attr.qkey = qkey;
     if (qp->type == VIRTIO_RDMA_QPT_GSI) {

@@ -107,7 +107,9 @@ typedef struct QVrdmaQp {
  * virtio-net-pci with @mac at 04.0 and virtio-rdma-pci at 04.1 with
  * @rdma_opts appended (may be NULL or "", e.g. "max-cq=8,max-qp=8");
  * enables the pair, MSI-X on the RDMA function, and runs the control-path
- * init (qvrdma_init).
+ * init (qvrdma_init) with the guest driver's features: the rings
+ * (QVRDMA_RING_FEATURES).  qvrdma_dev_boot_features() with other features
+ * (0: the RFC-era virtqueue data path).
  */
 QVrdmaDev *qvrdma_dev_boot(const char *netdev_opts, const char *mac,
                            const char *rdma_opts);

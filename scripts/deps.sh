@@ -22,8 +22,9 @@ packages=(
     rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest iproute2
     tshark
     # lab tier's driver part: counts a tool's system calls (rc_pingpong_sys);
-    # UCX's perftest on its verbs transports (ucx_rc, ucx_ud)
-    strace ucx-utils
+    # UCX's perftest on its verbs transports (ucx_rc, ucx_ud); Open MPI (pml
+    # ucx) and NetPIPE's MPI ping-pong over UCX (mpi_pingpong)
+    strace ucx-utils openmpi-bin netpipe-openmpi
     # lab tier's nvme part: NVMe over RDMA host tools and the I/O checker
     nvme-cli fio
     # lab tier's suite part: pyverbs from rdma-core's source (Cython)

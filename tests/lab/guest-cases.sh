@@ -6,6 +6,8 @@
 # or until the host creates NAME.abort.
 # In COMMAND, @D@ stands for the RDMA device (LAB_DEV from /init, default
 # rxe0), @G4@ / @G6@ for its IPv4-mapped / global IPv6 GID index.
+# A case's stdin is /dev/null: the loop's is this file (mpirun forwards its
+# stdin to rank 0, and ate the cases after its own).
 # Per case: NAME.out (the tool's output), NAME.rc, NAME.cnt (the device's hw_counters
 # that changed during the case: "name before after"), NAME.net (the same for
 # eth0's link statistics and its qdisc's drops: where a frame rxe counted as
@@ -39,13 +41,13 @@ while read -r role name tmo cmd; do
     counters > "/tmp/$name.c0"; netstats | sort > "/tmp/$name.n0"
     t0=$(now); rc=1; tries=0
     if [ "$role" = srv ]; then
-        timeout -k 2 "$tmo" bash -c "$cmd" > "$name.out" 2>&1; rc=$?
+        timeout -k 2 "$tmo" bash -c "$cmd" < /dev/null > "$name.out" 2>&1; rc=$?
     else
         end=$(awk -v t="$t0" -v d="$tmo" 'BEGIN{print t+d}')
         while :; do
             tries=$((tries + 1))
             left=$(awk -v e="$end" -v n="$(now)" 'BEGIN{l=int(e-n); print (l<1)?1:l}')
-            timeout -k 2 "$left" bash -c "$cmd" > "$name.out" 2>&1; rc=$?
+            timeout -k 2 "$left" bash -c "$cmd" < /dev/null > "$name.out" 2>&1; rc=$?
             [ $rc = 0 ] && break
             grep -qE "Couldn't connect|Unable to open file descriptor for socket|Connection refused|RDMA_CM_EVENT_REJECTED" "$name.out" || break
             # The host saw this case's server fail: nothing will listen.

@@ -8,12 +8,16 @@ Each pair's guests run guest-cases.sh (protocol.py: tool cases): the tools
 of tools.DRV_CASES over the IPv4-mapped (v4-) and the global IPv6 (v6-)
 GID.  In vv guest A serves every tool; in vr each tool runs with the
 virtio-rdma guest A as server (-vsrv: rxe is the client) and as client
-(-vcli).  vv also kills ib_send_bw on both sides in the middle of a transfer
-(kill-send_bw) and runs vrdma-abuse (guest/tests, what a hostile local user
-tries) in each guest (A-abuse, B-abuse).  A tool case passes when both sides
-exit 0 and no rxe side counted a sequence error on a clean wire (a wire the
-host dropped datagrams of during the pair makes them rxe's correct
-recovery); its note is the client's figures and the counters that changed.
+(-vcli).  vv adds tools.RING_CASES, among them mpi_pingpong: Open MPI's
+ping-pong over UCX, B's mpirun starting its orted on A through A's server,
+mpi-rsh.py (the guests have no ssh).  vv also kills ib_send_bw on both
+sides in the middle of a transfer (kill-send_bw) and runs vrdma-abuse
+(guest/tests, what a hostile local user tries) in each guest (A-abuse,
+B-abuse).  A tool case passes when both sides exit 0 and no rxe side
+counted a sequence error on a clean wire (a wire the host dropped datagrams
+of during the pair makes them rxe's correct recovery), mpi_pingpong when
+also each rank said UCX chose rc_verbs on its device; its note is the
+client's figures and the counters that changed.
 
 The virtio-rdma guests run with lab.stages=1: their /init stops at the
 stages up, done (after the job), held (an application holds objects),
@@ -73,7 +77,7 @@ NO_OBJECTS = 'pd=0 cq=0 qp=0 mr=0 gid=0 pages=0'
 SEQ_ERRORS = ('rcvd_seq_err', 'out_of_seq_request')
 
 # The quick cases (the CI's): against itself every tool over IPv4, deeper
-# queues, SRQs and UCX, the system calls, RC SEND and rping over IPv6, more
+# queues, SRQs, UCX and MPI over UCX, the system calls, RC SEND and rping over IPv6, more
 # QPs than virtqueues allowed, an MR above 1 GiB, the kill and the abuse;
 # against rxe, both ways, RC and UD SEND, WRITE, READ, atomics and rping
 # over IPv4, RC SEND and rping over IPv6; every pair's device and kernel
@@ -204,7 +208,8 @@ class _Pair(LabTest):
     @classmethod
     def add_cases(cls):
         for name, tool, fam, server in tool_table(cls):
-            check = cls.assertSyscalls if tool == 'rc_pingpong_sys' else cls.assertToolCase
+            check = {'rc_pingpong_sys': cls.assertSyscalls,
+                     'mpi_pingpong': cls.assertMpi}.get(tool, cls.assertToolCase)
             add_case(cls, f'{cls.pair}/{name}',
                      lambda self, n=name, s=server, c=check: c(self, n, s),
                      quick=tool in QUICK[cls.pair, fam], timeout=TOOL_TIMEOUT)
@@ -263,7 +268,7 @@ class _Pair(LabTest):
             if tool == 'rping':
                 args += f' {addr}'
             srv.tc.add('srv', name, TOOL_TIMEOUT, args)
-            cli.tc.add('cli', name, TOOL_TIMEOUT, f'{cargs} {addr}')
+            cli.tc.add('cli', name, TOOL_TIMEOUT, tools.with_server(cargs, addr))
             cls.order.append((name, server))
         if cls.kill and want('kill-send_bw'):
             port += 1
@@ -413,6 +418,25 @@ class _Pair(LabTest):
                           f'{tools.SYS_ITERS} iterations')
         self.note('; '.join(said))
 
+    def assertMpi(self, name, server):
+        """mpi_pingpong: the tool case passed, and each rank (0 the
+        client's, mpirun's; 1 the server's) said that UCX gave its peer's
+        messages to rc_verbs on its own guest's device (UCX_LOG_LEVEL=info:
+        "ep_cfg[N]: tag(rc_verbs/vrdma0:1)"): MPI went over RDMA."""
+        self.assertToolCase(name, server)
+        cli = 'B' if server == 'A' else 'A'
+        out = self.sides[cli].tc.run(name).out
+        said = []
+        for rank, g in enumerate((cli, server)):
+            dev = 'rxe0' if self.sides[g].runs_rxe else 'vrdma0'
+            said_by = rf'^\[[0-9]+,{rank}\]<std\w+>:.* ep_cfg\[[0-9]+\]: (tag\([^)]*\))'
+            tags = re.findall(said_by, out, re.M)
+            if not any(f'rc_verbs/{dev}:1' in t for t in tags):
+                self.fail(f'rank {rank} ({g}) chose no rc_verbs/{dev}:1 for its peer: '
+                          f'{" ".join(tags) or "no ep_cfg line"}')
+            said.append(f'rank {rank} ({g}): {" ".join(sorted(set(tags)))}')
+        self.note('; '.join(said))
+
     @staticmethod
     def kills(runs):
         """What kill-mid.sh said it killed, on both sides: "killed ib_send_bw
@@ -492,8 +516,8 @@ class Vv(_Pair):
     guest memory: VIRTIO_RDMA_F_RINGS, the provider on uverbs ABI 2 posts,
     polls and arms in its own rings): every tool with A serving, deeper
     queues and more QPs than virtqueues allowed, an MR above 1 GiB, SRQs,
-    UCX, the kill, the abuse, the stages, and the system calls of a
-    ping-pong."""
+    UCX, MPI over UCX, the kill, the abuse, the stages, and the system
+    calls of a ping-pong."""
     pair = 'vv'
     kinds = ('vrdma', 'vrdma')
     servers = ('A',)

@@ -1,18 +1,22 @@
 """Unit tests of the tool runs' library that need no guest: the tools'
 argument table and figure parser (vrdma_lab.tools),
 the tool-case protocol (protocol.ToolCases, CaseRun) against
-guest-cases.sh run on the host.  Fast; run from tests/lab:
+guest-cases.sh run on the host, mpi-rsh.py over 127.0.0.1.  Fast; run from
+tests/lab:
 
     /usr/bin/python3 -m unittest test_tools
 """
+import importlib.util
 import os
 import subprocess
+import sys
 import unittest
 from unittest import mock
 
 import test_baseline
+import test_driver
 from test_lib import InTempDir
-from vrdma_lab import paths, protocol, report, tools
+from vrdma_lab import net, paths, protocol, report, tools
 
 # Outputs of the tools as the lab's guests print them: ibv_rc_pingpong and
 # ib_write_bw from a baseline run (B/NAME.out); ib_write_lat in perftest's
@@ -51,6 +55,15 @@ WRITE_LAT = '''\
  64      200          912.35         4120.77      1003.18            1101.62          301.44  3977.10  4120.77
 ---------------------------------------------------------------------------------------
 '''
+# NPopenmpi under mpirun --tag-output in the driver part's mpi_pingpong
+# (B/NAME.out, shortened): each result line in two tagged pieces.
+NETPIPE = '''\
+[1,0]<stdout>:[1796276880.735903] [lab-guest:320  :0]      ucp_worker.c:1763 UCX  INFO    ep_cfg[0]: tag(rc_verbs/vrdma0:1)
+[1,0]<stderr>:Now starting the main loop
+[1,0]<stderr>:  0:       1 bytes     50 times --> [1,0]<stderr>:     0.02 Mbps in     411.02 usec
+[1,0]<stderr>:  1:       2 bytes     50 times --> [1,0]<stderr>:     0.04 Mbps in     375.75 usec
+[1,0]<stderr>: 31:   65536 bytes     50 times --> [1,0]<stderr>:   127.48 Mbps in    3922.29 usec
+'''
 
 
 class Figures(unittest.TestCase):
@@ -62,6 +75,10 @@ class Figures(unittest.TestCase):
 
     def test_lat_is_t_typical(self):
         self.assertEqual(tools.figures(WRITE_LAT), 'lat=1003.18us')
+
+    def test_netpipe(self):
+        """bw at the largest message, lat at the smallest."""
+        self.assertEqual(tools.figures(NETPIPE), 'bw=15.94MB/s lat=411.02us')
 
     def test_none(self):
         self.assertEqual(tools.figures("Couldn't connect to 10.77.0.11:18515\n"), '')
@@ -79,6 +96,18 @@ class Args(unittest.TestCase):
     def test_rping_sides(self):
         self.assertEqual(tools.args('rping'), 'rping -s -V -C 50 -S 4096 -p @P@ -a')
         self.assertEqual(tools.args('rping', 'cli'), 'rping -c -V -C 50 -S 4096 -p @P@ -a')
+
+    def test_client_args(self):
+        """A client that runs another program than its server, and the
+        server's address put where the client's command says."""
+        cli = tools.args('mpi_pingpong', 'cli')
+        self.assertRegex(cli, r'^env UCX_.* mpirun .*--host localhost,@S@ ')
+        self.assertIn('"/lab/mpi-rsh.py -p @P@"', cli)
+        self.assertIn('/lab/mpi-rsh.py -p @P@ --serve', tools.args('mpi_pingpong'))
+        self.assertEqual(tools.with_server('a --host x,@S@ b', '10.0.0.1'),
+                         'a --host x,10.0.0.1 b')
+        self.assertEqual(tools.with_server('a -p 1', '10.0.0.1'), 'a -p 1 10.0.0.1')
+        self.assertLess(tools.MPI_SECONDS, test_driver.TOOL_TIMEOUT)
 
     def test_cases(self):
         self.assertEqual(tools.DRV_CASES[:len(tools.TOOL_CASES)], tools.TOOL_CASES)
@@ -149,9 +178,11 @@ class ToolCases(InTempDir):
 
     def test_guest_cases_sh(self):
         """The guest's half, guest-cases.sh (on the host: no device, so no
-        counters), against ToolCases: a client retried past connecting."""
+        counters), against ToolCases: a client retried past connecting, a
+        case reading its stdin does not eat the cases after it."""
         tc = protocol.ToolCases(self.tmp)
         tc.add('srv', 'one', 10, 'echo "dev @D@"; exit 3')
+        tc.add('srv', 'eats', 10, 'cat')  # as mpirun: reads its stdin
         tc.add('cli', 'two', 10, '[ -e flag ] || { touch flag; echo "Couldn\'t connect"; exit 1; }; '
                'echo "200 iters in 1.00 seconds = 5000.00 usec/iter"')
         tc.write()
@@ -159,11 +190,72 @@ class ToolCases(InTempDir):
                              env={'PATH': '/usr/bin:/bin', 'LAB_DEV': 'nodev0'}, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=30).stdout
         self.assertRegex(out, r'LAB-CASE one rc=3 tries=0 ')
+        self.assertRegex(out, r'LAB-CASE eats rc=0 tries=0 ')
         self.assertRegex(out, r'LAB-CASE two rc=0 tries=2 ')
         one, two = tc.run('one'), tc.run('two')
         self.assertEqual((one.rc, one.out, one.counters), (3, 'dev nodev0\n', {}))
         self.assertEqual((two.rc, tools.figures(two.out)), (0, 'lat=5000.00us'))
 
+
+
+def _load_mpi_rsh():
+    spec = importlib.util.spec_from_file_location('mpi_rsh', paths.LAB_SRC / 'mpi-rsh.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class MpiRsh(unittest.TestCase):
+    """mpi-rsh.py: its frames, and a session over 127.0.0.1 as mpirun
+    makes one (the command's words quoted for a shell)."""
+    rsh = _load_mpi_rsh()
+    EXE = [sys.executable, str(paths.LAB_SRC / 'mpi-rsh.py')]
+
+    def test_frames(self):
+        wire = self.rsh.frame(b'o', b'out') + self.rsh.frame(b'x', b'3')
+        self.assertEqual(self.rsh.frames(wire), ([(b'o', b'out'), (b'x', b'3')], b''))
+        # A frame cut short stays for the next read.
+        self.assertEqual(self.rsh.frames(wire[:-1]), ([(b'o', b'out')], wire[8:-1]))
+        self.assertEqual((self.rsh.status(3), self.rsh.status(-9)), (3, 137))
+
+    def client(self, port, *command):
+        """The client until it got past connecting (the server listens
+        when it listens), as guest-cases.sh retries it."""
+        for _ in range(50):
+            r = subprocess.run(self.EXE + ['-p', str(port), '127.0.0.1', *command],
+                               capture_output=True, text=True, timeout=30)
+            if 'Connection refused' not in r.stderr:
+                return r
+        return r
+
+    def serve(self, port, seconds):
+        srv = subprocess.Popen(self.EXE + ['-p', str(port), '--serve', str(seconds), '127.0.0.1'],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(srv.wait)
+        self.addCleanup(srv.kill)
+        return srv
+
+    def test_session(self):
+        port = net.free_port()
+        srv = self.serve(port, 20)
+        r = self.client(port, ' printf', "'%s\\n'", '"a;b"', ';', 'echo err >&2;', 'exit 3')
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (3, 'a;b\n', 'err\n'))
+        self.assertEqual(srv.wait(10), 3)
+
+    def test_killed_after_its_time(self):
+        port = net.free_port()
+        srv = self.serve(port, 1)
+        r = self.client(port, 'sleep 30')
+        self.assertEqual((r.returncode, r.stderr), (137, 'mpi-rsh: killed after 1 s\n'))
+        self.assertEqual(srv.wait(10), 137)
+
+    def test_no_server(self):
+        """ssh's 255, and the words guest-cases.sh retries on."""
+        port = net.free_port()
+        r = subprocess.run(self.EXE + ['-p', str(port), '127.0.0.1', 'true'],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 255)
+        self.assertIn('Connection refused', r.stderr)
 
 
 class Report(InTempDir):

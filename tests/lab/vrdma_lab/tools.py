@@ -5,20 +5,30 @@ virtio_rdma.ko), so that the figures compare like with like.
 
   ARGS        CASE -> the tool and its options (the server's side; args()
               gives either side, the client's without the server's address,
-              which the caller appends).  Placeholders: @D@ the RDMA device,
-              @G@ the GID index, @P@ the TCP port.
+              which the caller appends, or puts at @S@: with_server()).
+              Placeholders: @D@ the RDMA device, @G@ the GID index, @P@ the
+              TCP port.
+  CLI_ARGS    the client's command of a case whose client runs another
+              program than its server (mpi_pingpong: mpirun).
   TOOL_CASES  the cases of baseline and interop;
   DRV_CASES   the driver part's: the same plus the latency tools, rping
               (rdma_cm: the connection goes through the guest's CM MADs on
               QP1) and rc_pingpong on the ibv_wr_* post API (-N: the
               provider's extended QP under Debian's libibverbs).
-  RING_CASES  queues deeper than the virtqueue path's 1024 entries, and
-              SRQs: the rings' only.
+  RING_CASES  queues deeper than the virtqueue path's 1024 entries (UCX's
+              and MPI's over UCX too), and SRQs: the rings' only.
   figures()   a tool's output -> "bw=<MB/s> rate=<Mpps> lat=<usec>", what
               the tool gives (lat: for ibv_*_pingpong usec/iter, for the
-              ib_*_lat tools t_typical).
+              ib_*_lat tools t_typical; NetPIPE: the smallest message's
+              one-way time, bw at its largest).
 """
 import re
+
+# mpi_pingpong's UCX (UCX_LOG_LEVEL=info: each rank says which transport
+# and device it chose), and the most its server waits and runs: less than
+# a driver case's limit (test_driver.TOOL_TIMEOUT), so that it says so.
+_MPI_UCX = 'UCX_TLS=rc_verbs,ud_verbs UCX_NET_DEVICES=@D@:1 UCX_LOG_LEVEL=info'
+MPI_SECONDS = 80
 
 ARGS = {
     'rc_pingpong': 'ibv_rc_pingpong -d @D@ -g @G@ -p @P@ -s 4096 -n 200 -c',
@@ -58,6 +68,29 @@ ARGS = {
               '-t tag_lat -s 64 -n 1000 -p @P@',
     'ucx_ud': 'env UCX_TLS=ud_verbs UCX_NET_DEVICES=@D@:1 ucx_perftest '
               '-t tag_lat -s 64 -n 1000 -p @P@',
+    # Open MPI's ping-pong over UCX (Debian's openmpi-bin, pml ucx, and
+    # netpipe-openmpi's NPopenmpi): the server is mpi-rsh.py, through
+    # which the client's mpirun starts its orted (the guests have no ssh).
+    # Each side's environment names its own device: orted's, which its rank
+    # inherits, is the server's.
+    'mpi_pingpong': f'env {_MPI_UCX} /lab/mpi-rsh.py -p @P@ --serve {MPI_SECONDS}',
+}
+
+CLI_ARGS = {
+    # Rank 0 here, rank 1 on the server's guest; TCP (orted's, and the
+    # PMIx exchange of UCX addresses) on eth0 only; no BTL but self: pml
+    # ucx needs none, so nothing but UCX can carry a message.
+    # --tag-output: each line says its rank, so the case can tell that
+    # both ranks chose rc_verbs.
+    # NPopenmpi: 1 byte to 64 KiB, 50 round trips a size, no
+    # perturbations (sizes in powers of two and halfway): some seconds
+    # in TCG.
+    'mpi_pingpong': f'env {_MPI_UCX} mpirun --allow-run-as-root -np 2 '
+                    '--host localhost,@S@ --tag-output '
+                    '--mca plm_rsh_agent "/lab/mpi-rsh.py -p @P@" '
+                    '--mca oob_tcp_if_include eth0 '
+                    '--mca pml ucx --mca btl self '
+                    'NPopenmpi -u 65536 -n 50 -p 0 -o /dev/null',
 }
 
 # rc_pingpong_sys's iterations.
@@ -67,18 +100,31 @@ TOOL_CASES = ('rc_pingpong', 'ud_pingpong', 'write_bw', 'read_bw', 'send_bw',
               'atomic_bw')
 DRV_CASES = TOOL_CASES + ('write_lat', 'read_lat', 'send_lat', 'atomic_lat',
                           'rping', 'rc_pingpong_wr')
-RING_CASES = ('rc_pingpong_deep', 'send_bw_deep', 'srq_pingpong', 'ucx_rc', 'ucx_ud')
+RING_CASES = ('rc_pingpong_deep', 'send_bw_deep', 'srq_pingpong', 'ucx_rc', 'ucx_ud',
+              'mpi_pingpong')
 
 
 def args(case, side='srv'):
     """The tool and its options for CASE on SIDE ('srv' or 'cli');
     KeyError for an unknown case."""
+    if side == 'cli' and case in CLI_ARGS:
+        return CLI_ARGS[case]
     return ARGS[case].replace('@R@', 'c' if side == 'cli' else 's')
+
+
+def with_server(command, addr):
+    """A client's COMMAND given its server's address ADDR: at @S@, or
+    appended."""
+    return command.replace('@S@', addr) if '@S@' in command else f'{command} {addr}'
 
 
 _NUMBER = re.compile(r'[0-9]+')
 _BW_HEADER = re.compile(r'#bytes +#iterations +BW peak')
 _LAT_HEADER = re.compile(r'#bytes +#iterations +t_min')
+_NETPIPE = re.compile(r' [0-9]+ bytes +[0-9]+ times --> +([0-9.]+) Mbps in +([0-9.]+) usec')
+# mpirun --tag-output's prefix: "[JOB,RANK]<stderr>:" (NetPIPE writes a
+# line in two pieces: each gets one).
+MPI_TAG = re.compile(r'\[[0-9]+,([0-9]+)\]<std(?:out|err)>:')
 
 
 def syscalls(text):
@@ -93,11 +139,16 @@ def syscalls(text):
 
 def figures(text):
     """The figures in a tool's output TEXT, '' when it has none: the last
-    of each kind wins."""
+    of each kind wins (but NetPIPE's lat: its first line's, the smallest
+    message's)."""
     bw = rate = lat = None
-    bw_header = lat_header = False
-    for line in text.splitlines():
+    bw_header = lat_header = netpipe = False
+    for line in MPI_TAG.sub('', text).splitlines():
         f = line.split()
+        m = _NETPIPE.search(line)
+        if m:
+            bw = '%.2f' % (float(m.group(1)) / 8)
+            lat, netpipe = (lat if netpipe else m.group(2)), True
         if re.search(r' bytes in .* seconds = .* Mbit/sec', line):
             bw = '%.2f' % (float(f[-2]) / 8)
         if re.search(r' iters in .* seconds = .* usec/iter', line):

@@ -36,6 +36,8 @@ after it, no lockup or RCU stall in the kernel log.
 
 no-direct-dma (class DirectDma): a guest booted with swiotlb=force, where
 DMA addresses are not guest-physical: the driver refuses to probe.
+no-rings (class NoRings): a device with rings=off (no queues in guest
+memory, the only data path the driver has): the driver refuses to bind.
 
 The CI runs vr on 6.1 only (on 6.12 vv, the driver against itself: against
 rxe the wire is the device's, the same on both kernels): Vr.kernels.
@@ -621,7 +623,7 @@ class DirectDma(LabTest):
     """no-direct-dma: a guest booted with swiotlb=force, where the DMA
     addresses of our PCI function are bounce buffers: the driver must not
     probe (the device would read and write guest memory at addresses that
-    are not the data's).  driver/dma.sh loads the module by hand."""
+    are not the data's).  driver/load.sh loads the module by hand."""
 
     @classmethod
     def setUpClass(cls):
@@ -631,7 +633,7 @@ class DirectDma(LabTest):
         ko = module_path(cls.env)
         check_built(ko, provider_dir())
         run_alone(cls, 'no-direct-dma',
-                  'lab.ip=10.77.1.32/24 lab.run=/lab/driver/dma.sh swiotlb=force',
+                  'lab.ip=10.77.1.32/24 lab.run=/lab/driver/load.sh swiotlb=force',
                   '52:54:00:77:01:32', f'KO={ko}\n', BOOT)
 
     @quick
@@ -648,6 +650,39 @@ class DirectDma(LabTest):
         self.assertNotIn('vrdma0', devices,
                          'probed although DMA addresses are not guest-physical')
         self.assertIn('virtio-rdma needs direct DMA', dmesg)
+        self.assertKernelClean(g)
+        self.note(f'devices: {" ".join(devices) or "none"}')
+
+
+class NoRings(LabTest):
+    """no-rings: a device with rings=off, which offers no queues in guest
+    memory (VIRTIO_RDMA_F_RINGS), the driver's only data path: it must
+    refuse the device, saying which properties it needs, instead of
+    binding and failing at the first CQ.  driver/load.sh loads it."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if as_rxe():
+            raise unittest.SkipTest('LAB_DRV_AS=rxe: the check is the driver\'s')
+        ko = module_path(cls.env)
+        check_built(ko, provider_dir())
+        run_alone(cls, 'no-rings', 'lab.ip=10.77.1.33/24 lab.run=/lab/driver/load.sh',
+                  '52:54:00:77:01:33', f'KO={ko}\n', BOOT, vrdma_opts='rings=off')
+
+    @quick
+    @timeout(BOOT + 30)
+    def test_no_rings(self):
+        """No vrdma0, and the kernel log names the device properties."""
+        g = self.guest
+        try:
+            devices = (g.out / 'devices.txt').read_text().split()
+            dmesg = (g.out / 'dmesg.txt').read_text(errors='replace')
+        except FileNotFoundError:
+            self.fail(f'the job did not end ({g.status()})')
+        self.assertNotIn('vrdma0', devices, 'bound a device without rings')
+        self.assertIn('does not offer queues in guest memory', dmesg)
+        self.assertIn('rings=on', dmesg)
         self.assertKernelClean(g)
         self.note(f'devices: {" ".join(devices) or "none"}')
 

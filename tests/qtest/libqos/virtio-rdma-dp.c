@@ -158,6 +158,7 @@ QVrdmaDev *qvrdma_dev_boot_with(const QVrdmaBoot *b)
     qvrdma_read_config(&d->r, &d->cfg);
     d->max_cq = le32_to_cpu(d->cfg.max_cq);
     d->max_qp = le32_to_cpu(d->cfg.max_qp);
+    d->cq_fired = g_hash_table_new(NULL, NULL);
     if (features & (1ull << VIRTIO_RDMA_F_RINGS)) {
         d->rd = g_new0(QVrdmaRingDev, 1);
         d->rd->d = d;
@@ -248,6 +249,7 @@ void qvrdma_dev_quit(QVrdmaDev *d)
     qvirtio_pci_destructor(&d->vpci->obj);
     g_free(d->vpci);
     qtest_shutdown(d->qs);
+    g_hash_table_destroy(d->cq_fired);
     g_free(d->rd);
     g_free(d);
 }
@@ -823,6 +825,9 @@ QVrdmaEq *qvrdma_dp_eq_create(QVrdmaDev *d, uint32_t nbufs, uint32_t len,
         ring_add_avail(ring, i);
     }
     ring_publish_and_kick(ring);
+    if (!d->eq) {
+        d->eq = eq;     /* ring CQs' notifications: qvrdma_dp_cq_irq() */
+    }
     return eq;
 }
 
@@ -873,6 +878,9 @@ bool qvrdma_dp_eq_irq(QVrdmaEq *eq)
 
 void qvrdma_dp_eq_free(QVrdmaEq *eq)
 {
+    if (eq->ring.dev->eq == eq) {
+        eq->ring.dev->eq = NULL;
+    }
     ring_free(&eq->ring);
     g_free(eq);
 }
@@ -880,10 +888,33 @@ void qvrdma_dp_eq_free(QVrdmaEq *eq)
 bool qvrdma_dp_cq_irq(QVrdmaCq *cq)
 {
     QVirtioDevice *vdev = &cq->ring.dev->vpci->vdev;
+    QVrdmaDev *d = cq->ring.dev;
+    struct virtio_rdma_event ev;
 
-    g_assert_null(cq->rcq);         /* a ring CQ's events: the event queue */
+    if (cq->rcq) {
+        g_assert_nonnull(d->eq);    /* a ring CQ's events: the event queue */
+        while (qvrdma_dp_eq_poll(d->eq, &ev, 0)) {
+            if (le32_to_cpu(ev.type) == VIRTIO_RDMA_EVENT_CQ) {
+                g_hash_table_add(d->cq_fired,
+                                 GUINT_TO_POINTER(le32_to_cpu(ev.handle) + 1));
+            }
+        }
+        return g_hash_table_remove(d->cq_fired, GUINT_TO_POINTER(cq->cqn + 1));
+    }
     g_assert_true(cq->has_msix);
     return vdev->bus->get_queue_isr_status(vdev, cq->ring.vq);
+}
+
+void qvrdma_dp_cq_arm(QVrdmaCq *cq, uint32_t flags)
+{
+    uint8_t st;
+
+    if (cq->rcq) {
+        qvrdma_ring_cq_arm(cq->rcq, flags);
+        return;
+    }
+    st = qvrdma_req_notify_cq(&cq->ring.dev->r, cq->cqn, flags);
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
 }
 
 bool qvrdma_dp_wait_cq_irq(QVrdmaCq *cq, gint64 timeout_us)

@@ -35,6 +35,7 @@
 struct QVrdmaRingDev;
 struct QVrdmaRingCq;
 struct QVrdmaRingQp;
+struct QVrdmaEq;
 
 typedef struct QVrdmaDev {
     QOSState *qs;
@@ -49,6 +50,13 @@ typedef struct QVrdmaDev {
     bool ctrl_msix;             /* the control queue has vector max_cq + 1 */
     /* RINGS negotiated: the doorbell region, mapped at boot. */
     struct QVrdmaRingDev *rd;
+    /*
+     * The event queue while there is one (qvrdma_dp_eq_create), and the
+     * CQs (cqn + 1) it said fired that qvrdma_dp_cq_irq() has not
+     * reported yet: a ring CQ's notifications.
+     */
+    struct QVrdmaEq *eq;
+    GHashTable *cq_fired;
 } QVrdmaDev;
 
 /* A virtqueue of the data path, with our own descriptor bookkeeping. */
@@ -318,11 +326,18 @@ uint16_t qvrdma_dp_cq_pending(QVrdmaCq *cq);
 
 /*
  * Whether the CQ's MSI-X vector fired since the last call; clears it.
- * (Needs MSI-X: asserts cq->has_msix.  Not for a ring CQ, whose events
- * are records on the event queue.)
+ * (Needs MSI-X: asserts cq->has_msix.)  A ring CQ's notification is a
+ * record on the event queue instead: whether one for this CQ came since
+ * the last call (the device's event queue must exist; this takes every
+ * record waiting there, and keeps only the CQ events).
  */
 bool qvrdma_dp_cq_irq(QVrdmaCq *cq);
 /* Waits up to @timeout_us for the CQ's interrupt. */
+/*
+ * Arms @cq (@flags: VIRTIO_RDMA_NOTIFY_*): REQ_NOTIFY_CQ (asserts OK), or
+ * a ring CQ's CQ_ARM doorbell.
+ */
+void qvrdma_dp_cq_arm(QVrdmaCq *cq, uint32_t flags);
 bool qvrdma_dp_wait_cq_irq(QVrdmaCq *cq, gint64 timeout_us);
 
 /* ---- the event queue (VIRTIO_RDMA_F_EVENT_QUEUE) ------------------------------ */

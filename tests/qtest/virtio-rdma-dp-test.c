@@ -88,10 +88,13 @@ typedef struct Side {
 static bool dp_dma_sges;
 
 /*
- * Device features the tests' devices negotiate (the wire-qpn/ runs set
- * VIRTIO_RDMA_F_WIRE_QPN: peers then address each QP by its wire QPN).
+ * Device features the tests' devices negotiate: the guest driver's, queues
+ * in guest memory (libqos makes every CQ and QP a ring in context 0).  The
+ * virtqueues/ runs and the backend=ibverbs tests set 0: the RFC-era
+ * virtqueue data path, going away.
  */
-static uint64_t dp_features;
+#define DP_FEATURES QVRDMA_RING_FEATURES
+static uint64_t dp_features = DP_FEATURES;
 
 /*
  * The features a device negotiates: dp_features, plus WIRE_QPN on a host
@@ -3450,7 +3453,6 @@ static void wrap_void(const void *fn)
 }
 
 static const DpTest dp_tests[] = {
-    { "wire/connect", wrap_void, test_wire_connect, NULL },
     { "loopback/rc-send", run_loopback, rc_send, NULL },
     { "loopback/rc-write", run_loopback, rc_write, NULL },
     { "loopback/rc-write-imm", run_loopback, rc_write_imm, NULL },
@@ -3470,11 +3472,6 @@ static const DpTest dp_tests[] = {
     { "loopback/rc-recv-too-small", wrap_void, test_loopback_recv_too_small,
       NULL },
     { "loopback/rc-rnr", wrap_void, test_loopback_rnr, NULL },
-    { "loopback/cq-overrun", wrap_void, test_loopback_cq_overrun, NULL },
-    { "loopback/wqe-malformed", wrap_void, test_loopback_wqe_malformed,
-      NULL },
-    { "loopback/wqe-device-writable", wrap_void, test_loopback_wqe_writable,
-      NULL },
     { "wire/rc-send", run_wire, rc_send, NULL },
     { "wire/rc-write", run_wire, rc_write, NULL },
     { "wire/rc-write-imm", run_wire, rc_write_imm, NULL },
@@ -3489,10 +3486,6 @@ static const DpTest dp_tests[] = {
     { "wire/peer-gone", wrap_void, test_wire_peer_gone, NULL },
     { "cq-arm/next", wrap_void, test_cq_arm_next, NULL },
     { "cq-arm/solicited", wrap_void, test_cq_arm_solicited, NULL },
-    { "qp/destroy-discards-pending", wrap_void, test_qp_destroy_discards,
-      NULL },
-    { "cq-arm/answered-after-earlier-cqes", wrap_void, test_cq_arm_flushes,
-      NULL },
     { "event-queue/cq-event", wrap_void, test_eq_cq_event, NULL },
     { "event-queue/no-buffer", wrap_void, test_eq_no_buffer, NULL },
     { "event-queue/destroyed-cq", wrap_void, test_eq_destroyed_cq, NULL },
@@ -3500,87 +3493,43 @@ static const DpTest dp_tests[] = {
 };
 
 /*
- * The same tests with VIRTIO_RDMA_F_WIRE_QPN negotiated on every device:
- * QPs keep their queue index for commands and virtqueues, and are
- * addressed by a random wire QPN (dest_qp_num, UD remote_qpn, CQE qp_num
- * and src_qp), in loopback and across a wire.
+ * The virtqueue data path's own tests (features 0: a CQ's and a QP's
+ * virtqueues, their descriptors, their kicks, REQ_NOTIFY_CQ), until the
+ * device drops that path; the rings' counterparts are virtio-rdma-ring-test's
+ * (boundary/cq-full for cq-overrun, boundary/sq-beyond-ring and the
+ * vrdma-abuse ring cases for the malformed WQEs, cq-arm/doorbell).
  */
-static const DpTest dp_wire_qpn_tests[] = {
-    { "wire-qpn/loopback/rc-send", run_loopback, rc_send, NULL },
-    { "wire-qpn/loopback/rc-read", run_loopback, rc_read, NULL },
-    { "wire-qpn/loopback/rc-rem-access-err", wrap_void,
-      test_loopback_rem_access, NULL },
-    { "wire-qpn/loopback/rc-rnr", wrap_void, test_loopback_rnr, NULL },
-    { "wire-qpn/wire/rc-write-imm", run_wire, rc_write_imm, NULL },
-    { "wire-qpn/wire/ud-send-ipv4", test_wire_ud, GINT_TO_POINTER(0), NULL },
-    { "wire-qpn/wire/ud-send-ipv6", test_wire_ud, GINT_TO_POINTER(1), NULL },
+static const DpTest dp_vq_tests[] = {
+    { "virtqueues/wire/connect", wrap_void, test_wire_connect, NULL },
+    { "virtqueues/loopback/rc-send", run_loopback, rc_send, NULL },
+    { "virtqueues/loopback/cq-overrun", wrap_void, test_loopback_cq_overrun,
+      NULL },
+    { "virtqueues/loopback/wqe-malformed", wrap_void,
+      test_loopback_wqe_malformed, NULL },
+    { "virtqueues/loopback/wqe-device-writable", wrap_void,
+      test_loopback_wqe_writable, NULL },
+    { "virtqueues/qp/destroy-discards-pending", wrap_void,
+      test_qp_destroy_discards, NULL },
+    { "virtqueues/cq-arm/answered-after-earlier-cqes", wrap_void,
+      test_cq_arm_flushes, NULL },
+    { "virtqueues/wire/ud-send-ipv4", test_wire_ud, GINT_TO_POINTER(0), NULL },
 };
 
-static void run_dp_wire_qpn_test(const void *opaque)
+static void run_dp_vq_test(const void *opaque)
 {
     const DpTest *t = opaque;
 
-    dp_features = 1ull << VIRTIO_RDMA_F_WIRE_QPN;
-    t->fn(t->data);
     dp_features = 0;
+    t->fn(t->data);
+    dp_features = DP_FEATURES;
 }
 
-/*
- * The same data path on queues in guest memory (VIRTIO_RDMA_F_RINGS and
- * the two features it needs): libqos makes each CQ and QP a ring in the
- * kernel's context and posts and polls them there.
- */
-static const DpTest dp_ring_tests[] = {
-    { "rings/loopback/rc-send", run_loopback, rc_send, NULL },
-    { "rings/loopback/rc-write", run_loopback, rc_write, NULL },
-    { "rings/loopback/rc-write-imm", run_loopback, rc_write_imm, NULL },
-    { "rings/loopback/rc-read", run_loopback, rc_read, NULL },
-    { "rings/loopback/rc-cas", run_loopback, rc_cas, NULL },
-    { "rings/loopback/rc-faa", run_loopback, rc_faa, NULL },
-    { "rings/loopback/rc-pipeline", run_loopback, rc_pipeline, NULL },
-    { "rings/loopback/rc-unsignaled", wrap_void, test_loopback_unsignaled,
-      NULL },
-    { "rings/loopback/rc-psn-wrap", wrap_void, test_loopback_psn_wrap, NULL },
-    { "rings/loopback/rc-rem-access-err", wrap_void, test_loopback_rem_access,
-      NULL },
-    { "rings/loopback/rc-rem-bounds-err", wrap_void, test_loopback_rem_bounds,
-      NULL },
-    { "rings/loopback/rc-loc-prot-err", wrap_void, test_loopback_loc_prot,
-      NULL },
-    { "rings/loopback/rc-recv-too-small", wrap_void,
-      test_loopback_recv_too_small, NULL },
-    { "rings/loopback/rc-rnr", wrap_void, test_loopback_rnr, NULL },
-    { "rings/wire/rc-send", run_wire, rc_send, NULL },
-    { "rings/wire/rc-write", run_wire, rc_write, NULL },
-    { "rings/wire/rc-write-imm", run_wire, rc_write_imm, NULL },
-    { "rings/wire/rc-read", run_wire, rc_read, NULL },
-    { "rings/wire/rc-cas", run_wire, rc_cas, NULL },
-    { "rings/wire/rc-faa", run_wire, rc_faa, NULL },
-    { "rings/wire/rc-pipeline", run_wire, rc_pipeline, NULL },
-    { "rings/wire/ud-send-ipv4", test_wire_ud, GINT_TO_POINTER(0), NULL },
-    { "rings/wire/ud-send-ipv6", test_wire_ud, GINT_TO_POINTER(1), NULL },
-    { "rings/wire/ud-qp1-refused", wrap_void, test_wire_ud_qp1, NULL },
-    { "rings/wire/not-ours-first", wrap_void, test_wire_not_ours_first, NULL },
-    { "rings/wire/peer-gone", wrap_void, test_wire_peer_gone, NULL },
-    { "rings/cq-arm/next", wrap_void, test_cq_arm_next, NULL },
-    { "rings/cq-arm/solicited", wrap_void, test_cq_arm_solicited, NULL },
-    { "rings/event-queue/cq-event", wrap_void, test_eq_cq_event, NULL },
-    { "rings/event-queue/no-buffer", wrap_void, test_eq_no_buffer, NULL },
-    { "rings/event-queue/destroyed-cq", wrap_void, test_eq_destroyed_cq, NULL },
-    { "rings/event-queue/short-buffer", wrap_void, test_eq_short_buffer, NULL },
-    { "rings/dma-sge/loopback/rc-send", run_loopback, rc_send, NULL },
-    { "rings/dma-sge/wire/rc-read", run_wire, rc_read, NULL },
-};
-
-static void run_dp_ring_test(const void *opaque)
+/* A backend=ibverbs test, on the virtqueue data path for now. */
+static void run_ib_vq_test(const void *fn)
 {
-    const DpTest *t = opaque;
-
-    dp_features = QVRDMA_RING_FEATURES;
-    dp_dma_sges = strstr(t->path, "/dma-sge/") != NULL;
-    t->fn(t->data);
     dp_features = 0;
-    dp_dma_sges = false;
+    ((void (*)(void))fn)();
+    dp_features = DP_FEATURES;
 }
 
 /* The RC suites again, each local SGE through a DMA MR. */
@@ -3625,18 +3574,11 @@ int main(int argc, char **argv)
 
         qtest_add_data_func(path, &dp_tests[i], run_dp_test);
     }
-    for (i = 0; i < ARRAY_SIZE(dp_wire_qpn_tests); i++) {
+    for (i = 0; i < ARRAY_SIZE(dp_vq_tests); i++) {
         g_autofree char *path = g_strdup_printf("/virtio-rdma-dp/%s",
-                                                dp_wire_qpn_tests[i].path);
+                                                dp_vq_tests[i].path);
 
-        qtest_add_data_func(path, &dp_wire_qpn_tests[i],
-                            run_dp_wire_qpn_test);
-    }
-    for (i = 0; i < ARRAY_SIZE(dp_ring_tests); i++) {
-        g_autofree char *path = g_strdup_printf("/virtio-rdma-dp/%s",
-                                                dp_ring_tests[i].path);
-
-        qtest_add_data_func(path, &dp_ring_tests[i], run_dp_ring_test);
+        qtest_add_data_func(path, &dp_vq_tests[i], run_dp_vq_test);
     }
     for (i = 0; i < ARRAY_SIZE(dp_dma_tests); i++) {
         g_autofree char *path = g_strdup_printf("/virtio-rdma-dp/%s",
@@ -3645,41 +3587,31 @@ int main(int argc, char **argv)
         qtest_add_data_func(path, &dp_dma_tests[i], run_dp_dma_test);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_IBDEV_NETDEV")) {
-        qtest_add_func("/virtio-rdma-dp/ibverbs/port-events",
-                       test_ib_port_events);
+        qtest_add_data_func("/virtio-rdma-dp/ibverbs/port-events", test_ib_port_events, run_ib_vq_test);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_UNREACHABLE_IPV4")) {
-        qtest_add_func("/virtio-rdma-dp/ibverbs/rtr-unresolved",
-                       test_ib_rtr_unresolved);
-        qtest_add_func("/virtio-rdma-dp/ibverbs/ud-unresolved",
-                       test_ib_ud_unresolved);
-        qtest_add_func("/virtio-rdma-dp/ibverbs/held-reset",
-                       test_ib_held_reset);
-        qtest_add_func("/virtio-rdma-dp/ibverbs/unplug-jobs",
-                       test_ib_unplug_jobs);
+        qtest_add_data_func("/virtio-rdma-dp/ibverbs/rtr-unresolved", test_ib_rtr_unresolved, run_ib_vq_test);
+        qtest_add_data_func("/virtio-rdma-dp/ibverbs/ud-unresolved", test_ib_ud_unresolved, run_ib_vq_test);
+        qtest_add_data_func("/virtio-rdma-dp/ibverbs/held-reset", test_ib_held_reset, run_ib_vq_test);
+        qtest_add_data_func("/virtio-rdma-dp/ibverbs/unplug-jobs", test_ib_unplug_jobs, run_ib_vq_test);
     }
     if (qvrdma_dp_ibverbs()) {
-        qtest_add_func("/virtio-rdma-dp/ibverbs/dma-mr-kick",
-                       test_ib_dma_mr_kick);
-        qtest_add_func("/virtio-rdma-dp/ibverbs/dma-mr-reset",
-                       test_ib_dma_mr_reset);
+        qtest_add_data_func("/virtio-rdma-dp/ibverbs/dma-mr-kick", test_ib_dma_mr_kick, run_ib_vq_test);
+        qtest_add_data_func("/virtio-rdma-dp/ibverbs/dma-mr-reset", test_ib_dma_mr_reset, run_ib_vq_test);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_MAD_SOCKET")) {
-        qtest_add_func("/virtio-rdma-dp/ibverbs/gsi-mux", test_ib_gsi_mux);
+        qtest_add_data_func("/virtio-rdma-dp/ibverbs/gsi-mux", test_ib_gsi_mux, run_ib_vq_test);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_GID_IPV4_B")) {
-        qtest_add_func("/virtio-rdma-dp/ibverbs/tenants", test_ib_tenants);
+        qtest_add_data_func("/virtio-rdma-dp/ibverbs/tenants", test_ib_tenants, run_ib_vq_test);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_TW_HOOK")) {
-        qtest_add_func("/virtio-rdma-dp/ibverbs/tenant-wire/src-address",
-                       test_ib_tenant_wire_src);
-        qtest_add_func("/virtio-rdma-dp/ibverbs/tenant-wire/qp1",
-                       test_ib_tenant_wire_qp1);
-        qtest_add_func("/virtio-rdma-dp/ibverbs/tenant-wire/cm-after-reboot",
-                       test_ib_tenant_wire_cm);
+        qtest_add_data_func("/virtio-rdma-dp/ibverbs/tenant-wire/src-address", test_ib_tenant_wire_src, run_ib_vq_test);
+        qtest_add_data_func("/virtio-rdma-dp/ibverbs/tenant-wire/qp1", test_ib_tenant_wire_qp1, run_ib_vq_test);
+        qtest_add_data_func("/virtio-rdma-dp/ibverbs/tenant-wire/cm-after-reboot", test_ib_tenant_wire_cm, run_ib_vq_test);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_REG_MB")) {
-        qtest_add_func("/virtio-rdma-dp/ibverbs/reg-time", test_ib_reg_time);
+        qtest_add_data_func("/virtio-rdma-dp/ibverbs/reg-time", test_ib_reg_time, run_ib_vq_test);
     }
     return g_test_run();
 }

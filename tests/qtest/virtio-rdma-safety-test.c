@@ -65,6 +65,7 @@
 #include "libqos/libqos-pc.h"
 #include "libqos/virtio-rdma.h"
 #include "libqos/virtio-rdma-dp.h"
+#include "libqos/virtio-rdma-ring.h"
 
 #define MAC_A       "52:54:00:12:34:56"
 #define MAC_B       "52:54:00:12:34:57"
@@ -118,7 +119,11 @@ typedef struct Case {
     void (*fn)(const void *arg);
     const void *arg;
     gint64 timeout_us;
+    uint64_t features;          /* what its devices negotiate */
 } Case;
+
+/* The running case's device features (Case.features). */
+static uint64_t safety_features;
 
 static void run_case(const void *opaque)
 {
@@ -126,6 +131,7 @@ static void run_case(const void *opaque)
     gint64 t0;
 
     if (g_test_subprocess()) {
+        safety_features = c->features;
         c->fn(c->arg);
         return;
     }
@@ -143,30 +149,46 @@ static void run_case(const void *opaque)
     }
 }
 
-static void add_case(const char *path, void (*fn)(const void *),
-                     const void *arg, gint64 timeout_us)
+static void add_case_features(const char *path, void (*fn)(const void *),
+                              const void *arg, gint64 timeout_us,
+                              uint64_t features)
 {
     Case *c = g_new0(Case, 1);     /* lives as long as the test suite */
 
     c->fn = fn;
     c->arg = arg;
     c->timeout_us = timeout_us;
+    c->features = features;
     qtest_add_data_func(path, c, run_case);
+}
+
+/* A case on the virtqueue data path (features 0). */
+static void add_case(const char *path, void (*fn)(const void *),
+                     const void *arg, gint64 timeout_us)
+{
+    add_case_features(path, fn, arg, timeout_us, 0);
+}
+
+/* A case on queues in guest memory, the guest driver's data path. */
+static void add_ring_case(const char *path, void (*fn)(const void *),
+                          const void *arg, gint64 timeout_us)
+{
+    add_case_features(path, fn, arg, timeout_us, QVRDMA_RING_FEATURES);
 }
 
 /* ---- devices ---------------------------------------------------------------------- */
 
 /*
- * Every device here is on the virtqueue data path (features 0): most
- * classes attack its virtqueues (descriptors and CQE buffers in MMIO,
- * work per kick, discarded requests).  The rings' own attacks are
- * virtio-rdma-ring-test's; these move to the rings as the virtqueue data
- * path goes.
+ * A case's devices negotiate safety_features: the rings (add_ring_case),
+ * or 0, the virtqueue data path, for the classes that attack its
+ * virtqueues (descriptors and CQE buffers in MMIO, work per kick,
+ * discarded requests); the rings' own attacks are virtio-rdma-ring-test's.
  */
 
 static QVrdmaDev *boot_loopback(const char *rdma_opts)
 {
-    return qvrdma_dev_boot_features("user,id=n0", MAC_A, rdma_opts, 0);
+    return qvrdma_dev_boot_features("user,id=n0", MAC_A, rdma_opts,
+                                    safety_features);
 }
 
 /* Two QEMUs whose NICs are joined by -netdev dgram over 127.0.0.1. */
@@ -178,8 +200,8 @@ static void boot_wire(QVrdmaDev **a, QVrdmaDev **b)
     qvrdma_free_udp_ports(&pa, &pb);
     na = qvrdma_dgram_netdev(pa, pb);
     nb = qvrdma_dgram_netdev(pb, pa);
-    *a = qvrdma_dev_boot_features(na, MAC_A, RDMA_OPTS, 0);
-    *b = qvrdma_dev_boot_features(nb, MAC_B, RDMA_OPTS, 0);
+    *a = qvrdma_dev_boot_features(na, MAC_A, RDMA_OPTS, safety_features);
+    *b = qvrdma_dev_boot_features(nb, MAC_B, RDMA_OPTS, safety_features);
 }
 
 /*
@@ -1056,9 +1078,9 @@ static void test_net_tap_vnet_hdr(const void *opaque)
        "net.ipv6.conf.default.disable_ipv6=1 && ip link set lo up && "
        "ip link add vrbr0 type bridge && ip link set vrbr0 up");
     a = qvrdma_dev_boot_features("tap,id=n0,ifname=vrt0,script=no,downscript=no,"
-                        "vnet_hdr=on", MAC_A, RDMA_OPTS, 0);
+                        "vnet_hdr=on", MAC_A, RDMA_OPTS, safety_features);
     b = qvrdma_dev_boot_features("tap,id=n0,ifname=vrt1,script=no,downscript=no,"
-                        "vnet_hdr=off", MAC_B, RDMA_OPTS, 0);
+                        "vnet_hdr=off", MAC_B, RDMA_OPTS, safety_features);
     sh("ip link set vrt0 master vrbr0 up && ip link set vrt1 master vrbr0 up");
     nic_a = nic_up(a->qs, QVRDMA_SLOT);
     nic_b = nic_up(b->qs, QVRDMA_SLOT);
@@ -1499,7 +1521,7 @@ static void test_discard_refill(const void *opaque)
     g_assert_nonnull(dir);
     d = qvrdma_dev_boot_with(&(QVrdmaBoot) {
         .netdev = "user,id=n0", .mac = MAC_A, .rdma_opts = RDMA_OPTS,
-        .ram_path = path,
+        .ram_path = path, .features = safety_features,
     });
     t.qts = d->qts;
     fd = open(path, O_RDWR);
@@ -1671,9 +1693,9 @@ static void test_unplug_staged(const void *opaque)
         nb = qvrdma_dgram_netdev(pb, pa);
         a = qvrdma_dev_boot_with(&(QVrdmaBoot) {
             .netdev = na, .mac = MAC_A, .rdma_opts = RDMA_OPTS,
-            .rdma_first = true, .iothread = true,
+            .rdma_first = true, .iothread = true, .features = safety_features,
         });
-        b = qvrdma_dev_boot_features(nb, MAC_B, RDMA_OPTS, 0);
+        b = qvrdma_dev_boot_features(nb, MAC_B, RDMA_OPTS, safety_features);
         unplug_round(a, b, qvrdma_dp_eject_slot);
         qvrdma_dev_quit(a);
         qvrdma_dev_quit(b);
@@ -1750,7 +1772,7 @@ static void test_unplug_native(const void *opaque)
                            "addr=00.1,iothread=io0," RDMA_OPTS, na);
         native_rp = root_port_up(qs);
         a = dev_attach_at(qs, BUS1(QPCI_DEVFN(0, 1)), MAC_A);
-        b = qvrdma_dev_boot_features(nb, MAC_B, RDMA_OPTS, 0);
+        b = qvrdma_dev_boot_features(nb, MAC_B, RDMA_OPTS, safety_features);
         unplug_round(a, b, slot_power_off);
         dev_detach(a);
         g_free(native_rp);
@@ -1902,7 +1924,7 @@ static void test_classify(const void *opaque)
         qvrdma_free_udp_ports(&port[i], &peer[i]);
         nd = qvrdma_dgram_netdev(port[i], peer[i]);
         g_setenv("QVRDMA_IOTHREAD", i ? "1" : "0", true);
-        d[i] = qvrdma_dev_boot_features(nd, MAC_A, RDMA_OPTS, 0);
+        d[i] = qvrdma_dev_boot_features(nd, MAC_A, RDMA_OPTS, safety_features);
         g_assert_cmpint(qvrdma_dp_engine_in_iothread(d[i]), ==, i);
         qvrdma_dp_add_gid(d[i], 0, gid);
     }
@@ -2051,12 +2073,12 @@ int main(int argc, char **argv)
             add_case(path, test_dma, &dma_cases[k][t], CASE_TIMEOUT_US);
         }
     }
-    add_case("virtio-rdma-safety/net/user", test_net_user, NULL,
+    add_ring_case("virtio-rdma-safety/net/user", test_net_user, NULL,
              CASE_TIMEOUT_US);
-    add_case("virtio-rdma-safety/net/hub", test_net_hub, NULL,
+    add_ring_case("virtio-rdma-safety/net/hub", test_net_hub, NULL,
              CASE_TIMEOUT_US);
     if (can_make_taps()) {
-        add_case("virtio-rdma-safety/net/tap-vnet-hdr", test_net_tap_vnet_hdr,
+        add_ring_case("virtio-rdma-safety/net/tap-vnet-hdr", test_net_tap_vnet_hdr,
                  NULL, CASE_TIMEOUT_US);
     } else {
         qtest_add_func("virtio-rdma-safety/net/tap-vnet-hdr", skip_no_taps);
@@ -2065,23 +2087,23 @@ int main(int argc, char **argv)
              LONG_TIMEOUT_US);
     add_case("virtio-rdma-safety/work/kick", test_work_kick, NULL,
              LONG_TIMEOUT_US);
-    add_case("virtio-rdma-safety/work/max-mapped-pages", test_work_cap, NULL,
+    add_ring_case("virtio-rdma-safety/work/max-mapped-pages", test_work_cap, NULL,
              CASE_TIMEOUT_US);
-    add_case("virtio-rdma-safety/work/big-mr", test_work_big_mr, NULL,
+    add_ring_case("virtio-rdma-safety/work/big-mr", test_work_big_mr, NULL,
              CASE_TIMEOUT_US);
     add_case("virtio-rdma-safety/work/discard-refill", test_discard_refill,
              NULL, CASE_TIMEOUT_US);
-    add_case("virtio-rdma-safety/netdev/netdev-del", test_netdev_del, NULL,
+    add_ring_case("virtio-rdma-safety/netdev/netdev-del", test_netdev_del, NULL,
              CASE_TIMEOUT_US);
-    add_case("virtio-rdma-safety/netdev/unplug-staged", test_unplug_staged,
+    add_ring_case("virtio-rdma-safety/netdev/unplug-staged", test_unplug_staged,
              NULL, LONG_TIMEOUT_US);
-    add_case("virtio-rdma-safety/netdev/unplug-native", test_unplug_native,
+    add_ring_case("virtio-rdma-safety/netdev/unplug-native", test_unplug_native,
              NULL, LONG_TIMEOUT_US);
-    add_case("virtio-rdma-safety/netdev/filter-del", test_filter_del, NULL,
+    add_ring_case("virtio-rdma-safety/netdev/filter-del", test_filter_del, NULL,
              CASE_TIMEOUT_US);
-    add_case("virtio-rdma-safety/classify", test_classify, NULL,
+    add_ring_case("virtio-rdma-safety/classify", test_classify, NULL,
              CASE_TIMEOUT_US);
-    add_case("virtio-rdma-safety/gid-churn", test_gid_churn, NULL,
+    add_ring_case("virtio-rdma-safety/gid-churn", test_gid_churn, NULL,
              CASE_TIMEOUT_US);
     return g_test_run();
 }

@@ -511,13 +511,25 @@ typedef enum Kind {
     K_RREAD,        /* a peer's RDMA READ through our DMA MR */
     K_RWRITE,       /* a peer's RDMA WRITE */
     K_RATOMIC,      /* a peer's FETCH_ADD */
+    K_RING_CQ,      /* CREATE_CQ_RING: the ring's data page */
+    K_RING_SQ,      /* CREATE_QP_RING: the SQ ring's data page */
     K__COUNT,
 } Kind;
 
 static const char *const kind_names[K__COUNT] = {
     "pt", "page", "sge", "cq-timer", "cq-rx", "remote-read",
-    "remote-write", "remote-atomic",
+    "remote-write", "remote-atomic", "ring-cq", "ring-sq",
 };
+
+/*
+ * Whether @k attacks the virtqueue data path (a CQ virtqueue's buffers):
+ * those cases run on it; the rest on the rings, whose CQ buffers are the
+ * ring-* kinds.
+ */
+static bool kind_on_virtqueues(Kind k)
+{
+    return k == K_CQ_TIMER || k == K_CQ_RX;
+}
 
 typedef struct DmaCase {
     Kind kind;
@@ -596,6 +608,58 @@ static void dma_ctrl(QVrdmaDev *d, uint64_t gpa, Kind kind)
          qvrdma_status_name(st));
     g_assert_cmpstr(qvrdma_status_name(st), ==, "EFAULT");
     qvrdma_pt_free(&d->r, &pt);
+    g_assert_cmpstr(qvrdma_status_name(qvrdma_destroy_pd(&d->r, pdn)), ==,
+                    "OK");
+}
+
+/*
+ * (g) A queue in guest memory whose data page is MMIO: CREATE_CQ_RING
+ * (K_RING_CQ) or CREATE_QP_RING (K_RING_SQ, the SQ's page) refuses it with
+ * EFAULT and makes nothing -- a ring's pages are mapped once, at creation,
+ * and only where they are RAM.  The rings' form of the CQ buffer cases.
+ */
+static void dma_ring(QVrdmaDev *d, uint64_t gpa, Kind kind)
+{
+    QVrdmaGRing g, rq;
+    QVrdmaRingCq *cq = NULL;
+    struct virtio_rdma_ring desc;
+    uint32_t pdn, n, wire;
+    uint8_t st;
+
+    g_assert_nonnull(d->rd);
+    st = qvrdma_create_pd(&d->r, &pdn);
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+    if (kind == K_RING_CQ) {
+        qvrdma_gring_alloc(&d->r, &g, 2, VIRTIO_RDMA_CQE_LOG_STRIDE);
+        qvrdma_pt_set_page(&d->r, &g.pt, 0, gpa);
+        desc = qvrdma_gring_desc(&g);
+        st = qvrdma_create_cq_ring(&d->r, VIRTIO_RDMA_KERNEL_CTX, 4, &desc, &n);
+    } else {
+        struct virtio_rdma_cmd_create_qp_ring req;
+
+        cq = qvrdma_ring_cq_create(d->rd, VIRTIO_RDMA_KERNEL_CTX, 4, 2);
+        qvrdma_gring_alloc(&d->r, &g, 2, qvrdma_gring_log_stride(
+                               sizeof(struct virtio_rdma_sq_req) +
+                               sizeof(struct virtio_rdma_sge)));
+        qvrdma_gring_alloc(&d->r, &rq, 2, qvrdma_gring_log_stride(
+                               sizeof(struct virtio_rdma_rq_req) +
+                               sizeof(struct virtio_rdma_sge)));
+        qvrdma_pt_set_page(&d->r, &g.pt, 0, gpa);
+        req = qvrdma_ring_qp_req(VIRTIO_RDMA_KERNEL_CTX, pdn, cq->cqn, cq->cqn,
+                                 4, 1, &g, &rq);
+        st = qvrdma_create_qp_ring(&d->r, &req, &n, &wire);
+        qvrdma_gring_free(&d->r, &rq);
+    }
+    note("%s with its %s ring's page at 0x%" PRIx64 ": %s",
+         kind == K_RING_CQ ? "CREATE_CQ_RING" : "CREATE_QP_RING",
+         kind == K_RING_CQ ? "CQ" : "SQ", gpa, qvrdma_status_name(st));
+    g_assert_cmpstr(qvrdma_status_name(st), ==, "EFAULT");
+    qvrdma_pt_set_page(&d->r, &g.pt, 0, g.pt.data);
+    qvrdma_gring_free(&d->r, &g);
+    if (cq) {
+        qvrdma_ring_cq_destroy(cq);
+        qvrdma_ring_cq_free(cq);
+    }
     g_assert_cmpstr(qvrdma_status_name(qvrdma_destroy_pd(&d->r, pdn)), ==,
                     "OK");
 }
@@ -844,9 +908,13 @@ static void test_dma(const void *opaque)
     case K_PAGE:
     case K_SGE:
     case K_CQ_TIMER:
+    case K_RING_CQ:
+    case K_RING_SQ:
         d = boot_loopback(RDMA_OPTS);
         nic = nic_map(d);
-        if (c->kind == K_SGE) {
+        if (c->kind == K_RING_CQ || c->kind == K_RING_SQ) {
+            dma_ring(d, target_gpa(d, nic, c->target, 4096), c->kind);
+        } else if (c->kind == K_SGE) {
             dma_sge(d, target_gpa(d, nic, c->target, 1));
         } else if (c->kind == K_CQ_TIMER) {
             dma_cq_timer(d, target_gpa(d, nic, c->target, 4));
@@ -2070,7 +2138,12 @@ int main(int argc, char **argv)
                                 kind_names[k], target_names[t]);
 
             dma_cases[k][t] = (DmaCase) { .kind = k, .target = t };
-            add_case(path, test_dma, &dma_cases[k][t], CASE_TIMEOUT_US);
+            if (kind_on_virtqueues(k)) {
+                add_case(path, test_dma, &dma_cases[k][t], CASE_TIMEOUT_US);
+            } else {
+                add_ring_case(path, test_dma, &dma_cases[k][t],
+                              CASE_TIMEOUT_US);
+            }
         }
     }
     add_ring_case("virtio-rdma-safety/net/user", test_net_user, NULL,

@@ -90,7 +90,7 @@ static bool dp_dma_sges;
 /*
  * Device features the tests' devices negotiate: the guest driver's, queues
  * in guest memory (libqos makes every CQ and QP a ring in context 0).  The
- * virtqueues/ runs and the backend=ibverbs tests set 0: the RFC-era
+ * virtqueues/ runs and three backend=ibverbs tests set 0: the RFC-era
  * virtqueue data path, going away.
  */
 #define DP_FEATURES QVRDMA_RING_FEATURES
@@ -3524,12 +3524,29 @@ static void run_dp_vq_test(const void *opaque)
     dp_features = DP_FEATURES;
 }
 
-/* A backend=ibverbs test, on the virtqueue data path for now. */
-static void run_ib_vq_test(const void *fn)
+/*
+ * A backend=ibverbs test of the virtqueue path's kicks and held requests
+ * (held-reset, unplug-jobs, dma-mr-kick): features 0, until that path goes.
+ */
+typedef struct IbVqTest {
+    void (*fn)(void);
+} IbVqTest;
+
+static void run_ib_vq_test(const void *opaque)
 {
+    const IbVqTest *t = opaque;
+
     dp_features = 0;
-    ((void (*)(void))fn)();
+    t->fn();
     dp_features = DP_FEATURES;
+}
+
+static void add_ib_vq_test(const char *path, void (*fn)(void))
+{
+    IbVqTest *t = g_new0(IbVqTest, 1);     /* lives as long as the suite */
+
+    t->fn = fn;
+    qtest_add_data_func(path, t, run_ib_vq_test);
 }
 
 /* The RC suites again, each local SGE through a DMA MR. */
@@ -3587,31 +3604,41 @@ int main(int argc, char **argv)
         qtest_add_data_func(path, &dp_dma_tests[i], run_dp_dma_test);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_IBDEV_NETDEV")) {
-        qtest_add_data_func("/virtio-rdma-dp/ibverbs/port-events", test_ib_port_events, run_ib_vq_test);
+        qtest_add_func("/virtio-rdma-dp/ibverbs/port-events",
+                       test_ib_port_events);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_UNREACHABLE_IPV4")) {
-        qtest_add_data_func("/virtio-rdma-dp/ibverbs/rtr-unresolved", test_ib_rtr_unresolved, run_ib_vq_test);
-        qtest_add_data_func("/virtio-rdma-dp/ibverbs/ud-unresolved", test_ib_ud_unresolved, run_ib_vq_test);
-        qtest_add_data_func("/virtio-rdma-dp/ibverbs/held-reset", test_ib_held_reset, run_ib_vq_test);
-        qtest_add_data_func("/virtio-rdma-dp/ibverbs/unplug-jobs", test_ib_unplug_jobs, run_ib_vq_test);
+        qtest_add_func("/virtio-rdma-dp/ibverbs/rtr-unresolved",
+                       test_ib_rtr_unresolved);
+        qtest_add_func("/virtio-rdma-dp/ibverbs/ud-unresolved",
+                       test_ib_ud_unresolved);
+        add_ib_vq_test("/virtio-rdma-dp/ibverbs/held-reset",
+                       test_ib_held_reset);
+        add_ib_vq_test("/virtio-rdma-dp/ibverbs/unplug-jobs",
+                       test_ib_unplug_jobs);
     }
     if (qvrdma_dp_ibverbs()) {
-        qtest_add_data_func("/virtio-rdma-dp/ibverbs/dma-mr-kick", test_ib_dma_mr_kick, run_ib_vq_test);
-        qtest_add_data_func("/virtio-rdma-dp/ibverbs/dma-mr-reset", test_ib_dma_mr_reset, run_ib_vq_test);
+        add_ib_vq_test("/virtio-rdma-dp/ibverbs/dma-mr-kick",
+                       test_ib_dma_mr_kick);
+        qtest_add_func("/virtio-rdma-dp/ibverbs/dma-mr-reset",
+                       test_ib_dma_mr_reset);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_MAD_SOCKET")) {
-        qtest_add_data_func("/virtio-rdma-dp/ibverbs/gsi-mux", test_ib_gsi_mux, run_ib_vq_test);
+        qtest_add_func("/virtio-rdma-dp/ibverbs/gsi-mux", test_ib_gsi_mux);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_GID_IPV4_B")) {
-        qtest_add_data_func("/virtio-rdma-dp/ibverbs/tenants", test_ib_tenants, run_ib_vq_test);
+        qtest_add_func("/virtio-rdma-dp/ibverbs/tenants", test_ib_tenants);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_TW_HOOK")) {
-        qtest_add_data_func("/virtio-rdma-dp/ibverbs/tenant-wire/src-address", test_ib_tenant_wire_src, run_ib_vq_test);
-        qtest_add_data_func("/virtio-rdma-dp/ibverbs/tenant-wire/qp1", test_ib_tenant_wire_qp1, run_ib_vq_test);
-        qtest_add_data_func("/virtio-rdma-dp/ibverbs/tenant-wire/cm-after-reboot", test_ib_tenant_wire_cm, run_ib_vq_test);
+        qtest_add_func("/virtio-rdma-dp/ibverbs/tenant-wire/src-address",
+                       test_ib_tenant_wire_src);
+        qtest_add_func("/virtio-rdma-dp/ibverbs/tenant-wire/qp1",
+                       test_ib_tenant_wire_qp1);
+        qtest_add_func("/virtio-rdma-dp/ibverbs/tenant-wire/cm-after-reboot",
+                       test_ib_tenant_wire_cm);
     }
     if (qvrdma_dp_ibverbs() && g_getenv("QVRDMA_REG_MB")) {
-        qtest_add_data_func("/virtio-rdma-dp/ibverbs/reg-time", test_ib_reg_time, run_ib_vq_test);
+        qtest_add_func("/virtio-rdma-dp/ibverbs/reg-time", test_ib_reg_time);
     }
     return g_test_run();
 }

@@ -678,6 +678,7 @@ static void virtio_rdma_db_init(VirtIORdma *r)
 {
     uint64_t size = pow2ceil((1 + (uint64_t)r->conf.max_ctx) *
                              VIRTIO_RDMA_DB_PAGE);
+    DeviceState *transport = qdev_get_parent_bus(DEVICE(r))->parent;
 
     if (!virtio_rdma_rings_offered(r)) {
         if (r->host_features & (1ull << VIRTIO_RDMA_F_RINGS)) {
@@ -687,8 +688,14 @@ static void virtio_rdma_db_init(VirtIORdma *r)
         }
         return;
     }
-    memory_region_init_io(&r->db_mr, OBJECT(r), &virtio_rdma_db_ops, r,
-                          "virtio-rdma-doorbells", size);
+    /*
+     * Owned by the PCI proxy, whose allocation holds r and so db_mr, as its
+     * other BAR regions are: a flatview that still maps the BAR after an
+     * unplug keeps the proxy alive until RCU drops it.  Owned by r it kept
+     * only r's count up, and the proxy's memory was freed under db_mr.
+     */
+    memory_region_init_io(&r->db_mr, OBJECT(transport), &virtio_rdma_db_ops,
+                          r, "virtio-rdma-doorbells", size);
 }
 
 /*

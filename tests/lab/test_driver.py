@@ -619,11 +619,11 @@ class Storm(LabTest):
         self.note('; '.join(l.split(': ', 1)[-1] for l in lines[:2]))
 
 
-class DirectDma(LabTest):
-    """no-direct-dma: a guest booted with swiotlb=force, where the DMA
-    addresses of our PCI function are bounce buffers: the driver must not
-    probe (the device would read and write guest memory at addresses that
-    are not the data's).  driver/load.sh loads the module by hand."""
+class _Refused(LabTest):
+    """A guest whose driver must refuse the device: driver/load.sh loads
+    the module by hand; then no vrdma0, the kernel log says why (@why), and
+    the kernel is clean.  A subclass names its guest and how it boots."""
+    guest_name = ip = mac = append = vrdma_opts = why = None
 
     @classmethod
     def setUpClass(cls):
@@ -632,60 +632,55 @@ class DirectDma(LabTest):
             raise unittest.SkipTest('LAB_DRV_AS=rxe: the check is the driver\'s')
         ko = module_path(cls.env)
         check_built(ko, provider_dir())
-        run_alone(cls, 'no-direct-dma',
-                  'lab.ip=10.77.1.32/24 lab.run=/lab/driver/load.sh swiotlb=force',
-                  '52:54:00:77:01:32', f'KO={ko}\n', BOOT)
+        run_alone(cls, cls.guest_name,
+                  f'lab.ip={cls.ip}/24 lab.run=/lab/driver/load.sh{cls.append}',
+                  cls.mac, f'KO={ko}\n', BOOT, vrdma_opts=cls.vrdma_opts)
+
+    def assertRefused(self, what):
+        g = self.guest
+        try:
+            devices = (g.out / 'devices.txt').read_text().split()
+            dmesg = (g.out / 'dmesg.txt').read_text(errors='replace')
+        except FileNotFoundError:
+            self.fail(f'the job did not end ({g.status()})')
+        self.assertNotIn('vrdma0', devices, what)
+        for w in self.why:
+            self.assertIn(w, dmesg)
+        self.assertKernelClean(g)
+        self.note(f'devices: {" ".join(devices) or "none"}')
+
+
+class DirectDma(_Refused):
+    """no-direct-dma: a guest booted with swiotlb=force, where the DMA
+    addresses of our PCI function are bounce buffers: the driver must not
+    probe (the device would read and write guest memory at addresses that
+    are not the data's)."""
+    guest_name, ip, mac = 'no-direct-dma', '10.77.1.32', '52:54:00:77:01:32'
+    append, vrdma_opts = ' swiotlb=force', ''
+    why = ('virtio-rdma needs direct DMA',)
 
     @quick
     @timeout(BOOT + 30)
     def test_no_direct_dma(self):
         """No vrdma0, and the kernel log says why (issue 25: the driver
         used DMA-API addresses as guest-physical ones)."""
-        g = self.guest
-        try:
-            devices = (g.out / 'devices.txt').read_text().split()
-            dmesg = (g.out / 'dmesg.txt').read_text(errors='replace')
-        except FileNotFoundError:
-            self.fail(f'the job did not end ({g.status()})')
-        self.assertNotIn('vrdma0', devices,
-                         'probed although DMA addresses are not guest-physical')
-        self.assertIn('virtio-rdma needs direct DMA', dmesg)
-        self.assertKernelClean(g)
-        self.note(f'devices: {" ".join(devices) or "none"}')
+        self.assertRefused('probed although DMA addresses are not guest-physical')
 
 
-class NoRings(LabTest):
+class NoRings(_Refused):
     """no-rings: a device with rings=off, which offers no queues in guest
     memory (VIRTIO_RDMA_F_RINGS), the driver's only data path: it must
     refuse the device, saying which properties it needs, instead of
-    binding and failing at the first CQ.  driver/load.sh loads it."""
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        if as_rxe():
-            raise unittest.SkipTest('LAB_DRV_AS=rxe: the check is the driver\'s')
-        ko = module_path(cls.env)
-        check_built(ko, provider_dir())
-        run_alone(cls, 'no-rings', 'lab.ip=10.77.1.33/24 lab.run=/lab/driver/load.sh',
-                  '52:54:00:77:01:33', f'KO={ko}\n', BOOT, vrdma_opts='rings=off')
+    binding and failing at the first CQ."""
+    guest_name, ip, mac = 'no-rings', '10.77.1.33', '52:54:00:77:01:33'
+    append, vrdma_opts = '', 'rings=off'
+    why = ('does not offer queues in guest memory', 'rings=on')
 
     @quick
     @timeout(BOOT + 30)
     def test_no_rings(self):
         """No vrdma0, and the kernel log names the device properties."""
-        g = self.guest
-        try:
-            devices = (g.out / 'devices.txt').read_text().split()
-            dmesg = (g.out / 'dmesg.txt').read_text(errors='replace')
-        except FileNotFoundError:
-            self.fail(f'the job did not end ({g.status()})')
-        self.assertNotIn('vrdma0', devices, 'bound a device without rings')
-        self.assertIn('does not offer queues in guest memory', dmesg)
-        self.assertIn('rings=on', dmesg)
-        self.assertKernelClean(g)
-        self.note(f'devices: {" ".join(devices) or "none"}')
-
+        self.assertRefused('bound a device without rings')
 
 if __name__ == '__main__':
     unittest.main()

@@ -129,7 +129,7 @@ static void side_connect(Side *s, Side *peer, uint32_t path_mtu,
                          uint8_t timeout)
 {
     QVrdmaPath p = {
-        .dest_qpn = peer->qp->qpn,
+        .dest_qpn = peer->qp->wire_qpn,
         .rq_psn = peer->sq_psn,
         .sq_psn = s->sq_psn,
         .path_mtu = path_mtu,
@@ -435,14 +435,12 @@ static void bench_rc_write(void)
     qvrdma_free_udp_ports(&pa, &pb);
     na = qvrdma_dgram_netdev(pa, pb);
     nb = qvrdma_dgram_netdev(pb, pa);
-    /*
-     * The virtqueue data path (features 0), on which the figures in
-     * docs/devel/virtio-rdma-benchmarks.rst were measured (the rings'
-     * memory per QP: bench_qp_memory).
-     */
-    side_init(&a, "A", qvrdma_dev_boot_full(na, MAC_A, nic_opts, RDMA_OPTS, 0),
+    /* The guest driver's data path: queues in guest memory. */
+    side_init(&a, "A", qvrdma_dev_boot_full(na, MAC_A, nic_opts, RDMA_OPTS,
+                                            QVRDMA_RING_FEATURES),
               VA_A, 0x100, msg, 1);
-    side_init(&b, "B", qvrdma_dev_boot_full(nb, MAC_B, nic_opts, RDMA_OPTS, 0),
+    side_init(&b, "B", qvrdma_dev_boot_full(nb, MAC_B, nic_opts, RDMA_OPTS,
+                                            QVRDMA_RING_FEATURES),
               VA_B, 0xabcde, msg, 2);
     side_connect(&a, &b, path_mtu, timeout);
     side_connect(&b, &a, path_mtu, timeout);

@@ -101,9 +101,13 @@ done
 
 # ---- device (QEMU's generic-fuzz) ---------------------------------------------------
 # One pair: virtio-net-pci at function 0 (the paired NIC), virtio-rdma-pci at 1.
+# max-cq and max-qp give 1 + 4 + 2 * 8 = 21 virtqueues before the event
+# queue (tests/fuzz/generic_seeds.py's EVQ).  max-ring-qp=8: ring QPs get a
+# random number of 2..7, which the seeds can try one by one (by default one
+# of 2..131071, which no input can name in MODIFY_QP or a doorbell).
 pair() {    # slot mac rdma-extra-options ioeventfd
     echo "-device virtio-net-pci,netdev=n$1,addr=0$1.0,multifunction=on,mac=$2,ioeventfd=$4" \
-         "-device virtio-rdma-pci,id=rdma$1,addr=0$1.1,max-cq=4,max-qp=8,ioeventfd=$4$3"
+         "-device virtio-rdma-pci,id=rdma$1,addr=0$1.1,max-cq=4,max-qp=8,max-ring-qp=8,ioeventfd=$4$3"
 }
 device_args() {     # target
     local io="" iodev="" efd=on
@@ -145,8 +149,9 @@ for target in $device_targets; do
         out=$corpus/$target
         watchdog=$((seconds + 300))
     fi
-    # Inputs that bring the devices up and kick them, as a driver would
-    # (tests/fuzz/generic_seeds.py says why); regenerated every run.
+    # Inputs that bring the devices up as the driver does (rings, doorbells,
+    # the event queue) and drive each command and the rings data path
+    # (tests/fuzz/generic_seeds.py says which and why); regenerated every run.
     seeds=$logs/$target-seeds
     rm -rf "$seeds"
     python3 "$top/tests/fuzz/generic_seeds.py" "$seeds"

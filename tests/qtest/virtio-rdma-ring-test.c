@@ -1033,6 +1033,38 @@ static void test_cq_arm_doorbell(void)
     fix_quit(&f);
 }
 
+/*
+ * A ring CQ numbered at or above max-cq (the CQ virtqueues' count, which
+ * does not bound ring CQs) gets its event too.
+ * Before the fix: the device looked for the CQ's virtqueue first and,
+ * finding none, dropped the event: an armed CQ 1 under max-cq=1 never
+ * fired.
+ */
+static void test_cq_arm_beyond_max_cq(void)
+{
+    Fix f;
+    Side a, b;
+
+    fix_boot_opts(&f, "max-cq=1,max-qp=16,max-contexts=4");
+    side_init(&a, &f, "A", 0, VA_A, 0x100);
+    side_init(&b, &f, "B", 0, VA_B, 0xabcde);
+    connect_pair(&a, &b);
+    g_assert_cmpuint(b.cq->cqn, >=, 1);
+    qvrdma_ring_cq_arm(b.cq, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
+    write_send_recv(&a, &b, 0x200, RECV_AREA + 0x40, 200, 0x200);
+    qvrdma_ring_rq_doorbell(b.qp);
+    qvrdma_ring_sq_doorbell(a.qp);
+    expect_event(&f, "CQ beyond max-cq armed NEXT_COMPLETION",
+                 VIRTIO_RDMA_EVENT_CQ, b.cq->cqn);
+    expect_cqe(b.cq, "armed", 0x201, VIRTIO_RDMA_WC_SUCCESS,
+               VIRTIO_RDMA_WC_RECV, 200, b.qp->vq.wire_qpn);
+    expect_cqe(a.cq, "armed", 0x200, VIRTIO_RDMA_WC_SUCCESS,
+               VIRTIO_RDMA_WC_SEND, 200, a.qp->vq.wire_qpn);
+    side_free(&b);
+    side_free(&a);
+    fix_quit(&f);
+}
+
 /* ---- boundaries --------------------------------------------------------- */
 
 /*
@@ -1547,6 +1579,8 @@ int main(int argc, char **argv)
     qtest_add_func("/virtio-rdma-ring/loopback/send-write-wrap",
                    test_loopback_send_write);
     qtest_add_func("/virtio-rdma-ring/cq-arm/doorbell", test_cq_arm_doorbell);
+    qtest_add_func("/virtio-rdma-ring/cq-arm/beyond-max-cq",
+                   test_cq_arm_beyond_max_cq);
     qtest_add_func("/virtio-rdma-ring/srq/loopback", test_srq_loopback);
     qtest_add_func("/virtio-rdma-ring/srq/limit-and-break",
                    test_srq_limit_and_break);

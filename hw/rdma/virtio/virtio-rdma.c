@@ -128,8 +128,8 @@ int virtio_rdma_cq_write(VirtIORdma *r, uint32_t cqn,
  * An armed CQ fired, after its completions are in its ring.  With
  * VIRTIO_RDMA_F_EVENT_QUEUE the notification is a record on the event
  * queue (virtio_rdma_event_flush, at the end of this dp_bh turn) and the
- * CQ's own virtqueue is never notified; without it, the CQ's virtqueue
- * interrupts.
+ * CQ's own virtqueue is never notified -- a ring CQ, numbered up to ncq,
+ * has none; without it, the CQ's virtqueue interrupts.
  */
 void virtio_rdma_cq_interrupt(VirtIORdma *r, uint32_t cqn)
 {
@@ -137,12 +137,11 @@ void virtio_rdma_cq_interrupt(VirtIORdma *r, uint32_t cqn)
     VirtQueue *vq = virtio_rdma_cq_vq(r, cqn);
 
     assert(bql_locked());
-    if (!vq) {
-        return;
-    }
     if (virtio_vdev_has_feature(vdev, VIRTIO_RDMA_F_EVENT_QUEUE)) {
-        set_bit(cqn, r->ev_pending);
-    } else {
+        if (cqn < r->ncq) {
+            set_bit(cqn, r->ev_pending);
+        }
+    } else if (vq) {
         virtio_notify(vdev, vq);
     }
 }

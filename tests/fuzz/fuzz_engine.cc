@@ -2,9 +2,10 @@
  * libFuzzer target: everything a guest or a peer can hand the core.
  *
  * Each input runs on two fresh cores (the unit tests' harness: fake guests,
- * an in-memory wire, a fake clock), set up as a driver would: a PD, a CQ,
- * MRs (user and fast-registration), an RC QP pair connected, a UD QP each,
- * receive WQEs posted.  The input is then a list of operations:
+ * an in-memory wire, a fake clock, the rings data path), set up as a
+ * driver would: a PD, a CQ ring, MRs (user and fast-registration), an RC
+ * ring QP pair connected, a UD ring QP each, receives posted.  The input is
+ * then a list of operations:
  *
  *   byte 0 (kind)  what follows
  *   0 frame        raw bytes, delivered to b as a received frame
@@ -12,8 +13,9 @@
  *                  wrapped by the core's own encoder into Ethernet/IP/UDP
  *                  from a to b or b to a with a correct ICRC: responder
  *                  and completer get packets random bytes never make
- *   2 post_send    raw work-request bytes posted to one of the QPs
- *   3 post_recv    raw work-request bytes posted to one of the QPs
+ *   2 post_send    raw work-request bytes as the next SQ entry of one of
+ *                  the QPs, then its doorbell
+ *   3 post_recv    the same for an RQ entry
  *   4 command      a control command and its raw request bytes, to b
  *   5 pump         the wire runs until idle (bounded)
  *   6 time         the clock jumps (retransmit / RNR timers fire)
@@ -22,11 +24,17 @@
  *   8 receive      a well-formed receive WQE on b
  *   9 faults       the wire loses, duplicates, reorders, corrupts
  *
- * with a 2-byte length before the bytes of 0 -- 4.  At the end the wire
- * runs until idle.  Inputs of odd length run with VIRTIO_RDMA_F_WIRE_QPN
- * negotiated on both cores (QPs then have random wire QPNs, which packets
- * and UD work requests address).  Besides the sanitizers' findings, any harness check
- * that fails (e.g. guest mappings leaked when a node is destroyed) aborts.
+ * with a 2-byte length before the bytes of 0 -- 4.  Raw work-request bytes
+ * fill a ring entry from its start and the rest of it is zeroed; bytes
+ * past the entry (256 bytes in an SQ, 128 in an RQ: 4 SGEs) are cut, as
+ * a ring holds no more (the device then reads the SGEs num_sge names from
+ * the entry, or refuses those that do not fit).  A post to a QP the node
+ * has no ring of (the GSI QP, any number) is its doorbell alone.  At the
+ * end the wire runs until idle.  Inputs of odd length run with
+ * VIRTIO_RDMA_F_WIRE_QPN negotiated on both cores besides the rings (QPs
+ * then have random wire QPNs, which packets and UD work requests
+ * address).  Besides the sanitizers' findings, any harness check that
+ * fails (e.g. guest mappings leaked when a node is destroyed) aborts.
  *
  *   scripts/fuzz.sh [seconds]
  *
@@ -74,12 +82,12 @@ struct Setup {
         for (Node *n : {&a, &b}) {
             n->keep_cqes = false;
             n->add_gid(0, n->gid);
-            if (wire_qpn) {
-                n->set_features(1ull << VIRTIO_RDMA_F_WIRE_QPN);
-            }
+            n->set_features(wire_qpn ? vrdma_test::kRingFeatures
+                                     : vrdma_test::kRingFeatures &
+                                           ~(1ull << VIRTIO_RDMA_F_WIRE_QPN));
         }
         const uint32_t pa = a.create_pd(), pb = b.create_pd();
-        const uint32_t ca = a.create_cq(64), cb = b.create_cq(64);
+        const uint32_t ca = a.create_cq(), cb = b.create_cq();
         src = a.reg_mr(pa, a.alloc(16384), 16384, kAllAccess);
         dst = b.reg_mr(pb, b.alloc(16384), 16384, kAllAccess);
         fmr = b.fast_mr(pb, b.alloc(8192), 8192);

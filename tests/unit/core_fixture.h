@@ -1,6 +1,9 @@
 /*
  * Test fixture: a core on a fake guest, typed command helpers, and the
- * refusal check every error test uses.
+ * refusal check every error test uses.  The core runs the rings data path
+ * (kRingFeatures, as the guest driver negotiates it): CQs and QPs are
+ * CREATE_CQ_RING / CREATE_QP_RING in context 0, on zeroed rings the
+ * fixture places at the top of the guest's high RAM.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -9,10 +12,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
+#include "driver_features.h"
 #include "fake_guest.h"
 #include "hw/rdma/virtio-rdma-core.h"
 
@@ -80,13 +86,27 @@ protected:
         EXPECT_EQ(guest_.bad_unmaps, 0u);
     }
 
-    /* Replaces the core by one with @lim (asserting it is accepted). */
-    void start(const VrdmaLimits &lim)
+    /*
+     * Replaces the core by one with @lim (asserting it is accepted) and
+     * negotiates @features.
+     */
+    void start(const VrdmaLimits &lim, uint64_t features = kRingFeatures)
     {
         vrdma_core_free(core_);
         lim_ = lim;
         core_ = vrdma_core_new(&lim_, &guest_.ops());
         ASSERT_NE(core_, nullptr);
+        vrdma_core_set_features(core_, features);
+        features_ = features;
+        next_ring_ = kRingArea;
+        ring_pages_ = 0;
+    }
+
+    /* vrdma_core_reset; the driver negotiates the same features again. */
+    void reset_core()
+    {
+        vrdma_core_reset(core_);
+        vrdma_core_set_features(core_, features_);
     }
 
     uint8_t raw(uint8_t cmd, const void *req, size_t req_len, void *rsp,
@@ -161,6 +181,7 @@ protected:
         case VRDMA_ERR_LIMIT: return VIRTIO_RDMA_ERANGE;
         case VRDMA_ERR_BAD_ADDR: return VIRTIO_RDMA_EFAULT;
         case VRDMA_ERR_NOT_ALLOWED: return VIRTIO_RDMA_EPERM;
+        case VRDMA_ERR_UNSUPPORTED: return VIRTIO_RDMA_EOPNOTSUPP;
         case VRDMA_ERR_NONE: return VIRTIO_RDMA_OK;
         default: return VIRTIO_RDMA_EINVAL;
         }
@@ -181,11 +202,76 @@ protected:
                     virtio_rdma_cmd_destroy_pd{.pdn = pdn});
     }
 
+    /* The log2 of the smallest power of two >= @n (0 for 0 and 1). */
+    static uint8_t log2_ceil(uint64_t n)
+    {
+        return static_cast<uint8_t>(
+            std::countr_zero(std::bit_ceil(std::max<uint64_t>(n, 1))));
+    }
+
+    /*
+     * A zeroed ring of 2^@log_entries entries of 2^@log_stride bytes and
+     * its page table, from the fixture's area; ring_pages_ counts its
+     * pages (they are mapped while the queue lives).
+     */
+    virtio_rdma_ring ring(uint8_t log_entries, uint8_t log_stride)
+    {
+        const uint64_t bytes = (uint64_t{1} << (log_entries + log_stride)) +
+                               sizeof(virtio_rdma_ring_trailer);
+        const size_t npages = (bytes + VIRTIO_RDMA_PAGE_SIZE - 1) /
+                              VIRTIO_RDMA_PAGE_SIZE;
+        const uint64_t data = next_ring_;
+        const uint64_t table = data + npages * VIRTIO_RDMA_PAGE_SIZE;
+        next_ring_ = table + (1 + (npages + 511) / 512) * VIRTIO_RDMA_PAGE_SIZE;
+        EXPECT_LE(next_ring_, FakeGuest::kRam1.base + FakeGuest::kRam1.size)
+            << "test ran out of ring room";
+        std::memset(guest_.host(data, npages * VIRTIO_RDMA_PAGE_SIZE), 0,
+                    npages * VIRTIO_RDMA_PAGE_SIZE);
+        write_page_table(table, pages_from(data, npages));
+        ring_pages_ += npages;
+        return virtio_rdma_ring{.pages = table,
+                                .npages = static_cast<uint32_t>(npages),
+                                .log_entries = log_entries,
+                                .log_stride = log_stride,
+                                .reserved = 0};
+    }
+
+    /*
+     * A work queue's ring for @wr requests of @entry_bytes: none for a
+     * queue without requests, and none for a depth or an entry beyond the
+     * ABI's bounds (such a request is refused before its rings are looked
+     * at).
+     */
+    virtio_rdma_ring wq_ring(uint32_t wr, uint64_t entry_bytes)
+    {
+        if (!wr || wr > VIRTIO_RDMA_RING_MAX_QP_WR ||
+            entry_bytes > (1u << VIRTIO_RDMA_RING_MAX_LOG_STRIDE)) {
+            return virtio_rdma_ring{};
+        }
+        return ring(log2_ceil(wr),
+                    std::max<uint8_t>(log2_ceil(entry_bytes),
+                                      VIRTIO_RDMA_RING_MIN_LOG_STRIDE));
+    }
+
+    /*
+     * CREATE_CQ_RING of @cqe in context 0 on a ring of at least cqe
+     * entries; none for a depth no ring holds (refused before the ring).
+     */
+    virtio_rdma_cmd_create_cq_ring cq_req(uint32_t cqe)
+    {
+        virtio_rdma_cmd_create_cq_ring r{.ctx = VIRTIO_RDMA_KERNEL_CTX,
+                                         .cqe = cqe,
+                                         .ring = {}};
+        if (cqe <= (1u << VIRTIO_RDMA_RING_MAX_LOG_ENTRIES)) {
+            r.ring = ring(log2_ceil(cqe), VIRTIO_RDMA_CQE_LOG_STRIDE);
+        }
+        return r;
+    }
+
     uint32_t create_cq(uint32_t cqe = 16)
     {
         virtio_rdma_rsp_create_cq rsp{};
-        EXPECT_EQ(ctrl(VIRTIO_RDMA_CMD_CREATE_CQ,
-                       virtio_rdma_cmd_create_cq{.cqe = cqe}, &rsp),
+        EXPECT_EQ(ctrl(VIRTIO_RDMA_CMD_CREATE_CQ_RING, cq_req(cqe), &rsp),
                   VIRTIO_RDMA_OK);
         return rsp.cqn;
     }
@@ -194,6 +280,14 @@ protected:
     {
         return ctrl(VIRTIO_RDMA_CMD_DESTROY_CQ,
                     virtio_rdma_cmd_destroy_cq{.cqn = cqn});
+    }
+
+    /* Arms CQ @cqn by its doorbell; @returns what the doorbell returns. */
+    bool arm_cq(uint32_t cqn, uint32_t flags)
+    {
+        return vrdma_core_doorbell(
+            core_, VIRTIO_RDMA_KERNEL_CTX,
+            VIRTIO_RDMA_DB(VIRTIO_RDMA_DB_CQ_ARM, cqn, flags));
     }
 
     static virtio_rdma_cmd_create_qp qp_req(uint32_t pdn, uint8_t type,
@@ -212,10 +306,26 @@ protected:
         return r;
     }
 
+    /* CREATE_QP_RING of @q in context 0, each ring as deep as its queue. */
+    virtio_rdma_cmd_create_qp_ring qp_ring_req(const virtio_rdma_cmd_create_qp &q)
+    {
+        virtio_rdma_cmd_create_qp_ring r{};
+        r.qp = q;
+        r.ctx = VIRTIO_RDMA_KERNEL_CTX;
+        r.sq = wq_ring(q.max_send_wr,
+                       sizeof(virtio_rdma_sq_req) +
+                           uint64_t{q.max_send_sge} * sizeof(virtio_rdma_sge));
+        r.rq = wq_ring(q.max_recv_wr,
+                       sizeof(virtio_rdma_rq_req) +
+                           uint64_t{q.max_recv_sge} * sizeof(virtio_rdma_sge));
+        return r;
+    }
+
     uint32_t create_qp(const virtio_rdma_cmd_create_qp &req)
     {
-        virtio_rdma_rsp_create_qp rsp{};
-        EXPECT_EQ(ctrl(VIRTIO_RDMA_CMD_CREATE_QP, req, &rsp), VIRTIO_RDMA_OK);
+        virtio_rdma_rsp_create_qp_wire rsp{};
+        EXPECT_EQ(ctrl(VIRTIO_RDMA_CMD_CREATE_QP_RING, qp_ring_req(req), &rsp),
+                  VIRTIO_RDMA_OK);
         return rsp.qpn;
     }
 
@@ -298,9 +408,16 @@ protected:
         return v;
     }
 
+    /* The rings' area: the top 32 MiB of high RAM, clear of test data. */
+    static constexpr uint64_t kRingArea =
+        FakeGuest::kRam1.base + FakeGuest::kRam1.size - (32ull << 20);
+
     FakeGuest guest_;
     VrdmaLimits lim_{};
     VrdmaCore *core_ = nullptr;
+    uint64_t features_ = kRingFeatures;
+    uint64_t next_ring_ = kRingArea;
+    uint64_t ring_pages_ = 0; /* pages of the rings made since start() */
 };
 
 } // namespace vrdma_test

@@ -6,6 +6,9 @@
 #include "dp_harness.h"
 
 #include <algorithm>
+#include <bit>
+
+#include "ring_driver.h"
 
 namespace vrdma_test {
 
@@ -129,7 +132,6 @@ Node::Node(Wire *w, int id_, const VrdmaLimits &lim_in) : wire(w), id(id_)
     ops.mem.write = h_write;
     ops.events.guest_error = h_guest_error;
     ops.events.async_event = h_async_event;
-    ops.cq.push = h_cq_push;
     ops.cq.notify = h_cq_notify;
     ops.time.now_ns = h_now;
     ops.time.timer_mod = h_timer_mod;
@@ -137,6 +139,7 @@ Node::Node(Wire *w, int id_, const VrdmaLimits &lim_in) : wire(w), id(id_)
     ops.wire.send = h_net_send;
     ops.wire.drop = h_wire_drop;
     core = vrdma_core_new(&lim, &ops);
+    set_features(kRingFeatures);
     if (wire) {
         wire->nodes.push_back(this);
     }
@@ -193,27 +196,6 @@ void Node::h_net_send(void *o, const void *frame, size_t len)
     }
 }
 
-int Node::h_cq_push(void *o, uint32_t cqn, const virtio_rdma_cq_req *c)
-{
-    Node *n = static_cast<Node *>(o);
-    auto room = n->cq_room.find(cqn);
-    if (room != n->cq_room.end()) {
-        if (room->second == 0) {
-            return -1;
-        }
-        room->second--;
-    }
-    n->cqe_count++;
-    if (c->status != VIRTIO_RDMA_WC_SUCCESS) {
-        n->bad_cqe_count++;
-        n->last_bad_status = c->status;
-    }
-    if (n->keep_cqes) {
-        n->cqes[cqn].push_back(*c); /* little-endian host: as is */
-    }
-    return 0;
-}
-
 void Node::h_cq_notify(void *o, uint32_t cqn)
 {
     static_cast<Node *>(o)->notifies[cqn]++;
@@ -258,8 +240,42 @@ void Node::h_async_event(void *o, uint32_t type, uint32_t handle)
 uint8_t Node::ctrl_raw(uint8_t cmd, const void *req, size_t len, void *rsp,
                        size_t cap)
 {
+    /* What the CQs hold first: a driver drains a CQ before it destroys it. */
+    collect();
     size_t rsp_len = 0;
-    return vrdma_core_ctrl(core, cmd, req, len, rsp, cap, &rsp_len);
+    const uint8_t st = vrdma_core_ctrl(core, cmd, req, len, rsp, cap, &rsp_len);
+    if (st == VIRTIO_RDMA_OK) {
+        track(cmd, req, len);
+    }
+    collect(); /* e.g. the flush of a QP moved to ERR */
+    return st;
+}
+
+void Node::track(uint8_t cmd, const void *req, size_t len)
+{
+    if (cmd == VIRTIO_RDMA_CMD_DESTROY_QP &&
+        len == sizeof(virtio_rdma_cmd_destroy_qp)) {
+        virtio_rdma_cmd_destroy_qp r;
+        std::memcpy(&r, req, sizeof(r));
+        ring_qps_.erase(r.qpn);
+        wires.erase(r.qpn);
+    } else if (cmd == VIRTIO_RDMA_CMD_DESTROY_CQ &&
+               len == sizeof(virtio_rdma_cmd_destroy_cq)) {
+        virtio_rdma_cmd_destroy_cq r;
+        std::memcpy(&r, req, sizeof(r));
+        ring_cqs_.erase(r.cqn);
+        held_.erase(r.cqn);
+    } else if (cmd == VIRTIO_RDMA_CMD_MODIFY_QP &&
+               len == sizeof(virtio_rdma_cmd_modify_qp)) {
+        /* RESET sets the ring counters to 0; the driver starts over too. */
+        virtio_rdma_cmd_modify_qp r;
+        std::memcpy(&r, req, sizeof(r));
+        const auto q = ring_qps_.find(r.qpn);
+        if (q != ring_qps_.end() && (r.attr_mask & VIRTIO_RDMA_QP_STATE) &&
+            r.attrs.qp_state == VIRTIO_RDMA_QPS_RESET) {
+            q->second->sq_pi = q->second->rq_pi = 0;
+        }
+    }
 }
 
 uint32_t Node::create_pd()
@@ -274,11 +290,15 @@ uint32_t Node::create_pd()
 
 uint32_t Node::create_cq(uint32_t cqe)
 {
-    virtio_rdma_rsp_create_cq rsp{};
-    EXPECT_EQ(ctrl(VIRTIO_RDMA_CMD_CREATE_CQ,
-                   virtio_rdma_cmd_create_cq{.cqe = cqe}, &rsp),
-              VIRTIO_RDMA_OK);
-    return rsp.cqn;
+    const uint32_t entries = std::bit_ceil(std::max(cqe, 1u));
+    auto cq = std::make_unique<RingCq>(
+        *this, VIRTIO_RDMA_KERNEL_CTX, cqe,
+        static_cast<uint8_t>(std::countr_zero(entries)));
+    const uint32_t cqn = cq->cqn;
+    if (cqn != UINT32_MAX) {
+        ring_cqs_[cqn] = std::move(cq);
+    }
+    return cqn;
 }
 
 void Node::add_gid(uint16_t index, const Gid &g)
@@ -301,9 +321,9 @@ void Node::del_gid(uint16_t index)
 
 void Node::arm_cq(uint32_t cqn, uint32_t flags)
 {
-    EXPECT_EQ(ctrl(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
-                   virtio_rdma_cmd_req_notify{.cqn = cqn, .flags = flags}),
-              VIRTIO_RDMA_OK);
+    const size_t errors_before = errors.size();
+    doorbell(VIRTIO_RDMA_DB(VIRTIO_RDMA_DB_CQ_ARM, cqn, flags));
+    EXPECT_EQ(errors.size(), errors_before) << "CQ " << cqn << " not armed";
 }
 
 uint64_t Node::alloc(uint64_t len)
@@ -410,30 +430,35 @@ uint8_t Node::dereg_mr(uint32_t mrn)
 uint32_t Node::create_qp(uint32_t pdn, uint8_t type, uint32_t scq,
                          uint32_t rcq, uint32_t max_sge, uint8_t sig)
 {
-    virtio_rdma_cmd_create_qp r{};
-    r.pdn = pdn;
-    r.qp_type = type;
-    r.sq_sig_type = sig;
-    r.max_send_wr = dp_limits().queue_size;
-    r.max_send_sge = max_sge;
-    r.send_cqn = scq;
-    r.max_recv_wr = dp_limits().queue_size;
-    r.max_recv_sge = max_sge;
-    r.recv_cqn = rcq;
-    virtio_rdma_rsp_create_qp_wire rsp{};
-    EXPECT_EQ(ctrl(VIRTIO_RDMA_CMD_CREATE_QP, r, &rsp), VIRTIO_RDMA_OK);
-    if (features & (1ull << VIRTIO_RDMA_F_WIRE_QPN)) {
-        wires[rsp.qpn] = rsp.wire_qpn;
-    } else {
-        wires.erase(rsp.qpn);
+    return create_qp(
+        qp_request(pdn, type, scq, rcq, kNodeQpLogDepth, max_sge, sig));
+}
+
+uint32_t Node::create_qp(const virtio_rdma_cmd_create_qp &q)
+{
+    auto qp = std::make_unique<RingQp>(*this, VIRTIO_RDMA_KERNEL_CTX, q);
+    const uint32_t qpn = qp->qpn;
+    if (qpn != UINT32_MAX) {
+        ring_qps_[qpn] = std::move(qp);
     }
-    return rsp.qpn;
+    return qpn;
 }
 
 void Node::set_features(uint64_t f)
 {
     features = f;
     vrdma_core_set_features(core, f);
+}
+
+void Node::reset()
+{
+    vrdma_core_reset(core);
+    ring_cqs_.clear();
+    ring_qps_.clear();
+    held_.clear();
+    wires.clear();
+    turn_more = false;
+    set_features(features);
 }
 
 uint8_t Node::destroy_qp(uint32_t qpn)
@@ -488,30 +513,76 @@ void Node::ud_up(uint32_t qpn, uint32_t qkey, uint32_t sq_psn)
               VIRTIO_RDMA_OK);
 }
 
-void Node::post_send(uint32_t qpn, const SendWr &wr)
+bool Node::post_send(uint32_t qpn, const SendWr &wr)
 {
-    post_send_raw(qpn, wr.bytes());
+    return post(qpn, false, wr.bytes());
 }
 
-void Node::post_send_raw(uint32_t qpn, const Bytes &b)
+bool Node::post_send_raw(uint32_t qpn, const Bytes &b)
 {
-    vrdma_core_post_send(core, qpn, b.data(), b.size());
+    return post(qpn, false, b);
 }
 
-void Node::post_recv(uint32_t qpn, uint64_t wr_id,
+bool Node::post_recv(uint32_t qpn, uint64_t wr_id,
                      const std::vector<virtio_rdma_sge> &sges)
 {
-    post_recv_raw(qpn, recv_bytes(wr_id, sges));
+    return post(qpn, true, recv_bytes(wr_id, sges));
 }
 
-void Node::post_recv_raw(uint32_t qpn, const Bytes &b)
+bool Node::post_recv_raw(uint32_t qpn, const Bytes &b)
 {
-    vrdma_core_post_recv(core, qpn, b.data(), b.size());
+    return post(qpn, true, b);
+}
+
+bool Node::post(uint32_t qpn, bool is_rq, const Bytes &b)
+{
+    const uint8_t type = is_rq ? VIRTIO_RDMA_DB_RQ : VIRTIO_RDMA_DB_SQ;
+    const auto it = ring_qps_.find(qpn);
+    if (it == ring_qps_.end()) { /* a number the driver never got */
+        doorbell(VIRTIO_RDMA_DB(type, qpn, 1));
+        return false;
+    }
+    RingQp &q = *it->second;
+    const RingMem &ring = is_rq ? q.rq : q.sq;
+    uint32_t &pi = is_rq ? q.rq_pi : q.sq_pi;
+    if (!ring.gpa) { /* no such queue (max_recv_wr 0, an SRQ) */
+        doorbell(VIRTIO_RDMA_DB(type, qpn, pi + 1));
+        return false;
+    }
+    if (!ring.has_room(*this, pi)) {
+        ring_full++;
+        return false;
+    }
+    ring.put(*this, pi, b);
+    pi++;
+    doorbell(VIRTIO_RDMA_DB(type, qpn, pi));
+    return true;
+}
+
+bool Node::doorbell(uint64_t value)
+{
+    const auto ring = [&] {
+        return vrdma_core_doorbell(core, VIRTIO_RDMA_KERNEL_CTX, value);
+    };
+    const bool waits = wire ? wire->call(this, ring) : ring();
+    if (waits) {
+        turn();
+    }
+    return waits;
+}
+
+void Node::turn()
+{
+    const auto once = [&] { return vrdma_core_rings_turn(core); };
+    turn_more = wire ? wire->call(this, once) : once();
+    collect();
 }
 
 bool Node::receive(const Bytes &frame)
 {
-    return vrdma_core_net_receive(core, frame.data(), frame.size());
+    const bool ours = vrdma_core_net_receive(core, frame.data(), frame.size());
+    collect();
+    return ours;
 }
 
 VrdmaDpStats Node::stats() const
@@ -552,9 +623,15 @@ bool Node::check(uint64_t gpa, uint64_t len, uint32_t seed)
     return true;
 }
 
+std::deque<virtio_rdma_cq_req> &Node::cq(uint32_t cqn)
+{
+    collect();
+    return cqes[cqn];
+}
+
 virtio_rdma_cq_req Node::pop_cqe(uint32_t cqn)
 {
-    auto &q = cqes[cqn];
+    auto &q = cq(cqn);
     if (q.empty()) {
         ADD_FAILURE() << "node " << id << ": no CQE on CQ " << cqn;
         virtio_rdma_cq_req none{};
@@ -565,6 +642,47 @@ virtio_rdma_cq_req Node::pop_cqe(uint32_t cqn)
     virtio_rdma_cq_req c = q.front();
     q.pop_front();
     return c;
+}
+
+void Node::collect()
+{
+    for (auto &[cqn, ring] : ring_cqs_) {
+        if (held_.count(cqn)) {
+            continue;
+        }
+        while (const auto c = ring->poll()) {
+            cqe_count++;
+            if (c->status != VIRTIO_RDMA_WC_SUCCESS) {
+                bad_cqe_count++;
+                last_bad_status = c->status;
+            }
+            if (keep_cqes) {
+                cqes[cqn].push_back(*c); /* little-endian host: as is */
+            }
+        }
+    }
+}
+
+void Node::hold_cq(uint32_t cqn, bool hold)
+{
+    if (hold) {
+        collect(); /* what came before the hold is the driver's */
+        held_.insert(cqn);
+    } else {
+        held_.erase(cqn);
+    }
+}
+
+RingCq *Node::ring_cq(uint32_t cqn)
+{
+    const auto it = ring_cqs_.find(cqn);
+    return it == ring_cqs_.end() ? nullptr : it->second.get();
+}
+
+RingQp *Node::ring_qp(uint32_t qpn)
+{
+    const auto it = ring_qps_.find(qpn);
+    return it == ring_qps_.end() ? nullptr : it->second.get();
 }
 
 /* ---- Wire ---- */
@@ -642,6 +760,7 @@ bool Wire::step()
                 vrdma_core_timer(n->core);
                 return 0;
             });
+            n->collect();
             return true;
         }
     }
@@ -658,13 +777,19 @@ bool Wire::step()
         } else {
             spare_.push_back(std::move(f.data));
         }
+        n->collect();
         return true;
     }
     for (size_t i = 0; i < nodes.size(); i++) {
         Node *n = nodes[(steps + i) % nodes.size()];
+        if (n->turn_more) {
+            n->turn(); /* polls */
+            return true;
+        }
         if (n->kicked || n->run_more) {
             n->kicked = false;
             n->run_more = call(n, [&] { return vrdma_core_run(n->core); });
+            n->collect();
             return true;
         }
     }
@@ -683,6 +808,7 @@ bool Wire::step()
                 vrdma_core_timer(n->core);
                 return 0;
             });
+            n->collect();
         }
     }
     return true;

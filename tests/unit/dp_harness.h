@@ -1,21 +1,33 @@
 /*
  * Data-path test harness: cores ("nodes") on an in-memory Ethernet wire.
  *
- * Each Node is a core over its own FakeGuest, with host-ops that record
- * what the core does: frames sent go on the Wire, CQEs are kept per CQ (a
- * CQ can be given a limited number of buffers to provoke an overrun),
- * notifications, wire drops, kicks and the timer deadline.  The Wire
- * delivers frames to the node whose MAC they are for and keeps a fake
- * clock: pump() delivers frames, runs kicked cores and, when nothing else
- * is left, advances the clock to the earliest timer -- bounded by a step
- * limit, never by wall time.  Faults (loss, duplication, reordering, bit
- * flips) are drawn from a seeded generator, so every run is the same.
+ * Each Node is a core over its own FakeGuest, driven as a guest driver
+ * drives the rings data path (VIRTIO_RDMA_F_RINGS, negotiated by default
+ * with WIRE_QPN and EVENT_QUEUE): create_cq() and create_qp() make ring
+ * CQs and QPs in context 0 (ring_driver.h); post_send() and post_recv()
+ * write the next ring entry and ring its doorbell, and when the doorbell
+ * says work waits, the node runs a ring turn at once, as the host's bottom
+ * half would before the driver looks again.  Completions are polled from
+ * the CQ rings into per-CQ queues after every core call the harness makes
+ * (and before a test reads them), so a test reads cq(cqn) or pop_cqe().
+ * A CQ can be held (hold_cq): nobody consumes its ring, which fills up and
+ * overruns.  Host-ops record the rest: frames sent go on the Wire,
+ * notifications, async events, wire drops, kicks and the timer deadline.
+ *
+ * The Wire delivers frames to the node whose MAC they are for and keeps a
+ * fake clock: pump() delivers frames, runs kicked cores and the ring turns
+ * they still owe and, when nothing else is left, advances the clock to the
+ * earliest timer -- bounded by a step limit, never by wall time.  Faults
+ * (loss, duplication, reordering, bit flips) are drawn from a seeded
+ * generator, so every run is the same.
  *
  * The core benchmark (bench/core_bench.cc) drives its cores with this
  * harness too, so it only adds what a measurement needs and costs nothing
  * when off: CQEs can be counted without being kept (keep_cqes), frame
  * buffers are reused instead of allocated per frame, and with Wire::timed
- * the wall time spent inside each node's core calls adds up in busy_ns.
+ * the wall time spent inside each node's core calls (doorbells and turns
+ * included; the ring writes and polls, the driver's work, not) adds up in
+ * busy_ns.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -33,9 +45,11 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "driver_features.h"
 #include "fake_guest.h"
 #include "hw/rdma/virtio-rdma-core.h"
 
@@ -46,6 +60,17 @@ using Mac = std::array<uint8_t, 6>;
 using Gid = std::array<uint8_t, 16>;
 
 class Wire;
+class RingCq;
+class RingQp;
+
+/*
+ * The depth of a Node's queues.  The harness polls after every core call,
+ * so a CQ overruns only if one call completes more than its ring holds:
+ * 1024 entries are eight QPs' windows of both queues (64 each) flushed at
+ * once.  SQ and RQ rings of 256, what a QP's virtqueues held before.
+ */
+inline constexpr uint32_t kNodeCqDepth = 1024;
+inline constexpr uint8_t kNodeQpLogDepth = 8;
 
 /* A GID for IPv4 a.b.c.d (::ffff:a.b.c.d). */
 Gid gid_v4(uint8_t a, uint8_t b, uint8_t c, uint8_t d);
@@ -166,6 +191,7 @@ public:
     Node &operator=(const Node &) = delete;
 
     /* ---- control path ---- */
+    /* A command; the harness follows what it did to the queues it made. */
     uint8_t ctrl_raw(uint8_t cmd, const void *req, size_t len, void *rsp,
                      size_t cap);
     template <typename Req>
@@ -183,9 +209,12 @@ public:
         return st;
     }
     uint32_t create_pd();
-    uint32_t create_cq(uint32_t cqe = 64);
+    /* CREATE_CQ_RING in context 0; the ring has @cqe entries, rounded up
+     * to a power of two. */
+    uint32_t create_cq(uint32_t cqe = kNodeCqDepth);
     void add_gid(uint16_t index, const Gid &g);
     void del_gid(uint16_t index);
+    /* Arms CQ @cqn by its doorbell (VIRTIO_RDMA_DB_CQ_ARM). */
     void arm_cq(uint32_t cqn, uint32_t flags);
     /* Guest memory, page-aligned, from the node's RAM (bump allocator). */
     uint64_t alloc(uint64_t len);
@@ -197,11 +226,19 @@ public:
     /* CREATE_MR + MAP_MR_SG over [addr, addr + len). */
     MrInfo fast_mr(uint32_t pdn, uint64_t addr, uint64_t len);
     uint8_t dereg_mr(uint32_t mrn);
+    /*
+     * CREATE_QP_RING in context 0 on CQs of create_cq(): SQ and RQ rings
+     * of 2^kNodeQpLogDepth entries, max_send_wr and max_recv_wr as deep.
+     */
     uint32_t create_qp(uint32_t pdn, uint8_t type, uint32_t scq, uint32_t rcq,
                        uint32_t max_sge = 4, uint8_t sig = VIRTIO_RDMA_SIGNAL_REQ_WR);
+    /* The same for any CREATE_QP fields: rings as deep as the queues. */
+    uint32_t create_qp(const virtio_rdma_cmd_create_qp &q);
     uint8_t destroy_qp(uint32_t qpn);
     /* Negotiated device features (vrdma_core_set_features). */
     void set_features(uint64_t f);
+    /* vrdma_core_reset: the queues are gone, the features negotiated again. */
+    void reset();
     /* What peers address QP @qpn by: its wire QPN (the queue index without
      * VIRTIO_RDMA_F_WIRE_QPN). */
     uint32_t wire_qpn(uint32_t qpn) const
@@ -216,11 +253,24 @@ public:
     void ud_up(uint32_t qpn, uint32_t qkey, uint32_t sq_psn = 0);
 
     /* ---- data path ---- */
-    void post_send(uint32_t qpn, const SendWr &wr);
-    void post_send_raw(uint32_t qpn, const Bytes &b);
-    void post_recv(uint32_t qpn, uint64_t wr_id,
+    /*
+     * The request as the next entry of QP @qpn's SQ (RQ) ring, then its
+     * doorbell.  @returns false if nothing was written: the ring is full
+     * as the driver sees it (device_idx; counted in ring_full), or the
+     * node made no such ring -- then only the doorbell goes out, as from
+     * a driver that names a queue it has not got.  Raw bytes fill the
+     * entry from its start, the rest is zeroed, bytes past the entry's
+     * stride are cut (RingMem::put).
+     */
+    bool post_send(uint32_t qpn, const SendWr &wr);
+    bool post_send_raw(uint32_t qpn, const Bytes &b);
+    bool post_recv(uint32_t qpn, uint64_t wr_id,
                    const std::vector<virtio_rdma_sge> &sges);
-    void post_recv_raw(uint32_t qpn, const Bytes &b);
+    bool post_recv_raw(uint32_t qpn, const Bytes &b);
+    /* vrdma_core_doorbell in context 0, then the turn it asks for. */
+    bool doorbell(uint64_t value);
+    /* One vrdma_core_rings_turn; the wire runs the next if it asks. */
+    void turn();
     bool receive(const Bytes &frame); /* straight into the core */
     VrdmaDpStats stats() const;
     uint64_t drops(VrdmaDrop why) const { return stats().drop[why]; }
@@ -229,10 +279,17 @@ public:
     void fill(uint64_t gpa, uint64_t len, uint32_t seed);
     bool check(uint64_t gpa, uint64_t len, uint32_t seed);
 
-    /* The CQEs of @cqn not yet taken, oldest first. */
-    std::deque<virtio_rdma_cq_req> &cq(uint32_t cqn) { return cqes[cqn]; }
+    /* The CQEs of @cqn not yet taken, oldest first (polled first). */
+    std::deque<virtio_rdma_cq_req> &cq(uint32_t cqn);
     virtio_rdma_cq_req pop_cqe(uint32_t cqn);
-    size_t cq_size(uint32_t cqn) { return cqes[cqn].size(); }
+    size_t cq_size(uint32_t cqn) { return cq(cqn).size(); }
+    /* Polls every CQ ring the node made but the held ones into cqes. */
+    void collect();
+    /* The driver stops (@hold) or resumes consuming CQ @cqn's ring. */
+    void hold_cq(uint32_t cqn, bool hold = true);
+    /* The rings behind create_cq() / create_qp() (nullptr: none). */
+    RingCq *ring_cq(uint32_t cqn);
+    RingQp *ring_qp(uint32_t qpn);
 
     Wire *wire;
     int id;
@@ -245,16 +302,16 @@ public:
     std::map<uint32_t, std::deque<virtio_rdma_cq_req>> cqes;
     uint64_t features = 0;
     std::map<uint32_t, uint32_t> wires; /* queue index -> wire QPN */
-    /* Every CQE pushed is counted; with keep_cqes false, not kept. */
+    /* Every CQE polled is counted; with keep_cqes false, not kept. */
     bool keep_cqes = true;
     uint64_t cqe_count = 0;
     uint64_t bad_cqe_count = 0; /* status other than SUCCESS */
     uint32_t last_bad_status = 0;
+    uint64_t ring_full = 0; /* posts refused: no free ring entry */
     uint64_t busy_ns = 0; /* in this node's core calls, when Wire::timed */
     /* Of busy_ns: in the wire's send (its copy of the frame: QEMU's net
      * layer in a deployment, not the engine's work), when Wire::timed. */
     uint64_t wire_ns = 0;
-    std::map<uint32_t, int64_t> cq_room; /* absent: unlimited */
     std::map<uint32_t, unsigned> notifies;
     std::vector<std::pair<std::string, uint32_t>> drop_log;
     std::vector<Bytes> not_ours; /* frames net_receive gave back */
@@ -262,17 +319,21 @@ public:
     std::vector<AsyncEvent> async_events;
     bool kicked = false;
     bool run_more = false;
+    bool turn_more = false; /* the last ring turn left work waiting */
     uint64_t deadline = UINT64_MAX;
     uint64_t kicks = 0;
     uint64_t timer_mods = 0;
 
 private:
+    bool post(uint32_t qpn, bool is_rq, const Bytes &b);
+    /* Follows what a command that succeeded did to the node's queues. */
+    void track(uint8_t cmd, const void *req, size_t len);
+
     static void *h_map(void *o, uint64_t gpa, uint64_t len, bool w);
     static void h_unmap(void *o, void *host, uint64_t len, bool w);
     static int h_read(void *o, uint64_t gpa, void *buf, uint64_t len);
     static int h_write(void *o, uint64_t gpa, const void *buf, uint64_t len);
     static void h_net_send(void *o, const void *frame, size_t len);
-    static int h_cq_push(void *o, uint32_t cqn, const virtio_rdma_cq_req *c);
     static void h_cq_notify(void *o, uint32_t cqn);
     static uint64_t h_now(void *o);
     static void h_timer_mod(void *o, uint64_t deadline);
@@ -281,6 +342,10 @@ private:
     static void h_guest_error(void *o, uint8_t cmd, VrdmaErr err,
                               const char *field, uint64_t a, uint64_t b);
     static void h_async_event(void *o, uint32_t type, uint32_t handle);
+
+    std::map<uint32_t, std::unique_ptr<RingCq>> ring_cqs_;
+    std::map<uint32_t, std::unique_ptr<RingQp>> ring_qps_;
+    std::set<uint32_t> held_; /* CQs nobody consumes */
 
     uint64_t next_ram_ = FakeGuest::kRam0.base + 0x1000;
     /* Page tables: the first kTableBytes of high RAM; data after them. */
@@ -302,9 +367,10 @@ public:
     /* A frame a node sent. */
     void send(int src, const uint8_t *p, size_t len);
     /*
-     * One unit of work: deliver a frame, or run a kicked core, or advance
-     * the clock to the earliest timer and fire it.  @returns false when
-     * there is nothing left to do.
+     * One unit of work: deliver a frame, or run a ring turn a core still
+     * owes, or a kicked core, or advance the clock to the earliest timer
+     * and fire it; then the node polls its CQs.  @returns false when there
+     * is nothing left to do.
      */
     bool step();
     /* Steps until idle; false if @max_steps was reached (a hang). */

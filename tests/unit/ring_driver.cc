@@ -5,9 +5,23 @@
  */
 #include "ring_driver.h"
 
+#include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace vrdma_test {
+
+namespace {
+
+/* The log2 of the smallest stride (at least 64 bytes) holding @bytes. */
+uint8_t log_stride_for(uint64_t bytes)
+{
+    const uint64_t s = std::bit_ceil(std::max<uint64_t>(
+        bytes, uint64_t{1} << VIRTIO_RDMA_RING_MIN_LOG_STRIDE));
+    return static_cast<uint8_t>(std::countr_zero(s));
+}
+
+} // namespace
 
 RingMem RingMem::make(Node &n, uint8_t log_entries, uint8_t log_stride)
 {
@@ -35,14 +49,27 @@ virtio_rdma_ring_trailer *RingMem::trailer(Node &n) const
         n.mem(gpa + off, sizeof(virtio_rdma_ring_trailer)));
 }
 
+void RingMem::put(Node &n, uint32_t i, const Bytes &b) const
+{
+    uint8_t *s = slot(n, i);
+    const size_t len = std::min<size_t>(b.size(), stride());
+    if (len) {
+        std::memcpy(s, b.data(), len);
+    }
+    std::memset(s + len, 0, stride() - len);
+}
+
 RingCq::RingCq(Node &n_, uint32_t ctx_, uint32_t cqe, uint8_t log_entries)
     : n(n_), ctx(ctx_),
       mem(RingMem::make(n_, log_entries, VIRTIO_RDMA_CQE_LOG_STRIDE))
 {
     virtio_rdma_cmd_create_cq_ring r{.ctx = ctx, .cqe = cqe, .ring = mem.desc};
     virtio_rdma_rsp_create_cq rsp{};
-    EXPECT_EQ(n.ctrl(VIRTIO_RDMA_CMD_CREATE_CQ_RING, r, &rsp), VIRTIO_RDMA_OK);
-    cqn = rsp.cqn;
+    const uint8_t st = n.ctrl(VIRTIO_RDMA_CMD_CREATE_CQ_RING, r, &rsp);
+    EXPECT_EQ(st, VIRTIO_RDMA_OK);
+    if (st == VIRTIO_RDMA_OK) {
+        cqn = rsp.cqn;
+    }
 }
 
 std::optional<virtio_rdma_cq_req> RingCq::poll()
@@ -84,8 +111,7 @@ RingSrq::RingSrq(Node &n_, uint32_t ctx_, uint32_t pdn, uint8_t log_wr,
 
 void RingSrq::put(uint64_t wr_id, const std::vector<virtio_rdma_sge> &sges)
 {
-    const Bytes b = recv_bytes(wr_id, sges);
-    std::memcpy(mem.slot(n, pi), b.data(), b.size());
+    mem.put(n, pi, recv_bytes(wr_id, sges));
     pi++;
 }
 
@@ -95,46 +121,82 @@ bool RingSrq::ring(uint32_t p)
                                VIRTIO_RDMA_DB(VIRTIO_RDMA_DB_SRQ, srqn, p));
 }
 
-RingQp::RingQp(Node &n_, uint32_t ctx_, uint32_t pdn, uint8_t type,
-               const RingCq &scq, const RingCq &rcq, uint8_t log_wr,
-               uint32_t max_sge, const RingSrq *srq)
-    : n(n_), ctx(ctx_), sq(RingMem::make(n_, log_wr, 8)),
-      rq(srq ? RingMem{} : RingMem::make(n_, log_wr, 7))
+virtio_rdma_cmd_create_qp qp_request(uint32_t pdn, uint8_t type,
+                                     uint32_t scqn, uint32_t rcqn,
+                                     uint8_t log_wr, uint32_t max_sge,
+                                     uint8_t sig_type)
+{
+    virtio_rdma_cmd_create_qp q{};
+    q.pdn = pdn;
+    q.qp_type = type;
+    q.sq_sig_type = sig_type;
+    q.max_send_wr = 1u << log_wr;
+    q.max_send_sge = max_sge;
+    q.send_cqn = scqn;
+    q.max_recv_wr = 1u << log_wr;
+    q.max_recv_sge = max_sge;
+    q.recv_cqn = rcqn;
+    return q;
+}
+
+namespace {
+
+/* A queue's ring: none without requests, else @wr deep (a power of two). */
+RingMem wq_mem(Node &n, uint32_t wr, uint64_t entry_bytes)
+{
+    if (!wr) {
+        return RingMem{};
+    }
+    return RingMem::make(
+        n, static_cast<uint8_t>(std::countr_zero(std::bit_ceil(wr))),
+        log_stride_for(entry_bytes));
+}
+
+virtio_rdma_cmd_create_qp without_rq(virtio_rdma_cmd_create_qp q,
+                                     const RingSrq *srq)
+{
+    if (srq) {
+        q.max_recv_wr = q.max_recv_sge = 0;
+    }
+    return q;
+}
+
+} // namespace
+
+RingQp::RingQp(Node &n_, uint32_t ctx_, const virtio_rdma_cmd_create_qp &req,
+               const RingSrq *srq)
+    : n(n_), ctx(ctx_)
 {
     virtio_rdma_cmd_create_qp_ring r{};
-    r.qp.pdn = pdn;
-    r.qp.qp_type = type;
-    r.qp.sq_sig_type = VIRTIO_RDMA_SIGNAL_REQ_WR;
-    r.qp.max_send_wr = 1u << log_wr;
-    r.qp.max_send_sge = max_sge;
-    r.qp.send_cqn = scq.cqn;
-    r.qp.max_recv_wr = 1u << log_wr;
-    r.qp.max_recv_sge = max_sge;
-    r.qp.recv_cqn = rcq.cqn;
+    r.qp = without_rq(req, srq);
+    sq = wq_mem(n, r.qp.max_send_wr,
+                sizeof(virtio_rdma_sq_req) +
+                    uint64_t{r.qp.max_send_sge} * sizeof(virtio_rdma_sge));
+    rq = wq_mem(n, r.qp.max_recv_wr,
+                sizeof(virtio_rdma_rq_req) +
+                    uint64_t{r.qp.max_recv_sge} * sizeof(virtio_rdma_sge));
     r.ctx = ctx;
     r.sq = sq.desc;
     r.rq = rq.desc;
-    if (srq) {
-        r.qp.max_recv_wr = r.qp.max_recv_sge = 0;
-        r.srqn = srq->srqn;
-    }
+    r.srqn = srq ? srq->srqn : 0;
     virtio_rdma_rsp_create_qp_wire rsp{};
-    EXPECT_EQ(n.ctrl(VIRTIO_RDMA_CMD_CREATE_QP_RING, r, &rsp), VIRTIO_RDMA_OK);
-    qpn = rsp.qpn;
-    n.wires[rsp.qpn] = rsp.wire_qpn;
+    const uint8_t st = n.ctrl(VIRTIO_RDMA_CMD_CREATE_QP_RING, r, &rsp);
+    EXPECT_EQ(st, VIRTIO_RDMA_OK);
+    if (st == VIRTIO_RDMA_OK) {
+        qpn = rsp.qpn;
+        n.wires[rsp.qpn] = rsp.wire_qpn;
+    }
 }
 
-void RingQp::put_send(const SendWr &wr)
+void RingQp::put_send_raw(const Bytes &b)
 {
-    const Bytes b = wr.bytes();
-    std::memcpy(sq.slot(n, sq_pi), b.data(), b.size());
+    sq.put(n, sq_pi, b);
     sq_pi++;
 }
 
-void RingQp::put_recv(uint64_t wr_id, const std::vector<virtio_rdma_sge> &sges)
+void RingQp::put_recv_raw(const Bytes &b)
 {
-    const Bytes b = recv_bytes(wr_id, sges);
-    std::memcpy(rq.slot(n, rq_pi), b.data(), b.size());
+    rq.put(n, rq_pi, b);
     rq_pi++;
 }
 

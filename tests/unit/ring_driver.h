@@ -15,19 +15,26 @@
 
 namespace vrdma_test {
 
-inline constexpr uint64_t kRingFeatures = 1ull << VIRTIO_RDMA_F_WIRE_QPN |
-                                          1ull << VIRTIO_RDMA_F_EVENT_QUEUE |
-                                          1ull << VIRTIO_RDMA_F_RINGS;
-
-/* A ring's memory: zeroed pages and their page table. */
+/* A ring's memory: zeroed pages and their page table (gpa 0: no ring). */
 struct RingMem {
     uint64_t gpa = 0;
     virtio_rdma_ring desc{};
 
     static RingMem make(Node &n, uint8_t log_entries, uint8_t log_stride);
     uint32_t entries() const { return 1u << desc.log_entries; }
+    uint32_t stride() const { return 1u << desc.log_stride; }
     uint8_t *slot(Node &n, uint32_t i) const;
     virtio_rdma_ring_trailer *trailer(Node &n) const;
+    /*
+     * @b at the start of counter @i's entry, the rest of it zeroed: bytes
+     * past the stride are cut (an entry holds no more).
+     */
+    void put(Node &n, uint32_t i, const Bytes &b) const;
+    /* Is counter @i's slot free, as a driver sees it (device_idx)? */
+    bool has_room(Node &n, uint32_t i) const
+    {
+        return i - trailer(n)->device_idx < entries();
+    }
 };
 
 class RingCq {
@@ -66,15 +73,38 @@ public:
     uint32_t pi = 0;
 };
 
+/* CREATE_QP's fields of a QP with 2^@log_wr-deep queues of @max_sge SGEs. */
+virtio_rdma_cmd_create_qp qp_request(uint32_t pdn, uint8_t type,
+                                     uint32_t scqn, uint32_t rcqn,
+                                     uint8_t log_wr = 3, uint32_t max_sge = 4,
+                                     uint8_t sig_type = VIRTIO_RDMA_SIGNAL_REQ_WR);
+
 class RingQp {
 public:
-    /* @srq: the QP receives from it and has no RQ. */
+    /*
+     * CREATE_QP_RING of @q: each queue with requests gets a ring of
+     * max_*_wr entries (rounded up to a power of two), each entry the
+     * smallest that holds a request of max_*_sge SGEs.  @srq: the QP
+     * receives from it and has no RQ (@q's receive fields are ignored).
+     */
+    RingQp(Node &n, uint32_t ctx, const virtio_rdma_cmd_create_qp &q,
+           const RingSrq *srq = nullptr);
     RingQp(Node &n, uint32_t ctx, uint32_t pdn, uint8_t type, const RingCq &scq,
            const RingCq &rcq, uint8_t log_wr = 3, uint32_t max_sge = 4,
-           const RingSrq *srq = nullptr);
+           const RingSrq *srq = nullptr)
+        : RingQp(n, ctx, qp_request(pdn, type, scq.cqn, rcq.cqn, log_wr, max_sge),
+                 srq)
+    {
+    }
     /* Into the next slot; rung separately (a batch, one doorbell). */
-    void put_send(const SendWr &wr);
-    void put_recv(uint64_t wr_id, const std::vector<virtio_rdma_sge> &sges);
+    void put_send(const SendWr &wr) { put_send_raw(wr.bytes()); }
+    void put_recv(uint64_t wr_id, const std::vector<virtio_rdma_sge> &sges)
+    {
+        put_recv_raw(recv_bytes(wr_id, sges));
+    }
+    /* Any bytes as the next entry (RingMem::put). */
+    void put_send_raw(const Bytes &b);
+    void put_recv_raw(const Bytes &b);
     bool ring_sq(uint32_t pi);
     bool ring_rq(uint32_t pi);
     bool post_send(const SendWr &wr)

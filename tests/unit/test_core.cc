@@ -211,7 +211,6 @@ struct CmdSizes {
 
 constexpr CmdSizes kSizes[] = {
     {VIRTIO_RDMA_CMD_QUERY_PORT, 4, 172},
-    {VIRTIO_RDMA_CMD_CREATE_CQ, 4, 4},
     {VIRTIO_RDMA_CMD_DESTROY_CQ, 4, 0},
     {VIRTIO_RDMA_CMD_CREATE_PD, 0, 4},
     {VIRTIO_RDMA_CMD_DESTROY_PD, 4, 0},
@@ -220,14 +219,20 @@ constexpr CmdSizes kSizes[] = {
     {VIRTIO_RDMA_CMD_MAP_MR_SG, 32, 4},
     {VIRTIO_RDMA_CMD_REG_USER_MR, 48, 12},
     {VIRTIO_RDMA_CMD_DEREG_MR, 4, 0},
-    {VIRTIO_RDMA_CMD_CREATE_QP, 36, 4},
     {VIRTIO_RDMA_CMD_MODIFY_QP, 168, 0},
     {VIRTIO_RDMA_CMD_QUERY_QP, 8, 160},
     {VIRTIO_RDMA_CMD_DESTROY_QP, 4, 0},
     {VIRTIO_RDMA_CMD_QUERY_PKEY, 8, 2},
     {VIRTIO_RDMA_CMD_ADD_GID, 28, 0},
     {VIRTIO_RDMA_CMD_DEL_GID, 8, 0},
-    {VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ, 8, 0},
+    {VIRTIO_RDMA_CMD_ALLOC_CONTEXT, 0, 4},
+    {VIRTIO_RDMA_CMD_FREE_CONTEXT, 4, 0},
+    {VIRTIO_RDMA_CMD_CREATE_CQ_RING, 24, 4},
+    {VIRTIO_RDMA_CMD_CREATE_QP_RING, 80, 8},
+    {VIRTIO_RDMA_CMD_CREATE_SRQ_RING, 40, 4},
+    {VIRTIO_RDMA_CMD_MODIFY_SRQ, 16, 0},
+    {VIRTIO_RDMA_CMD_QUERY_SRQ, 4, 16},
+    {VIRTIO_RDMA_CMD_DESTROY_SRQ, 4, 0},
 };
 
 class GateSizes : public CoreTest,
@@ -307,8 +312,7 @@ TEST_F(Gate, StatsCountCommandsAndErrors)
                    VRDMA_ERR_BAD_HANDLE);
     expect_refused(0, None{}, VRDMA_ERR_UNKNOWN_CMD);
     EXPECT_EQ(guest_.errors.back().field, "cmd");
-    expect_refused(VIRTIO_RDMA_CMD_CREATE_CQ,
-                   virtio_rdma_cmd_create_cq{.cqe = 0}, VRDMA_ERR_LIMIT);
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_CQ_RING, cq_req(0), VRDMA_ERR_LIMIT);
 
     VrdmaStats st;
     vrdma_core_get_stats(core_, &st);
@@ -327,9 +331,10 @@ TEST_F(Gate, StatsCountCommandsAndErrors)
 
 class Lifecycle : public CoreTest {
 protected:
-    /* One of everything, with mapped pages; @returns the MR count. */
+    /* One of everything, with mapped pages (the MR's 3 and the rings'). */
     void populate()
     {
+        const uint64_t maps = guest_.live_maps(), rings = ring_pages_;
         const uint32_t pd = create_pd();
         const uint32_t cq = create_cq();
         create_qp(qp_req(pd, VIRTIO_RDMA_QPT_RC, cq));
@@ -349,12 +354,10 @@ protected:
         ASSERT_EQ(ctrl(VIRTIO_RDMA_CMD_REG_USER_MR, r, &mr), VIRTIO_RDMA_OK);
         ASSERT_EQ(add_gid(0, 0x11), VIRTIO_RDMA_OK);
         ASSERT_EQ(add_gid(3, 0x33), VIRTIO_RDMA_OK);
-        ASSERT_EQ(ctrl(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
-                       virtio_rdma_cmd_req_notify{
-                           .cqn = cq,
-                           .flags = VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION}),
-                  VIRTIO_RDMA_OK);
-        ASSERT_EQ(guest_.live_maps(), 3u);
+        arm_cq(cq, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
+        ASSERT_EQ(vrdma_core_cq_armed(core_, cq),
+                  VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
+        ASSERT_EQ(guest_.live_maps(), maps + 3 + (ring_pages_ - rings));
     }
 };
 
@@ -368,11 +371,11 @@ TEST_F(Lifecycle, ResetFreesEverything)
     EXPECT_EQ(st.qps, 2u);
     EXPECT_EQ(st.mrs, 2u);
     EXPECT_EQ(st.gids, 2u);
-    EXPECT_EQ(st.mapped_pages, 3u);
+    EXPECT_EQ(st.mapped_pages, 3u + ring_pages_);
     const uint64_t cmds = st.cmds;
     guest_.gid_events.clear();
 
-    vrdma_core_reset(core_);
+    reset_core();
 
     vrdma_core_get_stats(core_, &st);
     EXPECT_EQ(st.pds, 0u);

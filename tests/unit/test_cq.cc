@@ -1,5 +1,5 @@
 /*
- * CREATE_CQ / DESTROY_CQ / REQ_NOTIFY_CQ.
+ * CREATE_CQ_RING / DESTROY_CQ, and arming a CQ by its doorbell.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -13,7 +13,7 @@ using Cq = CoreTest;
 TEST_F(Cq, CreateTakesLowestFreeNumber)
 {
     EXPECT_EQ(create_cq(1), 0u);
-    EXPECT_EQ(create_cq(64), 1u); /* cqe == queue_size */
+    EXPECT_EQ(create_cq(4096), 1u); /* a ring's depth, not queue_size's */
     EXPECT_EQ(create_cq(), 2u);
     EXPECT_EQ(destroy_cq(1), VIRTIO_RDMA_OK);
     EXPECT_EQ(create_cq(), 1u);
@@ -22,11 +22,13 @@ TEST_F(Cq, CreateTakesLowestFreeNumber)
 
 TEST_F(Cq, CqeOutOfRange)
 {
-    for (uint32_t cqe : {0u, 65u, 0x80000000u, 0xffffffffu}) {
-        expect_refused(VIRTIO_RDMA_CMD_CREATE_CQ,
-                       virtio_rdma_cmd_create_cq{.cqe = cqe}, VRDMA_ERR_LIMIT);
+    for (uint32_t cqe : {0u, VIRTIO_RDMA_RING_MAX_CQE + 1, 0x80000000u,
+                         0xffffffffu}) {
+        expect_refused(VIRTIO_RDMA_CMD_CREATE_CQ_RING, cq_req(cqe),
+                       VRDMA_ERR_LIMIT);
+        EXPECT_EQ(guest_.errors.back().field, "cqe");
     }
-    EXPECT_EQ(create_cq(64), 0u);
+    EXPECT_EQ(create_cq(VIRTIO_RDMA_RING_MAX_CQE), 0u);
 }
 
 TEST_F(Cq, TableFull)
@@ -34,8 +36,9 @@ TEST_F(Cq, TableFull)
     for (uint32_t i = 0; i < lim_.max_cq; i++) {
         EXPECT_EQ(create_cq(), i);
     }
-    expect_refused(VIRTIO_RDMA_CMD_CREATE_CQ,
-                   virtio_rdma_cmd_create_cq{.cqe = 1}, VRDMA_ERR_TABLE_FULL);
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_CQ_RING, cq_req(1),
+                   VRDMA_ERR_TABLE_FULL);
+    EXPECT_EQ(guest_.errors.back().field, "cqn");
     EXPECT_EQ(destroy_cq(5), VIRTIO_RDMA_OK);
     EXPECT_EQ(create_cq(), 5u);
 }
@@ -84,27 +87,18 @@ TEST_F(Cq, DestroyInUseWhenBothQueuesShareIt)
     EXPECT_EQ(destroy_cq(cqn), VIRTIO_RDMA_OK);
 }
 
-TEST_F(Cq, ReqNotifyArms)
+TEST_F(Cq, ArmByDoorbellAddsFlags)
 {
     const uint32_t cqn = create_cq();
     EXPECT_EQ(vrdma_core_cq_armed(core_, cqn), 0u);
-    ASSERT_EQ(ctrl(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
-                   virtio_rdma_cmd_req_notify{
-                       .cqn = cqn, .flags = VIRTIO_RDMA_NOTIFY_SOLICITED}),
-              VIRTIO_RDMA_OK);
+    EXPECT_FALSE(arm_cq(cqn, VIRTIO_RDMA_NOTIFY_SOLICITED)) << "no ring work";
     EXPECT_EQ(vrdma_core_cq_armed(core_, cqn), VIRTIO_RDMA_NOTIFY_SOLICITED);
-    ASSERT_EQ(ctrl(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
-                   virtio_rdma_cmd_req_notify{
-                       .cqn = cqn,
-                       .flags = VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION}),
-              VIRTIO_RDMA_OK);
+    arm_cq(cqn, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
     EXPECT_EQ(vrdma_core_cq_armed(core_, cqn),
               VIRTIO_RDMA_NOTIFY_SOLICITED | VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
 
     const uint32_t other = create_cq();
-    ASSERT_EQ(ctrl(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
-                   virtio_rdma_cmd_req_notify{.cqn = other, .flags = 3}),
-              VIRTIO_RDMA_OK);
+    arm_cq(other, 3);
     EXPECT_EQ(vrdma_core_cq_armed(core_, other), 3u);
     /* Not live / out of range: 0. */
     EXPECT_EQ(vrdma_core_cq_armed(core_, 5), 0u);
@@ -113,28 +107,40 @@ TEST_F(Cq, ReqNotifyArms)
     EXPECT_EQ(destroy_cq(cqn), VIRTIO_RDMA_OK);
     EXPECT_EQ(create_cq(), cqn);
     EXPECT_EQ(vrdma_core_cq_armed(core_, cqn), 0u);
+    EXPECT_TRUE(guest_.errors.empty());
 }
 
-TEST_F(Cq, ReqNotifyErrors)
+/*
+ * An arm for no CQ, or with no or unknown flags, is ignored and traced
+ * (cmd 0): nothing is armed.  REQ_NOTIFY_CQ, the virtqueue path's arm,
+ * is refused on the rings path.
+ */
+TEST_F(Cq, ArmErrors)
 {
     const uint32_t cqn = create_cq();
-    expect_refused(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
-                   virtio_rdma_cmd_req_notify{.cqn = 3, .flags = 1},
-                   VRDMA_ERR_BAD_HANDLE);
-    EXPECT_EQ(guest_.errors.back().field, "cqn");
-    expect_refused(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
-                   virtio_rdma_cmd_req_notify{.cqn = 0xffffffff, .flags = 1},
-                   VRDMA_ERR_BAD_HANDLE);
+    const auto expect_ignored = [&](uint32_t cq, uint32_t flags,
+                                    const char *field) {
+        const size_t errors = guest_.errors.size();
+        EXPECT_FALSE(arm_cq(cq, flags));
+        ASSERT_EQ(guest_.errors.size(), errors + 1) << field;
+        EXPECT_EQ(guest_.errors.back().cmd, 0u);
+        EXPECT_EQ(guest_.errors.back().err, VRDMA_ERR_BAD_HANDLE);
+        EXPECT_EQ(guest_.errors.back().field, field);
+        EXPECT_EQ(guest_.errors.back().a,
+                  VIRTIO_RDMA_DB(VIRTIO_RDMA_DB_CQ_ARM, cq, flags));
+    };
+    expect_ignored(3, 1, "doorbell.cqn");
+    expect_ignored(VIRTIO_RDMA_DB_QN_MASK, 1, "doorbell.cqn");
     for (uint32_t flags : {0u, 4u, 5u, 0x80000000u}) {
-        expect_refused(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
-                       virtio_rdma_cmd_req_notify{.cqn = cqn, .flags = flags},
-                       VRDMA_ERR_BAD_ARG);
-        EXPECT_EQ(guest_.errors.back().field, "flags");
+        expect_ignored(cqn, flags, "doorbell.flags");
     }
     EXPECT_EQ(vrdma_core_cq_armed(core_, cqn), 0u);
-    EXPECT_EQ(ctrl(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
-                   virtio_rdma_cmd_req_notify{.cqn = cqn, .flags = 2}),
-              VIRTIO_RDMA_OK);
+    expect_refused(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
+                   virtio_rdma_cmd_req_notify{.cqn = cqn, .flags = 2},
+                   VRDMA_ERR_UNSUPPORTED);
+    EXPECT_EQ(vrdma_core_cq_armed(core_, cqn), 0u);
+    arm_cq(cqn, 2);
+    EXPECT_EQ(vrdma_core_cq_armed(core_, cqn), 2u);
 }
 
 } // namespace

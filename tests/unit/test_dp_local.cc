@@ -7,7 +7,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core.h"
-#include "dp_harness.h"
+#include "ring_driver.h"
 
 namespace vrdma_test {
 namespace {
@@ -44,14 +44,18 @@ protected:
     MrInfo src, dst;
 };
 
+/* A doorbell for a QP that does not exist is ignored and traced. */
 TEST_F(DpLocal, RequestForAMissingQpIsAGuestError)
 {
-    a->post_send(9, send(1));
-    a->post_recv_raw(0, recv_bytes(2, {}));
+    EXPECT_FALSE(a->post_send(9, send(1)));
+    EXPECT_FALSE(a->post_recv_raw(0, recv_bytes(2, {})));
     ASSERT_EQ(a->errors.size(), 2u);
+    EXPECT_EQ(a->errors[0].cmd, 0u);
     EXPECT_EQ(a->errors[0].err, VRDMA_ERR_BAD_HANDLE);
-    EXPECT_EQ(a->errors[0].a, 9u);
-    EXPECT_EQ(a->errors[0].field, "qpn");
+    EXPECT_EQ(a->errors[0].a, VIRTIO_RDMA_DB(VIRTIO_RDMA_DB_SQ, 9, 1));
+    EXPECT_EQ(a->errors[0].field, "doorbell.qpn");
+    EXPECT_EQ(a->errors[1].a, VIRTIO_RDMA_DB(VIRTIO_RDMA_DB_RQ, 0, 1));
+    EXPECT_EQ(a->errors[1].field, "doorbell.qpn");
     EXPECT_EQ(a->cq_size(cq_a), 0u);
 }
 
@@ -152,12 +156,9 @@ TEST_P(DpBadWqe, CompletesInOrderThenErr)
 }
 
 const BadWqe kBadWqes[] = {
-    {"short", VIRTIO_RDMA_QPT_RC, VIRTIO_RDMA_WC_LOC_QP_OP_ERR,
-     [](Bytes &b) { b.resize(60); }},
-    {"trailing_bytes", VIRTIO_RDMA_QPT_RC, VIRTIO_RDMA_WC_LOC_QP_OP_ERR,
-     [](Bytes &b) { b.resize(b.size() + 8); }},
-    {"num_sge_past_length", VIRTIO_RDMA_QPT_RC, VIRTIO_RDMA_WC_LOC_QP_OP_ERR,
-     [](Bytes &b) { set32(b, 0, 2); }},
+    /* A 256-byte SQ entry (4 SGEs) holds 10 SGEs. */
+    {"num_sge_past_the_entry", VIRTIO_RDMA_QPT_RC,
+     VIRTIO_RDMA_WC_LOC_QP_OP_ERR, [](Bytes &b) { set32(b, 0, 11); }},
     {"num_sge_above_cap", VIRTIO_RDMA_QPT_RC, VIRTIO_RDMA_WC_LOC_QP_OP_ERR,
      [](Bytes &b) {
          set32(b, 0, 5);
@@ -199,46 +200,53 @@ TEST_F(DpLocal, MalformedReceiveFailsAtOnce)
 {
     auto [qa, qb] = connect();
     Bytes r = recv_bytes(7, {{dst.addr, 64, dst.lkey}});
-    set32(r, 0, 5); /* above the QP's 4 */
+    set32(r, 0, 5); /* above the QP's 4, in the 128-byte entry */
     b->post_recv_raw(qb, r);
-    b->post_recv_raw(qb, Bytes(8, 0));
-    Bytes longer = recv_bytes(9, {{dst.addr, 64, dst.lkey}});
-    longer.push_back(0);
-    b->post_recv_raw(qb, longer);
+    Bytes past = recv_bytes(9, {{dst.addr, 64, dst.lkey}});
+    set32(past, 0, 8); /* the entry holds 7 */
+    b->post_recv_raw(qb, past);
     expect_cqe(*b, cq_b, 7, VIRTIO_RDMA_WC_LOC_QP_OP_ERR, VIRTIO_RDMA_WC_RECV);
-    expect_cqe(*b, cq_b, 0, VIRTIO_RDMA_WC_LOC_QP_OP_ERR, VIRTIO_RDMA_WC_RECV);
     expect_cqe(*b, cq_b, 9, VIRTIO_RDMA_WC_LOC_QP_OP_ERR, VIRTIO_RDMA_WC_RECV);
     EXPECT_EQ(b->qp_state(qb), VIRTIO_RDMA_QPS_RTS);
     (void)qa;
 }
 
-TEST_F(DpLocal, QueuesHoldQueueSizeRequests)
+/*
+ * A ring holds its depth of requests however few the device holds: it
+ * takes a window of each queue, nothing completes early, and the rest
+ * follows as the window moves.
+ */
+TEST_F(DpLocal, RingsHoldTheirDepthBeyondTheWindow)
 {
+    using vrdma::soft_roce::kRingWindow;
     auto [qa, qb] = connect();
-    const uint32_t n = dp_limits().queue_size;
+    const uint32_t n = 1u << kNodeQpLogDepth;
     for (uint32_t i = 0; i < n; i++) {
-        a->post_send(qa, send(i).flags(0));
-        b->post_recv(qb, i, {{dst.addr, 128, dst.lkey}});
+        ASSERT_TRUE(a->post_send(qa, send(i).flags(0)));
+        ASSERT_TRUE(b->post_recv(qb, i, {{dst.addr, 128, dst.lkey}}));
     }
+    EXPECT_EQ(a->ring_qp(qa)->sq.trailer(*a)->device_idx, kRingWindow);
+    EXPECT_EQ(b->ring_qp(qb)->rq.trailer(*b)->device_idx, kRingWindow);
     EXPECT_EQ(a->cq_size(cq_a), 0u);
     EXPECT_EQ(b->cq_size(cq_b), 0u);
-    a->post_send(qa, send(1000).flags(0));
-    b->post_recv(qb, 1001, {{dst.addr, 128, dst.lkey}});
-    expect_cqe(*a, cq_a, 1000, VIRTIO_RDMA_WC_LOC_QP_OP_ERR,
-               VIRTIO_RDMA_WC_SEND);
-    expect_cqe(*b, cq_b, 1001, VIRTIO_RDMA_WC_LOC_QP_OP_ERR,
-               VIRTIO_RDMA_WC_RECV);
     /* The queued ones all go through. */
     ASSERT_TRUE(wire.pump());
-    EXPECT_EQ(b->cq_size(cq_b), n);
+    ASSERT_EQ(b->cq_size(cq_b), n);
+    for (uint32_t i = 0; i < n; i++) {
+        expect_cqe(*b, cq_b, i, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_RECV);
+    }
+    EXPECT_EQ(a->cq_size(cq_a), 0u) << "unsignaled";
+    EXPECT_EQ(a->ring_qp(qa)->sq.trailer(*a)->device_idx, n);
     EXPECT_EQ(a->qp_state(qa), VIRTIO_RDMA_QPS_RTS);
+    EXPECT_TRUE(a->async_events.empty());
 }
 
 /*
- * Each queue holds the WQEs its QP's caps allow (not the device's
- * queue_size): one more completes at once with LOC_QP_OP_ERR, the QP stays
- * in RTS, and once the queue drains it takes as many again (the ring of 8
- * slots behind a cap of 5 wraps).
+ * Each queue's window is its QP's caps when they are below the ring
+ * window (not the depth of its ring): the engine holds 5 sends of a cap
+ * of 5, a sixth waits in the ring and goes when one completes, the QP
+ * stays in RTS, and the engine's 8 slots behind the cap wrap.  A queue
+ * with no requests has no ring: its doorbell is ignored.
  */
 TEST_F(DpLocal, QueuesHoldTheQpsCaps)
 {
@@ -253,30 +261,30 @@ TEST_F(DpLocal, QueuesHoldTheQpsCaps)
         r.max_recv_wr = recv_wr;
         r.max_recv_sge = 1;
         r.recv_cqn = cq;
-        virtio_rdma_rsp_create_qp rsp{};
-        EXPECT_EQ(n.ctrl(VIRTIO_RDMA_CMD_CREATE_QP, r, &rsp), VIRTIO_RDMA_OK);
-        return rsp.qpn;
+        return n.create_qp(r);
     };
     const uint32_t qa = qp(*a, pd_a, cq_a, 5, 0);
     const uint32_t qb = qp(*b, pd_b, cq_b, 1, 3);
     connect_pair(*a, qa, *b, qb, VIRTIO_RDMA_QPT_RC, Conn{}, true);
     connect_pair(*b, qb, *a, qa, VIRTIO_RDMA_QPT_RC, Conn{}, false);
-    ASSERT_EQ(std::get<vrdma::soft_roce::QpEngine>(a->core->qps.at(qa)->backend).sq.size(), 8u);
-    ASSERT_EQ(std::get<vrdma::soft_roce::QpEngine>(b->core->qps.at(qb)->backend).rq.size(), 4u);
+    const auto &ea = std::get<vrdma::soft_roce::QpEngine>(a->core->qps.at(qa)->backend);
+    const auto &eb = std::get<vrdma::soft_roce::QpEngine>(b->core->qps.at(qb)->backend);
+    ASSERT_EQ(ea.sq.size(), 8u);
+    ASSERT_EQ(eb.rq.size(), 4u);
 
     auto write = [&](uint64_t id) {
         a->post_send(qa, send(id).op(VIRTIO_RDMA_WR_RDMA_WRITE)
                              .rdma(dst.addr, dst.rkey));
     };
     for (uint64_t round = 0; round < 2; round++) {
-        for (uint64_t i = 1; i <= 5; i++) {
+        for (uint64_t i = 1; i <= 6; i++) {
             write(round * 10 + i);
         }
-        write(round * 10 + 6);
-        expect_cqe(*a, cq_a, round * 10 + 6, VIRTIO_RDMA_WC_LOC_QP_OP_ERR,
-                   VIRTIO_RDMA_WC_RDMA_WRITE);
+        EXPECT_EQ(a->ring_qp(qa)->sq.trailer(*a)->device_idx, round * 6 + 5)
+            << "the sixth waits in the ring";
+        EXPECT_EQ(a->cq_size(cq_a), 0u);
         ASSERT_TRUE(wire.pump());
-        for (uint64_t i = 1; i <= 5; i++) {
+        for (uint64_t i = 1; i <= 6; i++) {
             expect_cqe(*a, cq_a, round * 10 + i, VIRTIO_RDMA_WC_SUCCESS,
                        VIRTIO_RDMA_WC_RDMA_WRITE);
         }
@@ -286,17 +294,17 @@ TEST_F(DpLocal, QueuesHoldTheQpsCaps)
     for (uint64_t i = 1; i <= 4; i++) {
         b->post_recv(qb, 100 + i, {{dst.addr, 128, dst.lkey}});
     }
-    expect_cqe(*b, cq_b, 104, VIRTIO_RDMA_WC_LOC_QP_OP_ERR,
-               VIRTIO_RDMA_WC_RECV);
-    /* a's receive queue has no room at all. */
-    a->post_recv(qa, 200, {{src.addr, 128, src.lkey}});
-    expect_cqe(*a, cq_a, 200, VIRTIO_RDMA_WC_LOC_QP_OP_ERR,
-               VIRTIO_RDMA_WC_RECV);
-    for (uint64_t i = 1; i <= 3; i++) {
+    EXPECT_EQ(b->ring_qp(qb)->rq.trailer(*b)->device_idx, 3u);
+    /* a's QP has no receive queue at all. */
+    const size_t errors = a->errors.size();
+    EXPECT_FALSE(a->post_recv(qa, 200, {{src.addr, 128, src.lkey}}));
+    ASSERT_EQ(a->errors.size(), errors + 1);
+    EXPECT_EQ(a->errors.back().field, "doorbell.type");
+    for (uint64_t i = 1; i <= 4; i++) {
         a->post_send(qa, send(300 + i));
     }
     ASSERT_TRUE(wire.pump());
-    for (uint64_t i = 1; i <= 3; i++) {
+    for (uint64_t i = 1; i <= 4; i++) {
         expect_cqe(*b, cq_b, 100 + i, VIRTIO_RDMA_WC_SUCCESS,
                    VIRTIO_RDMA_WC_RECV);
         expect_cqe(*a, cq_a, 300 + i, VIRTIO_RDMA_WC_SUCCESS,
@@ -388,7 +396,7 @@ TEST_F(DpLocal, CoreResetDropsWorkAndCancelsTheTimer)
     a->post_send(qa, send(1));
     ASSERT_TRUE(wire.pump_until([&] { return wire.frames == 1; }));
     EXPECT_NE(a->deadline, UINT64_MAX) << "retransmit timer armed";
-    vrdma_core_reset(a->core);
+    a->reset();
     EXPECT_EQ(a->deadline, UINT64_MAX);
     EXPECT_TRUE(wire.pump());
     EXPECT_EQ(a->cq_size(cq_a), 0u);
@@ -436,17 +444,36 @@ TEST_F(DpLocal, SolicitedFiresForSolicitedReceivesAndErrorsOnly)
     EXPECT_EQ(a->notifies[cq_a], 1u);
 }
 
+/*
+ * b's QP completes on a CQ ring of one entry that the driver does not
+ * consume: the first receive completion fills it, the second is lost and
+ * counted, the QP goes to ERR (its last receive is flushed, and lost as
+ * well) and the CQ gets a CQ_ERR event.
+ */
 TEST_F(DpLocal, CqOverrunIsCountedAndPutsTheQpInErr)
 {
-    auto [qa, qb] = connect();
-    b->post_recv(qb, 10, {{dst.addr, 4096, dst.lkey}});
-    b->post_recv(qb, 11, {{dst.addr, 4096, dst.lkey}});
-    b->cq_room[cq_b] = 0; /* the driver posted no CQ buffer */
+    const uint32_t full = b->create_cq(1);
+    const uint32_t qa = a->create_qp(pd_a, VIRTIO_RDMA_QPT_RC, cq_a, cq_a);
+    const uint32_t qb = b->create_qp(pd_b, VIRTIO_RDMA_QPT_RC, full, full);
+    connect_pair(*a, qa, *b, qb, VIRTIO_RDMA_QPT_RC, Conn{}, true);
+    connect_pair(*b, qb, *a, qa, VIRTIO_RDMA_QPT_RC, Conn{}, false);
+    for (uint64_t id : {10, 11, 12}) {
+        b->post_recv(qb, id, {{dst.addr, 4096, dst.lkey}});
+    }
+    b->hold_cq(full);
     a->post_send(qa, send(1));
+    a->post_send(qa, send(2));
     ASSERT_TRUE(wire.pump());
-    EXPECT_GE(b->stats().cq_overruns, 1u);
+    EXPECT_EQ(b->stats().cq_overruns, 2u) << "11, and 12's flush";
+    EXPECT_EQ(b->stats().completions, 1u) << "a lost one is not written";
+    EXPECT_EQ(b->stats().error_completions, 0u);
     EXPECT_EQ(b->qp_state(qb), VIRTIO_RDMA_QPS_ERR);
-    EXPECT_EQ(b->cq_size(cq_b), 0u);
+    ASSERT_FALSE(b->async_events.empty());
+    EXPECT_EQ(b->async_events[0].type, VIRTIO_RDMA_EVENT_CQ_ERR);
+    EXPECT_EQ(b->async_events[0].handle, full);
+    b->hold_cq(full, false);
+    expect_cqe(*b, full, 10, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_RECV);
+    EXPECT_EQ(b->cq_size(full), 0u);
 }
 
 /* ---- local memory checks (requester side) ---- */

@@ -158,8 +158,8 @@ TEST_F(DpRc, SendIsByteExact)
     EXPECT_EQ(r.status, VIRTIO_RDMA_WC_SUCCESS);
     EXPECT_EQ(r.opcode, VIRTIO_RDMA_WC_RECV);
     EXPECT_EQ(r.byte_len, 10000u);
-    EXPECT_EQ(r.src_qp, qa);
-    EXPECT_EQ(r.qp_num, qb);
+    EXPECT_EQ(r.src_qp, a->wire_qpn(qa));
+    EXPECT_EQ(r.qp_num, b->wire_qpn(qb));
     EXPECT_EQ(r.wc_flags, VIRTIO_RDMA_WC_GRH);
     EXPECT_TRUE(b->check(dst.addr + 100, 10000, 1));
     EXPECT_EQ(b->mem(dst.addr)[99], 0x5A);
@@ -1273,17 +1273,34 @@ TEST_F(DpRc, Ipv6Connection)
     EXPECT_EQ(p.flow_label, 0u);
 }
 
+/*
+ * A send completion that finds its CQ ring full (one entry, nobody
+ * consuming it) is lost and counted, the QP goes to ERR, the CQ gets a
+ * CQ_ERR event.
+ */
 TEST_F(DpRc, SendCqOverrunPutsTheQpInErr)
 {
     up();
-    recv(1, 100);
-    recv(2, 100);
-    a->cq_room[cq_a] = 0;
-    a->post_send(qa, send(3, 10));
-    a->post_send(qa, send(4, 10));
+    const uint32_t full = a->create_cq(1);
+    const uint32_t q = a->create_qp(pd_a, VIRTIO_RDMA_QPT_RC, full, full);
+    const uint32_t peer = b->create_qp(pd_b, VIRTIO_RDMA_QPT_RC, cq_b, cq_b);
+    connect_pair(*a, q, *b, peer, VIRTIO_RDMA_QPT_RC, conn, true);
+    connect_pair(*b, peer, *a, q, VIRTIO_RDMA_QPT_RC, conn, false);
+    b->post_recv(peer, 1, {{dst.addr, 100, dst.lkey}});
+    b->post_recv(peer, 2, {{dst.addr, 100, dst.lkey}});
+    a->hold_cq(full);
+    a->post_send(q, send(3, 10));
+    a->post_send(q, send(4, 10));
     ASSERT_TRUE(wire.pump());
-    EXPECT_GE(a->stats().cq_overruns, 1u);
-    EXPECT_EQ(a->qp_state(qa), VIRTIO_RDMA_QPS_ERR);
+    EXPECT_EQ(a->stats().cq_overruns, 1u);
+    EXPECT_EQ(a->qp_state(q), VIRTIO_RDMA_QPS_ERR);
+    ASSERT_FALSE(a->async_events.empty());
+    EXPECT_EQ(a->async_events[0].type, VIRTIO_RDMA_EVENT_CQ_ERR);
+    EXPECT_EQ(a->async_events[0].handle, full);
+    /* The ring holds the first completion; the second was lost. */
+    a->hold_cq(full, false);
+    expect_cqe(*a, full, 3, VIRTIO_RDMA_WC_SUCCESS, VIRTIO_RDMA_WC_SEND);
+    EXPECT_EQ(a->cq_size(full), 0u);
 }
 
 TEST_F(DpRc, SendWithInvalidateOfAWrongKey)

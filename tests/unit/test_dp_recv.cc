@@ -41,11 +41,11 @@ protected:
         fa.sgid = a->gid;
         fa.dgid = b->gid;
         HdrValues v;
-        v.qpn = qpn ? qpn : qb;
+        v.qpn = qpn ? qpn : b->wire_qpn(qb);
         v.psn = 0;
         v.pkey = pkey;
         v.qkey = kQkey;
-        v.sqp = qa;
+        v.sqp = a->wire_qpn(qa);
         v.se = false;
         v.mig_req = false;
         return build(opcode, payload, fa, v);
@@ -125,10 +125,10 @@ TEST_F(DpRecv, AnotherOfOurGidsIsOursIpv6Too)
     fa.sgid = gid_v6(1);
     fa.dgid = gid_v6(9);
     HdrValues v;
-    v.qpn = qb;
+    v.qpn = b->wire_qpn(qb);
     v.pkey = 0xFFFF;
     v.qkey = kQkey;
-    v.sqp = qa;
+    v.sqp = a->wire_qpn(qa);
     v.se = false;
     v.mig_req = false;
     EXPECT_TRUE(b->receive(build(roce::kUdSendOnly, 10, fa, v)));
@@ -247,11 +247,13 @@ INSTANTIATE_TEST_SUITE_P(
                }},
         Damage{"no_such_qp", VRDMA_DROP_NO_QP,
                [](Bytes &f) {
+                   f[bth_of(f) + 5] = f[bth_of(f) + 6] = 0;
                    f[bth_of(f) + 7] = 13;
                    fix_icrc(f);
                }},
         Damage{"qp_zero", VRDMA_DROP_NO_QP,
                [](Bytes &f) {
+                   f[bth_of(f) + 5] = f[bth_of(f) + 6] = 0;
                    f[bth_of(f) + 7] = 0;
                    fix_icrc(f);
                }},
@@ -288,7 +290,7 @@ TEST_F(DpRecv, QpStateAndAddressChecks)
                                VIRTIO_RDMA_QP_QKEY | VIRTIO_RDMA_QP_PORT,
                         at),
               VIRTIO_RDMA_OK);
-    EXPECT_TRUE(b->receive(frame(roce::kUdSendOnly, 8, q)));
+    EXPECT_TRUE(b->receive(frame(roce::kUdSendOnly, 8, b->wire_qpn(q))));
     EXPECT_EQ(b->drops(VRDMA_DROP_QP_STATE), 1u);
 
     /* RC: only from the peer's address to ours. */
@@ -299,7 +301,7 @@ TEST_F(DpRecv, QpStateAndAddressChecks)
     fa.sgid = gid_v4(10, 0, 0, 99); /* not the QP's peer */
     fa.dgid = b->gid;
     HdrValues v;
-    v.qpn = rb;
+    v.qpn = b->wire_qpn(rb);
     v.psn = Conn{}.psn_a;
     v.pkey = 0xFFFF;
     v.se = false;
@@ -339,7 +341,7 @@ TEST_F(DpRecv, ResponseToAnRtrQpIsDropped)
     fa.sgid = a->gid;
     fa.dgid = b->gid;
     HdrValues v;
-    v.qpn = r;
+    v.qpn = b->wire_qpn(r);
     v.pkey = 0xFFFF;
     v.syndrome = 0x1F;
     v.se = false;
@@ -357,7 +359,7 @@ TEST_F(DpRecv, StaleResponseIsCountedNotFatal)
     fa.sgid = b->gid;
     fa.dgid = a->gid;
     HdrValues v;
-    v.qpn = ra;
+    v.qpn = a->wire_qpn(ra);
     v.psn = 5;
     v.pkey = 0xFFFF;
     v.syndrome = 0x1F;
@@ -487,12 +489,12 @@ TEST_F(DpLoop, UdToAnotherQpOfTheSameDevice)
                          .op(VIRTIO_RDMA_WR_SEND)
                          .id(2)
                          .sge(buf.addr, 100, buf.lkey)
-                         .ud(q2, kQkey, n->gid, n->mac));
+                         .ud(n->wire_qpn(q2), kQkey, n->gid, n->mac));
     ASSERT_TRUE(wire.pump());
     EXPECT_EQ(wire.frames, 0u);
     const virtio_rdma_cq_req r = n->pop_cqe(cq);
     EXPECT_EQ(r.wr_id, 1u);
-    EXPECT_EQ(r.src_qp, q1);
+    EXPECT_EQ(r.src_qp, n->wire_qpn(q1));
     EXPECT_TRUE(n->check(buf.addr + 4096 + 40, 100, 63));
 }
 
@@ -508,7 +510,7 @@ TEST_F(DpLoop, LoopedBackFramesWaitForRun)
                          .op(VIRTIO_RDMA_WR_SEND)
                          .id(2)
                          .sge(buf.addr, 10, buf.lkey)
-                         .ud(q2, kQkey, n->gid, n->mac));
+                         .ud(n->wire_qpn(q2), kQkey, n->gid, n->mac));
     EXPECT_TRUE(n->kicked);
     n->kicked = false;
     EXPECT_TRUE(vrdma_core_run(n->core)) << "the frame is queued, not delivered";
@@ -640,7 +642,7 @@ TEST_F(DpRecv, StatisticsAddUp)
     EXPECT_EQ(sa.completions, 1u);
     EXPECT_EQ(sb.completions, 1u);
     /* Stats survive a reset, like the command counters. */
-    vrdma_core_reset(a->core);
+    a->reset();
     EXPECT_EQ(a->stats().tx_packets, frames_a);
     EXPECT_STREQ(vrdma_drop_name(VRDMA_DROP_ICRC), "icrc");
     EXPECT_STREQ(vrdma_drop_name(VRDMA_DROP__COUNT), "?");

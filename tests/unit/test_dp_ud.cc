@@ -40,7 +40,7 @@ protected:
             .id(id)
             .flags(kSignaled)
             .sge(src.addr, len, src.lkey)
-            .ud(qb, qkey, b->gid, b->mac);
+            .ud(b->wire_qpn(qb), qkey, b->gid, b->mac);
     }
 
     uint32_t qa = 0, qb = 0;
@@ -66,8 +66,8 @@ TEST_F(DpUd, SendLandsAfterTheGrhAreaIpv4)
     EXPECT_EQ(r.status, VIRTIO_RDMA_WC_SUCCESS);
     EXPECT_EQ(r.opcode, VIRTIO_RDMA_WC_RECV);
     EXPECT_EQ(r.byte_len, 1040u) << "payload + the 40-byte GRH area";
-    EXPECT_EQ(r.src_qp, qa);
-    EXPECT_EQ(r.qp_num, qb);
+    EXPECT_EQ(r.src_qp, a->wire_qpn(qa));
+    EXPECT_EQ(r.qp_num, b->wire_qpn(qb));
     EXPECT_EQ(r.wc_flags, VIRTIO_RDMA_WC_GRH);
     EXPECT_EQ(r.port_num, 1u);
     EXPECT_EQ(r.sl, VIRTIO_RDMA_CQE_SL_IPV4) << "the L3 type (UCX reads it)";
@@ -102,14 +102,14 @@ TEST_F(DpUd, FrameIsWhatRxeSends)
     EXPECT_EQ(p.dgid, b->gid);
     EXPECT_FALSE(p.ipv6);
     EXPECT_EQ(p.hop_limit, 64);
-    EXPECT_EQ(p.sport, roce::udp_sport_for_qpn(qa));
+    EXPECT_EQ(p.sport, roce::udp_sport_for_qpn(a->wire_qpn(qa)));
     EXPECT_EQ(p.opcode, roce::kUdSendOnly);
-    EXPECT_EQ(p.bth().qpn(), qb);
+    EXPECT_EQ(p.bth().qpn(), b->wire_qpn(qb));
     EXPECT_EQ(p.bth().psn(), 0x10u);
     EXPECT_EQ(p.bth().pkey(), 0xFFFF);
     EXPECT_TRUE(p.bth().ack_req()) << "rxe: AckReq on every last packet";
     EXPECT_EQ(p.deth().qkey(), kQkey);
-    EXPECT_EQ(p.deth().sqp(), qa);
+    EXPECT_EQ(p.deth().sqp(), a->wire_qpn(qa));
     EXPECT_EQ(p.payload.size(), 33u);
     EXPECT_EQ(p.pad, 3);
     /* IPv4 DF set. */
@@ -159,7 +159,7 @@ TEST_F(DpUd, Ipv6GrhAreaIsTheIpv6Header)
     a->fill(src.addr, 500, 4);
     b->post_recv(qb, 1, {{dst.addr, 1000, dst.lkey}});
     SendWr wr = ud_send(2, 500);
-    wr.ud(qb, kQkey, gid_v6(2), b->mac, 1);
+    wr.ud(b->wire_qpn(qb), kQkey, gid_v6(2), b->mac, 1);
     wr.hdr.wr.ud.av.sl_tclass_flowlabel = (0x28u << 20) | 0x12345;
     a->post_send(qa, wr);
     ASSERT_TRUE(wire.pump());
@@ -191,7 +191,7 @@ TEST_F(DpUd, QkeyMismatchIsDroppedAndCounted)
     EXPECT_EQ(b->drops(VRDMA_DROP_QKEY), 1u);
     ASSERT_EQ(b->drop_log.size(), 1u);
     EXPECT_EQ(b->drop_log[0].first, "qkey");
-    EXPECT_EQ(b->drop_log[0].second, qb);
+    EXPECT_EQ(b->drop_log[0].second, b->wire_qpn(qb)) << "as the frame named it";
 
     /* The receive WQE is still there for the next (right) one. */
     a->post_send(qa, ud_send(3, 10));
@@ -235,7 +235,7 @@ TEST_F(DpUd, SendToQp1FromAUdQpIsRefused)
     EXPECT_EQ(c.wr_id, 2u);
     EXPECT_EQ(c.status, VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
     EXPECT_EQ(c.opcode, VIRTIO_RDMA_WC_SEND);
-    EXPECT_EQ(c.qp_num, qa);
+    EXPECT_EQ(c.qp_num, a->wire_qpn(qa));
     EXPECT_EQ(a->qp_state(qa), VIRTIO_RDMA_QPS_ERR);
     EXPECT_TRUE(wire.captured.empty()) << "nothing sent";
     EXPECT_EQ(b->cq_size(cq_b), 0u);
@@ -372,7 +372,7 @@ TEST_F(DpUd, GsiAlwaysUsesTheGsiQkey)
 
 TEST_F(DpUd, MissingSourceGidFailsTheWqe)
 {
-    a->post_send(qa, ud_send(1, 10).ud(qb, kQkey, b->gid, b->mac, 3));
+    a->post_send(qa, ud_send(1, 10).ud(b->wire_qpn(qb), kQkey, b->gid, b->mac, 3));
     ASSERT_TRUE(wire.pump());
     const virtio_rdma_cq_req c = a->pop_cqe(cq_a);
     EXPECT_EQ(c.status, VIRTIO_RDMA_WC_LOC_QP_OP_ERR);

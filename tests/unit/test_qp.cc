@@ -1,5 +1,6 @@
 /*
- * CREATE_QP / MODIFY_QP (attribute values) / QUERY_QP / DESTROY_QP.
+ * CREATE_QP_RING's CREATE_QP fields / MODIFY_QP (attribute values) /
+ * QUERY_QP / DESTROY_QP.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -44,8 +45,8 @@ TEST_F(Qp, SeededNumbersAreRandomFreeSlots)
         for (uint32_t i = 2; i < lim.max_qp; i++) {
             v.push_back(new_qp(VIRTIO_RDMA_QPT_RC));
         }
-        expect_refused(VIRTIO_RDMA_CMD_CREATE_QP,
-                       qp_req(pdn_, VIRTIO_RDMA_QPT_UD, cqn_),
+        expect_refused(VIRTIO_RDMA_CMD_CREATE_QP_RING,
+                       qp_ring_req(qp_req(pdn_, VIRTIO_RDMA_QPT_UD, cqn_)),
                        VRDMA_ERR_TABLE_FULL);
         EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_GSI), 1u);
         return v;
@@ -70,8 +71,9 @@ TEST_F(Qp, SeededNumbersAreRandomFreeSlots)
 TEST_F(Qp, OnlyOneGsiQp)
 {
     EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_GSI), 1u);
-    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP,
-                   qp_req(pdn_, VIRTIO_RDMA_QPT_GSI, cqn_), VRDMA_ERR_IN_USE);
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP_RING,
+                   qp_ring_req(qp_req(pdn_, VIRTIO_RDMA_QPT_GSI, cqn_)),
+                   VRDMA_ERR_IN_USE);
     EXPECT_EQ(guest_.errors.back().field, "qp_type");
     EXPECT_EQ(destroy_qp(1), VIRTIO_RDMA_OK);
     EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_GSI), 1u);
@@ -82,8 +84,8 @@ TEST_F(Qp, TableFull)
     for (uint32_t qpn = 2; qpn < lim_.max_qp; qpn++) {
         EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_RC), qpn);
     }
-    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP,
-                   qp_req(pdn_, VIRTIO_RDMA_QPT_UD, cqn_),
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP_RING,
+                   qp_ring_req(qp_req(pdn_, VIRTIO_RDMA_QPT_UD, cqn_)),
                    VRDMA_ERR_TABLE_FULL);
     EXPECT_EQ(guest_.errors.back().field, "qpn") << "no QP number left";
     EXPECT_EQ(new_qp(VIRTIO_RDMA_QPT_GSI), 1u) << "QP 1 is kept for GSI";
@@ -96,23 +98,24 @@ TEST_F(Qp, SmallestDeviceHasOnlyGsi)
     start(lim);
     const uint32_t pd = create_pd();
     const uint32_t cq = create_cq();
-    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP,
-                   qp_req(pd, VIRTIO_RDMA_QPT_RC, cq), VRDMA_ERR_TABLE_FULL);
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP_RING,
+                   qp_ring_req(qp_req(pd, VIRTIO_RDMA_QPT_RC, cq)),
+                   VRDMA_ERR_TABLE_FULL);
     EXPECT_EQ(create_qp(qp_req(pd, VIRTIO_RDMA_QPT_GSI, cq)), 1u);
 }
 
 TEST_F(Qp, CreateRecordsCapsAndStartsInReset)
 {
     auto req = qp_req(pdn_, VIRTIO_RDMA_QPT_RC, cqn_);
-    req.max_send_wr = 64;  /* == queue_size */
-    req.max_recv_wr = 0;   /* one side may be empty */
-    req.max_send_sge = 4;  /* == max_sge */
+    req.max_send_wr = 4096; /* beyond queue_size: a ring's depth */
+    req.max_recv_wr = 0;    /* one side may be empty */
+    req.max_send_sge = 4;   /* == max_sge */
     req.max_recv_sge = 0;
     const uint32_t qpn = create_qp(req);
     const virtio_rdma_qp_attr a = query_qp(qpn);
     EXPECT_EQ(a.qp_state, RESET);
     EXPECT_EQ(a.cur_qp_state, RESET);
-    EXPECT_EQ(a.cap.max_send_wr, 64u);
+    EXPECT_EQ(a.cap.max_send_wr, 4096u);
     EXPECT_EQ(a.cap.max_recv_wr, 0u);
     EXPECT_EQ(a.cap.max_send_sge, 4u);
     EXPECT_EQ(a.cap.max_recv_sge, 0u);
@@ -123,13 +126,14 @@ TEST_F(Qp, CreateRecordsCapsAndStartsInReset)
 
 /*
  * The engine's WQE rings follow each QP's caps (max_*_wr rounded up to a
- * power of two, SGE arrays at max_*_sge), not the device's queue_size: on
- * a 1024-entry, 32-SGE device every QP used to take about 1.3 MB.
+ * power of two, SGE arrays at max_*_sge) up to a ring QP's window, not
+ * the depth of its rings: on a 32-SGE device a QP of 1024 requests a
+ * queue once took about 1.3 MB.
  */
 TEST_F(Qp, RingsAreSizedByTheQpsCaps)
 {
+    using vrdma::soft_roce::kRingWindow;
     VrdmaLimits lim = default_limits();
-    lim.queue_size = 1024;
     lim.max_sge = 32;
     start(lim);
     const uint32_t pd = create_pd();
@@ -151,10 +155,11 @@ TEST_F(Qp, RingsAreSizedByTheQpsCaps)
     };
 
     const auto &full = ring_of(1024, 32, 1024, 32);
-    EXPECT_EQ(full.sq.size(), 1024u);
-    EXPECT_EQ(full.rq.size(), 1024u);
-    EXPECT_EQ(full.ring_bytes(), bytes(1024, 1024 * 32, 1024, 1024 * 32));
-    EXPECT_GT(full.ring_bytes(), 1u << 20);
+    EXPECT_EQ(full.sq.size(), kRingWindow);
+    EXPECT_EQ(full.rq.size(), kRingWindow);
+    EXPECT_EQ(full.ring_bytes(),
+              bytes(kRingWindow, kRingWindow * 32, kRingWindow, kRingWindow * 32));
+    EXPECT_LT(full.ring_bytes(), 1u << 17);
 
     const auto &small = ring_of(16, 2, 32, 3);
     EXPECT_EQ(small.sq_mask, 15u);
@@ -177,52 +182,63 @@ TEST_F(Qp, CreateErrors)
     const auto field = [this] { return guest_.errors.back().field; };
     auto r = good;
     r.pdn = pdn_ + 0x10000;
-    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_BAD_HANDLE);
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP_RING, qp_ring_req(r),
+                   VRDMA_ERR_BAD_HANDLE);
     EXPECT_EQ(field(), "pdn");
     for (uint8_t type : {uint8_t{VIRTIO_RDMA_QPT_SMI}, uint8_t{5},
                          uint8_t{0xff}}) {
         r = good;
         r.qp_type = type;
-        expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_BAD_ARG);
+        expect_refused(VIRTIO_RDMA_CMD_CREATE_QP_RING, qp_ring_req(r),
+                       VRDMA_ERR_BAD_ARG);
         EXPECT_EQ(field(), "qp_type");
     }
     r = good;
     r.sq_sig_type = 2;
-    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_BAD_ARG);
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP_RING, qp_ring_req(r),
+                   VRDMA_ERR_BAD_ARG);
     EXPECT_EQ(field(), "sq_sig_type");
     r = good;
-    r.max_send_wr = 65;
-    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_LIMIT);
+    r.max_send_wr = VIRTIO_RDMA_RING_MAX_QP_WR + 1; /* max_ring_qp_wr's */
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP_RING, qp_ring_req(r),
+                   VRDMA_ERR_LIMIT);
     EXPECT_EQ(field(), "max_send_wr");
     r = good;
     r.max_recv_wr = 0xffffffff;
-    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_LIMIT);
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP_RING, qp_ring_req(r),
+                   VRDMA_ERR_LIMIT);
     EXPECT_EQ(field(), "max_recv_wr");
     r = good;
     r.max_send_wr = 0;
     r.max_recv_wr = 0;
-    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_LIMIT);
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP_RING, qp_ring_req(r),
+                   VRDMA_ERR_LIMIT);
     EXPECT_EQ(field(), "max_send_wr+max_recv_wr");
     r = good;
     r.max_send_sge = 5;
-    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_LIMIT);
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP_RING, qp_ring_req(r),
+                   VRDMA_ERR_LIMIT);
     EXPECT_EQ(field(), "max_send_sge");
     r = good;
     r.max_recv_sge = 0x80000000;
-    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_LIMIT);
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP_RING, qp_ring_req(r),
+                   VRDMA_ERR_LIMIT);
     EXPECT_EQ(field(), "max_recv_sge");
     r = good;
     r.send_cqn = 1;
-    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_BAD_HANDLE);
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP_RING, qp_ring_req(r),
+                   VRDMA_ERR_BAD_HANDLE);
     EXPECT_EQ(field(), "send_cqn");
     EXPECT_EQ(guest_.errors.back().a, 1u);
     r = good;
     r.recv_cqn = 0xffffffff;
-    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_BAD_HANDLE);
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP_RING, qp_ring_req(r),
+                   VRDMA_ERR_BAD_HANDLE);
     EXPECT_EQ(field(), "recv_cqn");
     r = good;
     r.max_inline_data = 1;
-    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP, r, VRDMA_ERR_LIMIT);
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_QP_RING, qp_ring_req(r),
+                   VRDMA_ERR_LIMIT);
     EXPECT_EQ(field(), "max_inline_data");
 
     EXPECT_EQ(create_qp(good), 2u);

@@ -1,8 +1,7 @@
 /*
  * QP and CQ numbers of the rings data path: a ring QP or CQ has no
  * virtqueue, so CREATE_QP_RING and CREATE_CQ_RING number them up to
- * max_ring_qp / max_ring_cq, far beyond the virtqueue path's max_qp /
- * max_cq, which still bound CREATE_QP and CREATE_CQ.
+ * max_ring_qp / max_ring_cq, far beyond max_qp / max_cq.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -87,31 +86,6 @@ TEST_F(RingNumbers, RingObjectsGoBeyondTheVirtqueues)
               VIRTIO_RDMA_ENOMEM);
     EXPECT_EQ(n.errors.back().field, "qpn");
     EXPECT_EQ(n.errors.back().a, kRingQps);
-}
-
-TEST_F(RingNumbers, VirtqueuePathKeepsItsOwn)
-{
-    /* The same tables, without RINGS: CREATE_QP / CREATE_CQ stop at 16 / 8. */
-    Node n(&wire, 0, ring_limits());
-    const uint32_t pd = n.create_pd();
-    for (uint32_t i = 0; i < 8; i++) {
-        EXPECT_EQ(n.create_cq(), i);
-    }
-    virtio_rdma_rsp_create_cq crsp{};
-    EXPECT_EQ(n.ctrl(VIRTIO_RDMA_CMD_CREATE_CQ,
-                     virtio_rdma_cmd_create_cq{.cqe = 1}, &crsp),
-              VIRTIO_RDMA_ENOMEM);
-    for (uint32_t i = 2; i < 16; i++) {
-        n.create_qp(pd, VIRTIO_RDMA_QPT_RC, 0, 0);
-    }
-    virtio_rdma_cmd_create_qp q{};
-    q.pdn = pd;
-    q.qp_type = VIRTIO_RDMA_QPT_RC;
-    q.max_send_wr = 1;
-    virtio_rdma_rsp_create_qp_wire qrsp{};
-    EXPECT_EQ(n.ctrl(VIRTIO_RDMA_CMD_CREATE_QP, q, &qrsp), VIRTIO_RDMA_ENOMEM);
-    EXPECT_EQ(n.errors.back().field, "qpn");
-    EXPECT_EQ(n.errors.back().a, 16u);
 }
 
 TEST_F(RingNumbers, TrafficOnAQpNumberedBeyondMaxQp)

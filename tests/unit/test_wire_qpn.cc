@@ -1,7 +1,7 @@
 /*
  * Wire QP numbers (VIRTIO_RDMA_F_WIRE_QPN): the wire QPN -> queue index
- * table, how CREATE_QP answers with and without the feature, and the data
- * path addressing peers by wire QPN.
+ * table, what CREATE_QP_RING answers with and without the feature, and the
+ * data path addressing peers by wire QPN.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -22,6 +22,8 @@ using vrdma::Rng;
 using vrdma::WireQpnTable;
 
 constexpr uint64_t kWireFeature = 1ull << VIRTIO_RDMA_F_WIRE_QPN;
+/* The rings data path without wire QPNs. */
+constexpr uint64_t kRingsOnly = kRingFeatures & ~kWireFeature;
 
 /* ---- the table ---- */
 
@@ -137,7 +139,7 @@ TEST(WireQpnTable, PickSkipsLiveAndRecentlyFreedNumbers)
     EXPECT_EQ(t.pick(r3), w);
 }
 
-/* ---- CREATE_QP and the rest of the control path ---- */
+/* ---- CREATE_QP_RING and the rest of the control path ---- */
 
 class WireQpnCore : public CoreTest {
 protected:
@@ -145,21 +147,22 @@ protected:
     {
         VrdmaLimits lim = default_limits();
         lim.rng_seed = 99;
-        start(lim);
+        start(lim, kRingsOnly);
         pdn = create_pd();
         cqn = create_cq();
     }
 
-    /* CREATE_QP with @cap bytes of response room; @len: what came back. */
+    /* CREATE_QP_RING with @cap bytes of response room; @len: what came back. */
     uint8_t create(uint8_t type, size_t cap, virtio_rdma_rsp_create_qp_wire *r,
                    size_t *len)
     {
-        const virtio_rdma_cmd_create_qp req = qp_req(pdn, type, cqn);
+        const virtio_rdma_cmd_create_qp_ring req =
+            qp_ring_req(qp_req(pdn, type, cqn));
         uint8_t buf[VRDMA_CTRL_RSP_MAX];
 
         std::memset(buf, 0xa5, sizeof(buf));
-        const uint8_t st = raw(VIRTIO_RDMA_CMD_CREATE_QP, &req, sizeof(req),
-                               buf, cap, len);
+        const uint8_t st = raw(VIRTIO_RDMA_CMD_CREATE_QP_RING, &req,
+                               sizeof(req), buf, cap, len);
         std::memcpy(r, buf, sizeof(*r));
         return st;
     }
@@ -167,25 +170,24 @@ protected:
     uint32_t pdn = 0, cqn = 0;
 };
 
-TEST_F(WireQpnCore, WithoutTheFeatureTheAnswerIsTheQueueIndexAlone)
+TEST_F(WireQpnCore, WithoutTheFeatureTheWireQpnIsTheQueueIndex)
 {
     virtio_rdma_rsp_create_qp_wire r;
     size_t len = 0;
 
-    ASSERT_EQ(create(VIRTIO_RDMA_QPT_RC, VRDMA_CTRL_RSP_MAX, &r, &len),
-              VIRTIO_RDMA_OK);
-    EXPECT_EQ(len, sizeof(virtio_rdma_rsp_create_qp));
-    EXPECT_EQ(r.wire_qpn, 0xa5a5a5a5u) << "nothing written past 4 bytes";
-    ASSERT_EQ(create(VIRTIO_RDMA_QPT_UD, 4, &r, &len), VIRTIO_RDMA_OK)
-        << "4 bytes of room suffice";
-    EXPECT_EQ(vrdma_core_cqe_qp_token(core_, r.qpn),
-              vrdma_core_qp_token(core_, r.qpn))
-        << "a CQE's qp_num is the queue index";
+    for (uint8_t type : {VIRTIO_RDMA_QPT_RC, VIRTIO_RDMA_QPT_UD}) {
+        ASSERT_EQ(create(type, VRDMA_CTRL_RSP_MAX, &r, &len), VIRTIO_RDMA_OK);
+        EXPECT_EQ(len, sizeof(virtio_rdma_rsp_create_qp_wire));
+        EXPECT_EQ(r.wire_qpn, r.qpn);
+        EXPECT_EQ(vrdma_core_cqe_qp_token(core_, r.qpn),
+                  vrdma_core_qp_token(core_, r.qpn))
+            << "a CQE's qp_num is the queue index";
+    }
 }
 
 TEST_F(WireQpnCore, WithTheFeatureTheAnswerCarriesTheWireQpn)
 {
-    vrdma_core_set_features(core_, kWireFeature);
+    vrdma_core_set_features(core_, kRingFeatures);
     std::set<uint32_t> wires;
     virtio_rdma_rsp_create_qp_wire r;
     size_t len = 0;
@@ -210,25 +212,30 @@ TEST_F(WireQpnCore, WithTheFeatureTheAnswerCarriesTheWireQpn)
     EXPECT_GT(*wires.rbegin(), lim_.max_qp);
 }
 
+/* The response always carries the wire QPN: 4 bytes of room are short. */
 TEST_F(WireQpnCore, ResponseRoomForTheWireQpnIsRequired)
 {
-    vrdma_core_set_features(core_, kWireFeature);
-    const virtio_rdma_cmd_create_qp req = qp_req(pdn, VIRTIO_RDMA_QPT_RC, cqn);
-    const Snapshot before = snapshot();
-    uint8_t buf[8];
-    size_t len = 1;
+    for (uint64_t features : {kRingsOnly, kRingFeatures}) {
+        vrdma_core_set_features(core_, features);
+        const virtio_rdma_cmd_create_qp_ring req =
+            qp_ring_req(qp_req(pdn, VIRTIO_RDMA_QPT_RC, cqn));
+        const Snapshot before = snapshot();
+        uint8_t buf[8];
+        size_t len = 1;
 
-    EXPECT_EQ(raw(VIRTIO_RDMA_CMD_CREATE_QP, &req, sizeof(req), buf, 4, &len),
-              VIRTIO_RDMA_EINVAL);
-    EXPECT_EQ(len, 0u);
-    ASSERT_FALSE(guest_.errors.empty());
-    EXPECT_EQ(guest_.errors.back().err, VRDMA_ERR_RSP_SIZE);
-    EXPECT_EQ(snapshot(), before);
+        EXPECT_EQ(raw(VIRTIO_RDMA_CMD_CREATE_QP_RING, &req, sizeof(req), buf,
+                      4, &len),
+                  VIRTIO_RDMA_EINVAL);
+        EXPECT_EQ(len, 0u);
+        ASSERT_FALSE(guest_.errors.empty());
+        EXPECT_EQ(guest_.errors.back().err, VRDMA_ERR_RSP_SIZE);
+        EXPECT_EQ(snapshot(), before);
+    }
 }
 
 TEST_F(WireQpnCore, DestroyFreesTheWireQpnAndResetForgetsTheFeature)
 {
-    vrdma_core_set_features(core_, kWireFeature);
+    vrdma_core_set_features(core_, kRingFeatures);
     virtio_rdma_rsp_create_qp_wire r;
     size_t len = 0;
 
@@ -243,7 +250,6 @@ TEST_F(WireQpnCore, DestroyFreesTheWireQpnAndResetForgetsTheFeature)
     VrdmaLimits lim = lim_;
     lim.max_qp = 3; /* one RC index: 2 */
     start(lim);
-    vrdma_core_set_features(core_, kWireFeature);
     pdn = create_pd();
     cqn = create_cq();
     ASSERT_EQ(create(VIRTIO_RDMA_QPT_RC, 8, &r, &len), VIRTIO_RDMA_OK);
@@ -252,12 +258,16 @@ TEST_F(WireQpnCore, DestroyFreesTheWireQpnAndResetForgetsTheFeature)
     EXPECT_EQ(r2.qpn, r.qpn);
     EXPECT_NE(r2.wire_qpn, r.wire_qpn) << "recently freed: not reused";
 
+    /* Reset forgets every feature: no rings until they are negotiated. */
     vrdma_core_reset(core_);
+    expect_refused(VIRTIO_RDMA_CMD_CREATE_CQ_RING, cq_req(16),
+                   VRDMA_ERR_UNSUPPORTED);
+    vrdma_core_set_features(core_, kRingsOnly);
     pdn = create_pd();
     cqn = create_cq();
     ASSERT_EQ(create(VIRTIO_RDMA_QPT_RC, VRDMA_CTRL_RSP_MAX, &r, &len),
               VIRTIO_RDMA_OK);
-    EXPECT_EQ(len, sizeof(virtio_rdma_rsp_create_qp)) << "reset: no feature";
+    EXPECT_EQ(r.wire_qpn, r.qpn) << "reset: no wire QPN feature";
 }
 
 /* ---- the data path ---- */
@@ -266,9 +276,7 @@ class WireQpnDp : public DpTest {
 protected:
     void SetUp() override
     {
-        DpTest::SetUp();
-        a->set_features(kWireFeature);
-        b->set_features(kWireFeature);
+        DpTest::SetUp(); /* kRingFeatures: WIRE_QPN among them */
         wire.capture = true;
     }
 };

@@ -101,13 +101,12 @@ done
 
 # ---- device (QEMU's generic-fuzz) ---------------------------------------------------
 # One pair: virtio-net-pci at function 0 (the paired NIC), virtio-rdma-pci at 1.
-# max-cq and max-qp give 1 + 4 + 2 * 8 = 21 virtqueues before the event
-# queue (tests/fuzz/generic_seeds.py's EVQ).  max-ring-qp=8: ring QPs get a
-# random number of 2..7, which the seeds can try one by one (by default one
-# of 2..131071, which no input can name in MODIFY_QP or a doorbell).
+# max-qp=8: QPs get a random number of 2..7, which the seeds can try one by
+# one (by default one of 2..131071, which no input can name in MODIFY_QP or
+# a doorbell); max-cq=4: CQs 0..3.
 pair() {    # slot mac rdma-extra-options ioeventfd
     echo "-device virtio-net-pci,netdev=n$1,addr=0$1.0,multifunction=on,mac=$2,ioeventfd=$4" \
-         "-device virtio-rdma-pci,id=rdma$1,addr=0$1.1,max-cq=4,max-qp=8,max-ring-qp=8,ioeventfd=$4$3"
+         "-device virtio-rdma-pci,id=rdma$1,addr=0$1.1,max-cq=4,max-qp=8,ioeventfd=$4$3"
 }
 device_args() {     # target
     local io="" iodev="" efd=on

@@ -119,12 +119,10 @@ DOORBELLS, COMMON, NOTIFY = 2, 3, 6  # region index within an RDMA device's
 RDMA_REGIONS, NIC_REGIONS = 7, 6     # (a NIC has no doorbells: one less)
 MAX_LEN = 16384                      # scripts/fuzz.sh's -max_len
 
-# The event queue's virtqueue index: 1 + max-cq + 2 * max-qp, with
-# scripts/fuzz.sh's max-cq=4, max-qp=8.  Once the device drops the CQ and QP
-# virtqueues it is 1: this line is the only one to change.
-EVQ = 21
-# QP numbers CREATE_QP_RING draws at random from 2 .. max-ring-qp - 1
-# (scripts/fuzz.sh sets max-ring-qp=8): MODIFY_QP and doorbells try each.
+# The event queue's virtqueue index (ABI version 2: control 0, events 1).
+EVQ = 1
+# QP numbers CREATE_QP_RING draws at random from 2 .. max-qp - 1
+# (scripts/fuzz.sh sets max-qp=8): MODIFY_QP and doorbells try each.
 QPNS = range(2, 8)
 
 F_WIRE_QPN, F_EVENT_QUEUE, F_RINGS = 1 << 0, 1 << 1, 1 << 2

@@ -14,8 +14,6 @@
 #   lab.rdma=rxe|vrdma  the RDMA device on eth0: kernel rxe (rxe0, default) or
 #                     our virtio-rdma-pci through lab.ko (vrdma0)
 #   lab.ko=PATH       virtio_rdma.ko, an absolute path of the host root
-#   lab.kopts=A,B     lab.ko's module parameters (e.g. rings=1), each
-#                     time it is loaded
 #   lab.prov=DIR      host-root directory of the rdma-core provider
 #                     (libvirtio_rdma-rdmav*.so): made a provider of the
 #                     guest's libibverbs in the tmpfs overlay
@@ -26,12 +24,12 @@
 # The job gets LAB_DEV, the RDMA device's name.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
-IP= IP6= USER=0 NEIGH= EGRESS= RUN= RDMA=rxe KO= KOPTS= PROV= STAGES=0
+IP= IP6= USER=0 NEIGH= EGRESS= RUN= RDMA=rxe KO= PROV= STAGES=0
 for a in $(cat /proc/cmdline); do case $a in
     lab.ip=*) IP=${a#*=};; lab.ip6=*) IP6=${a#*=};; lab.user=*) USER=${a#*=};;
     lab.neigh=*) NEIGH=${a#*=};; lab.egress=*) EGRESS=${a#*=};; lab.run=*) RUN=${a#*=};;
     lab.rdma=*) RDMA=${a#*=};; lab.ko=*) KO=${a#*=};; lab.prov=*) PROV=${a#*=};;
-    lab.stages=*) STAGES=${a#*=};; lab.kopts=*) KOPTS=$(echo "${a#*=}" | tr , ' ');;
+    lab.stages=*) STAGES=${a#*=};;
 esac; done
 say() { echo "LAB: $*"; }
 KVER=$(uname -r)
@@ -95,7 +93,7 @@ has_gids() {
 }
 # load_vrdma: insmod lab.ko, then (bounded) vrdma0 with eth0's GIDs.
 load_vrdma() {
-    /bin/insmod $R$KO $KOPTS || { say "FATAL: insmod $KO $KOPTS"; return 1; }
+    /bin/insmod $R$KO || { say "FATAL: insmod $KO"; return 1; }
     i=0
     while [ ! -e /sys/class/infiniband/vrdma0 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
     [ -e /sys/class/infiniband/vrdma0 ] || { say "FATAL: no /sys/class/infiniband/vrdma0 after insmod"; return 1; }

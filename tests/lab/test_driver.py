@@ -36,8 +36,6 @@ after it, no lockup or RCU stall in the kernel log.
 
 no-direct-dma (class DirectDma): a guest booted with swiotlb=force, where
 DMA addresses are not guest-physical: the driver refuses to probe.
-no-rings (class NoRings): a device with rings=off (no queues in guest
-memory, the only data path the driver has): the driver refuses to bind.
 
 The CI runs vr on 6.1 only (on 6.12 vv, the driver against itself: against
 rxe the wire is the device's, the same on both kernels): Vr.kernels.
@@ -204,7 +202,6 @@ class _Pair(LabTest):
     bigmr = False   # A-bigmr: vrdma-bigmr
     cases = tools.DRV_CASES + ('rc_pingpong_sys',)
     families = (4, 6)
-    kopts = ''      # the module's parameters (lab.kopts)
     vrdma_opts = '' # the device's properties
 
     @classmethod
@@ -322,7 +319,6 @@ class _Pair(LabTest):
             s.guest = Guest(cls.env, s.out,
                             f'lab.ip={s.ip4}/24 lab.ip6={s.ip6}/64 lab.rdma={rdma} '
                             f'lab.ko={ko} lab.prov={prov} lab.stages={int(s.vrdma)} '
-                            + (f'lab.kopts={cls.kopts} ' if cls.kopts else '') +
                             'lab.run=/lab/guest-cases.sh',
                             links[s.name], s.mac, vrdma=s.vrdma,
                             vrdma_opts=cls.vrdma_opts)
@@ -527,7 +523,7 @@ class Vv(_Pair):
     # Room for vrdma-qps, and a table vrdma-abuse can fill in a 512 MiB
     # guest (the default, 131072, it cannot); vrdma-bigmr's MR (the default,
     # guest RAM but at least 1 GiB, is smaller).
-    vrdma_opts = f'max-ring-qp={2 * QPS_COUNT},max-mr-size=2G'
+    vrdma_opts = f'max-qp={2 * QPS_COUNT},max-mr-size=2G'
     cases = _Pair.cases + tools.RING_CASES
 
 
@@ -666,21 +662,6 @@ class DirectDma(_Refused):
         used DMA-API addresses as guest-physical ones)."""
         self.assertRefused('probed although DMA addresses are not guest-physical')
 
-
-class NoRings(_Refused):
-    """no-rings: a device with rings=off, which offers no queues in guest
-    memory (VIRTIO_RDMA_F_RINGS), the driver's only data path: it must
-    refuse the device, saying which properties it needs, instead of
-    binding and failing at the first CQ."""
-    guest_name, ip, mac = 'no-rings', '10.77.1.33', '52:54:00:77:01:33'
-    append, vrdma_opts = '', 'rings=off'
-    why = ('does not offer queues in guest memory', 'rings=on')
-
-    @quick
-    @timeout(BOOT + 30)
-    def test_no_rings(self):
-        """No vrdma0, and the kernel log names the device properties."""
-        self.assertRefused('bound a device without rings')
 
 if __name__ == '__main__':
     unittest.main()

@@ -67,45 +67,31 @@ def mux_snapshot(env):
 # /x86_64/virtio-rdma-dp/PATH), those that do not look at the soft
 # engine's own wire (the "wire" ones run two devices on the one rxe0;
 # frames are rxe's business).  They run on queues in guest memory, as the
-# guest driver's; virtqueues/ ones on the RFC-era virtqueue path, going
-# away.  Left out, each for a reason of its own:
-#   virtqueues/wire/connect, wire/not-ours-first   the soft engine's wire
-#                                       and filter;
+# guest driver's.  Left out, each for a reason of its own:
+#   wire/connect, wire/not-ours-first   the soft engine's wire and filter;
 #   cq-arm/solicited                    ibv_wc has no solicited bit: every
-#                                       receive may wake a SOLICITED arm;
-#   virtqueues/cq-arm/answered-after-earlier-cqes  the host flushes a QP in
-#                                       ERR on its own time: the flushed
-#                                       CQE may come after the arm's answer
-#                                       (it then signals the arm: nothing
-#                                       is missed);
-#   virtqueues/qp/destroy-discards-pending  the device's virtqueues, the
-#                                       same code for both (and its
-#                                       hand-made CREATE_QP has no wire QPN
-#                                       room).
+#                                       receive may wake a SOLICITED arm.
 # The list takes about 8 minutes in the guest's 2 TCG vCPUs.  Quick: one
 # case of each kind (QUICK_DP).
 RC = ('rc-send', 'rc-write', 'rc-write-imm', 'rc-read', 'rc-cas', 'rc-faa', 'rc-pipeline')
 DP = ([f'loopback/{t}' for t in RC + (
           'rc-unsignaled', 'rc-psn-wrap', 'rc-rem-access-err', 'rc-rem-bounds-err',
           'rc-loc-prot-err', 'rc-recv-too-small', 'rc-rnr')]
-      + [f'virtqueues/loopback/{t}' for t in ('rc-send', 'cq-overrun', 'wqe-malformed',
-                                              'wqe-device-writable')]
       + ['cq-arm/next']
       + [f'event-queue/{t}' for t in ('cq-event', 'no-buffer', 'destroyed-cq', 'short-buffer')]
       + [f'wire/{t}' for t in RC + ('ud-send-ipv4', 'ud-send-ipv6', 'ud-qp1-refused',
                                      'peer-gone')]
-      + ['virtqueues/wire/ud-send-ipv4']
       + [f'dma-sge/loopback/{t}' for t in ('rc-send', 'rc-write-imm', 'rc-read', 'rc-cas',
                                            'rc-faa')]
       + [f'dma-sge/wire/{t}' for t in ('rc-send', 'rc-read')])
-QUICK_DP = ('loopback/rc-send', 'virtqueues/loopback/cq-overrun', 'cq-arm/next', 'wire/rc-read',
-            'wire/rc-cas', 'wire/ud-send-ipv6', 'wire/ud-qp1-refused',
-            'virtqueues/wire/ud-send-ipv4', 'dma-sge/wire/rc-send')
+QUICK_DP = ('loopback/rc-send', 'cq-arm/next', 'wire/rc-read',
+            'wire/rc-cas', 'wire/ud-send-ipv4', 'wire/ud-send-ipv6', 'wire/ud-qp1-refused',
+            'dma-sge/wire/rc-send')
 # The rings data path's qtests on rxe0 (ring/PATH: the qtest
 # /x86_64/virtio-rdma-ring/PATH): queues in guest memory in front of the
 # host's QPs and CQs.  All quick.  Left out: cq-arm/doorbell, for the
 # reason of dp's cq-arm/solicited (a SOLICITED arm wakes on any receive).
-RING = ('create/cq-ring', 'create/qp-ring', 'create/beyond-virtqueues',
+RING = ('create/cq-ring', 'create/qp-ring', 'create/limits',
         'loopback/send-write-wrap', 'boundary/sq-beyond-ring',
         'boundary/other-context', 'boundary/dead-queues', 'boundary/cq-full',
         'boundary/cq-broken', 'srq/loopback', 'srq/limit-and-break')

@@ -322,12 +322,12 @@ class GuestProcess(InTempDir):
     def test_command_line(self):
         env = FakeEnv(self.tmp, 'for a; do echo "$a"; done\n')
         g = Guest(env, self.tmp / 'g', 'lab.run=/lab/x.sh', 'user', '52:54:00:00:00:01',
-                  vrdma=True, vrdma_opts='queue-size=1024').start(limit=10)
+                  vrdma=True, vrdma_opts='max-sge=8').start(limit=10)
         self.assertEqual(g.wait(), 0)
         args = (g.out / 'qemu.log').read_text().splitlines()
         self.assertIn('virtio-net-pci,netdev=n0,mac=52:54:00:00:00:01,addr=04.0,multifunction=on',
                       args)
-        self.assertIn('virtio-rdma-pci,addr=04.1,queue-size=1024', args)
+        self.assertIn('virtio-rdma-pci,addr=04.1,max-sge=8', args)
         self.assertIn(f'unix:{g.qmp_path},server=on,wait=off', args)
         self.assertIn(f'local,id=fsout,path={g.out},security_model=none,multidevs=remap', args)
         self.assertTrue(args[args.index('-append') + 1].endswith(' lab.run=/lab/x.sh'))

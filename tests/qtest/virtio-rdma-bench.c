@@ -58,7 +58,7 @@
 
 #define MAC_A       "52:54:00:12:34:56"
 #define MAC_B       "52:54:00:12:34:57"
-#define RDMA_OPTS   "max-cq=4,max-qp=4"
+#define RDMA_OPTS   ""
 #define VA_A        0x7f0000000000ull
 #define VA_B        0x7f4000000000ull
 
@@ -615,9 +615,9 @@ static uint64_t proc_rss_kib(pid_t pid)
 static void bench_qp_memory(void)
 {
     const char *env = g_getenv("VRDMA_BENCH_QPS");
-    uint32_t nqps = env ? atoi(env) : 16384, i, qpn, wire, pdn, cqn, nvq;
+    uint32_t nqps = env ? atoi(env) : 16384, i, wire, pdn;
     /* Each QP maps its rings' 98 pages again: room for all of them. */
-    g_autofree char *opts = g_strdup_printf("max-ring-qp=%u,"
+    g_autofree char *opts = g_strdup_printf("max-qp=%u,"
                                             "max-mapped-pages=%u", nqps + 2,
                                             100 * (nqps + 2));
     g_autofree uint32_t *qpns = g_new(uint32_t, nqps);
@@ -627,13 +627,7 @@ static void bench_qp_memory(void)
     QVrdmaRingCq *cq;
     QVrdmaGRing sq, rq;
     struct virtio_rdma_cmd_create_qp_ring req;
-    struct virtio_rdma_cmd_create_qp vq_req = {
-        .qp_type = VIRTIO_RDMA_QPT_RC, .sq_sig_type = VIRTIO_RDMA_SIGNAL_REQ_WR,
-        .max_send_wr = 1024, .max_recv_wr = 1024,
-        .max_send_sge = 4, .max_recv_sge = 4,
-    };
-    QVrdmaDev *vd;
-    uint64_t rss0, rss1, vrss0, vrss1;
+    uint64_t rss0, rss1;
     double t0, t;
 
     g_assert_cmpuint(qvrdma_create_pd(r, &pdn), ==, VIRTIO_RDMA_OK);
@@ -651,30 +645,10 @@ static void bench_qp_memory(void)
     t = g_get_monotonic_time() / 1e6 - t0;
     rss1 = proc_rss_kib(pid);
 
-    /* The virtqueue path: max-qp as large as 1024 virtqueues allow. */
-    vd = qvrdma_dev_boot_features("user,id=n0", MAC_B,
-                                  "max-cq=1,max-qp=510,rings=off",
-                                  1ull << VIRTIO_RDMA_F_WIRE_QPN);
-    g_assert_cmpuint(qvrdma_create_pd(&vd->r, &vq_req.pdn), ==, VIRTIO_RDMA_OK);
-    g_assert_cmpuint(qvrdma_create_cq(&vd->r, 1, &cqn), ==, VIRTIO_RDMA_OK);
-    vq_req.send_cqn = vq_req.recv_cqn = cqn;
-    vrss0 = proc_rss_kib(qtest_pid(vd->qts));
-    for (nvq = 0; nvq < 508; nvq++) {
-        g_assert_cmpuint(qvrdma_create_qp_wire(&vd->r, &vq_req, &qpn, &wire),
-                         ==, VIRTIO_RDMA_OK);
-    }
-    vrss1 = proc_rss_kib(qtest_pid(vd->qts));
-
     out("virtio-rdma-bench: QEMU's memory per QP, 1024 WRs x 4 SGEs each way\n");
-    out("  rings:      %u QPs in %.1f s, VmRSS %" PRIu64 " -> %" PRIu64
+    out("  %u QPs in %.1f s, VmRSS %" PRIu64 " -> %" PRIu64
         " KiB: %.1f KiB per QP\n", nqps, t, rss0, rss1,
         (double)(rss1 - rss0) / nqps);
-    out("  virtqueues: %u QPs (the most 1024 virtqueues allow), VmRSS %"
-        PRIu64 " -> %" PRIu64 " KiB: %.1f KiB per QP\n", nvq, vrss0, vrss1,
-        (double)(vrss1 - vrss0) / nvq);
-    out("  ratio: %.1f x less per QP on rings\n",
-        ((double)(vrss1 - vrss0) / nvq) / ((double)(rss1 - rss0) / nqps));
-    qvrdma_dev_quit(vd);
 
     for (i = 0; i < nqps; i++) {
         g_assert_cmpuint(qvrdma_destroy_qp(r, qpns[i]), ==, VIRTIO_RDMA_OK);

@@ -1,8 +1,9 @@
 /*
  * virtio-rdma-demo: drives the control path of one virtio-rdma-pci device
  * the way a guest driver brings up an RC connection, printing one line per
- * step.  A plain qtest (no qos graph), built on the libqos PCI helpers and
- * the virtio-rdma driver in libqos/virtio-rdma.c.
+ * step.  A plain qtest (no qos graph), built on the libqos PCI helpers, the
+ * virtio-rdma driver in libqos/virtio-rdma.c and its rings in guest memory
+ * (libqos/virtio-rdma-ring.c).
  *
  *   QTEST_QEMU_BINARY=./qemu-system-x86_64 ./tests/qtest/virtio-rdma-demo
  *
@@ -15,6 +16,7 @@
 #include "qobject/qdict.h"
 #include "libqos/libqos-pc.h"
 #include "libqos/virtio-rdma.h"
+#include "libqos/virtio-rdma-ring.h"
 
 #define DEMO_ARGS "-M pc -netdev user,id=net0 " \
     "-device virtio-net-pci,netdev=net0,addr=04.0,multifunction=on," \
@@ -106,11 +108,13 @@ static void demo(void)
     struct virtio_rdma_config cfg;
     struct virtio_rdma_port_attr port;
     struct virtio_rdma_rsp_mr dma_mr, user_mr;
-    struct virtio_rdma_cmd_create_qp qreq;
+    struct virtio_rdma_cmd_create_qp_ring qreq;
+    struct virtio_rdma_ring cq_desc;
+    QVrdmaGRing cq_ring, sq_ring, rq_ring;
     struct virtio_rdma_qp_attr attr;
     QVrdmaPageTable pt;
     const uint64_t va = 0x7f0000100000ull;
-    uint32_t pdn, cqn, qpn, mask;
+    uint32_t pdn, cqn, qpn, wire, mask;
     uint16_t pkey;
     uint8_t guid[8];
     uint8_t st;
@@ -123,6 +127,7 @@ static void demo(void)
     g_assert_nonnull(vpci);
     qvirtio_pci_device_enable(vpci);
     qvirtio_start_device(&vpci->vdev);
+    r.want_features = QVRDMA_RING_FEATURES;     /* all the device accepts */
     qvrdma_init(&r, &vpci->vdev, qs->qts, &qs->alloc);
 
     qvrdma_read_config(&r, &cfg);
@@ -132,10 +137,11 @@ static void demo(void)
         "node guid %02x%02x:%02x%02x:%02x%02x:%02x%02x\n",
         QVRDMA_SLOT, QVRDMA_SLOT, guid[0], guid[1], guid[2], guid[3],
         guid[4], guid[5], guid[6], guid[7]);
-    out("limits: qp %u cq %u mr %u pd %u, wr/cqe %u, sge %u\n",
-        le32_to_cpu(cfg.max_qp), le32_to_cpu(cfg.max_cq),
-        le32_to_cpu(cfg.max_mr), le32_to_cpu(cfg.max_pd),
-        le32_to_cpu(cfg.max_qp_wr), le32_to_cpu(cfg.max_send_sge));
+    out("ABI version %u; limits: qp %u cq %u mr %u pd %u, wr %u cqe %u, "
+        "sge %u\n", le32_to_cpu(cfg.hw_ver), le32_to_cpu(cfg.max_ring_qp),
+        le32_to_cpu(cfg.max_ring_cq), le32_to_cpu(cfg.max_mr),
+        le32_to_cpu(cfg.max_pd), le32_to_cpu(cfg.max_ring_qp_wr),
+        le32_to_cpu(cfg.max_ring_cqe), le32_to_cpu(cfg.max_send_sge));
 
     st = qvrdma_query_port(&r, 1, &port);
     step(VIRTIO_RDMA_CMD_QUERY_PORT, "port 1", st,
@@ -170,9 +176,12 @@ static void demo(void)
     st = qvrdma_create_pd(&r, &pdn);
     step(VIRTIO_RDMA_CMD_CREATE_PD, "", st, "pdn 0x%x", pdn);
 
-    st = qvrdma_create_cq(&r, 64, &cqn);
-    step(VIRTIO_RDMA_CMD_CREATE_CQ, "cqe 64", st, "cqn %u (virtqueue %u)",
-         cqn, 1 + cqn);
+    /* A CQ is a ring of 64-byte entries in guest memory, zeroed. */
+    qvrdma_gring_alloc(&r, &cq_ring, 6, VIRTIO_RDMA_CQE_LOG_STRIDE);
+    cq_desc = qvrdma_gring_desc(&cq_ring);
+    st = qvrdma_create_cq_ring(&r, VIRTIO_RDMA_KERNEL_CTX, 64, &cq_desc, &cqn);
+    step(VIRTIO_RDMA_CMD_CREATE_CQ_RING, "cqe 64, 64-entry ring", st,
+         "cqn %u", cqn);
 
     st = qvrdma_get_dma_mr(&r, pdn, VIRTIO_RDMA_ACCESS_LOCAL_WRITE, &dma_mr);
     step(VIRTIO_RDMA_CMD_GET_DMA_MR, "access LOCAL_WRITE", st,
@@ -188,12 +197,17 @@ static void demo(void)
          "mrn 0x%x lkey 0x%x rkey 0x%x (data at gpa 0x%" PRIx64 ")",
          user_mr.mrn, user_mr.lkey, user_mr.rkey, pt.data);
 
-    qreq = qvrdma_qp_req(pdn, VIRTIO_RDMA_QPT_RC, cqn);
-    st = qvrdma_create_qp(&r, &qreq, &qpn);
-    step(VIRTIO_RDMA_CMD_CREATE_QP, "RC, 16 WRs, 1 SGE", st,
-         "qpn %u (SQ virtqueue %u, RQ %u)", qpn,
-         1 + le32_to_cpu(cfg.max_cq) + 2 * qpn,
-         2 + le32_to_cpu(cfg.max_cq) + 2 * qpn);
+    qvrdma_gring_alloc(&r, &sq_ring, 4, qvrdma_gring_log_stride(
+                           sizeof(struct virtio_rdma_sq_req) +
+                           sizeof(struct virtio_rdma_sge)));
+    qvrdma_gring_alloc(&r, &rq_ring, 4, qvrdma_gring_log_stride(
+                           sizeof(struct virtio_rdma_rq_req) +
+                           sizeof(struct virtio_rdma_sge)));
+    qreq = qvrdma_ring_qp_req(VIRTIO_RDMA_KERNEL_CTX, pdn, cqn, cqn, 16, 1,
+                              &sq_ring, &rq_ring);
+    st = qvrdma_create_qp_ring(&r, &qreq, &qpn, &wire);
+    step(VIRTIO_RDMA_CMD_CREATE_QP_RING, "RC, 16 WRs, 1 SGE", st,
+         "qpn %u (wire QPN 0x%06x)", qpn, wire);
 
     /* A loopback connection: the QP is its own peer. */
     for (i = 0; i < ARRAY_SIZE(to_state); i++) {
@@ -201,7 +215,7 @@ static void demo(void)
                                                 qp_state_name(to_state[i] - 1),
                                                 qp_state_name(to_state[i]));
 
-        qvrdma_rc_attr(to_state[i], qpn, 0, demo_gid, &attr, &mask);
+        qvrdma_rc_attr(to_state[i], wire, 0, demo_gid, &attr, &mask);
         st = qvrdma_modify_qp(&r, qpn, mask, &attr);
         step(VIRTIO_RDMA_CMD_MODIFY_QP, args, st, "attr_mask 0x%x", mask);
     }
@@ -212,9 +226,6 @@ static void demo(void)
          qp_state_name(attr.qp_state), attr.dest_qp_num,
          mtu_bytes(attr.path_mtu), attr.sq_psn, attr.rq_psn);
     g_assert_cmpuint(attr.qp_state, ==, VIRTIO_RDMA_QPS_RTS);
-
-    st = qvrdma_req_notify_cq(&r, cqn, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
-    step(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ, "next completion", st, "armed");
 
     print_info_rdma(qs->qts);
 
@@ -234,6 +245,9 @@ static void demo(void)
     print_info_rdma(qs->qts);
 
     qvrdma_pt_free(&r, &pt);
+    qvrdma_gring_free(&r, &sq_ring);
+    qvrdma_gring_free(&r, &rq_ring);
+    qvrdma_gring_free(&r, &cq_ring);
     qvrdma_cleanup(&r);
     qvirtio_pci_destructor(&vpci->obj);
     g_free(vpci);

@@ -271,7 +271,7 @@ static void peer_boot(Peer *p, uint8_t qp_type)
      * the CQ and QP rings); on a host device the wire options name nothing.
      */
     p->d = qvrdma_dev_boot_features(qvrdma_dp_ibverbs() ? "user,id=n0" : nd,
-                                    opt.mac, "max-cq=8,max-qp=8",
+                                    opt.mac, "",
                                     QVRDMA_RING_FEATURES);
     /* QVRDMA_IOTHREAD=1: the engine runs in an iothread (the lab's interop part, v6). */
     if (qvrdma_dp_engine_in_iothread(p->d) != qvrdma_dp_want_iothread()) {

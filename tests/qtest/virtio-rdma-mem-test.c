@@ -79,7 +79,7 @@ static void env_boot(Env *e)
     uint64_t size;
 
     e->d = qvrdma_dev_boot_nic("user,id=n0", MAC, IVSHMEM,
-                               "max-cq=4,max-qp=16");
+                               "");
     e->iv = qpci_device_find(e->d->qs->pcibus, QPCI_DEVFN(5, 0));
     g_assert_nonnull(e->iv);
     bar = qpci_iomap(e->iv, 2, &size);

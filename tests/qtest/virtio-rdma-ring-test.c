@@ -44,7 +44,7 @@
 
 #define MAC         "52:54:00:12:34:56"
 #define MAX_CTX     4
-#define RDMA_OPTS   "max-cq=16,max-qp=16,max-contexts=4"
+#define RDMA_OPTS   "max-contexts=4"
 
 /* Each side's memory region: 4 pages at a user virtual address. */
 #define MR_PAGES    4
@@ -419,25 +419,40 @@ static void assert_still_serves(Fix *f, const char *after)
 /* ---- features ----------------------------------------------------------- */
 
 /*
- * "A driver that accepts VIRTIO_RDMA_F_RINGS without both others fails
- * FEATURES_OK."
+ * "The device offers all three and fails FEATURES_OK unless the driver
+ * accepts all three"; its config says version 2 and it has two
+ * virtqueues.
  */
-static void test_features_rings_needs_both(void)
+static void test_features_all_required(void)
 {
     const uint64_t wire = 1ull << VIRTIO_RDMA_F_WIRE_QPN;
     const uint64_t eq = 1ull << VIRTIO_RDMA_F_EVENT_QUEUE;
     const uint64_t rings = 1ull << VIRTIO_RDMA_F_RINGS;
-    QVrdmaDev *d = qvrdma_dev_boot_features("user,id=n0", MAC, RDMA_OPTS, 0);
+    const uint64_t subsets[] = { 0, wire, eq, rings, wire | eq, rings | wire,
+                                 rings | eq };
+    QVrdmaDev *d = qvrdma_dev_boot("user,id=n0", MAC, RDMA_OPTS);
+    QVirtioDevice *vdev = &d->vpci->vdev;
     uint32_t ctx;
+    size_t i;
 
-    g_assert_cmphex(qvirtio_get_features(&d->vpci->vdev) & QVRDMA_RING_FEATURES,
-                    ==, QVRDMA_RING_FEATURES);
-    g_assert_false(qvrdma_ring_try_features(d, rings));
-    g_assert_false(qvrdma_ring_try_features(d, rings | wire));
-    g_assert_false(qvrdma_ring_try_features(d, rings | eq));
-    /* The same driver without RINGS, and with all three: accepted. */
-    g_assert_true(qvrdma_ring_try_features(d, wire | eq));
+    g_assert_cmphex(qvirtio_get_features(vdev) & QVRDMA_RING_FEATURES, ==,
+                    QVRDMA_RING_FEATURES);
+    g_assert_cmpuint(le32_to_cpu(d->cfg.hw_ver), ==, VIRTIO_RDMA_ABI_VERSION);
+    for (i = 0; i < ARRAY_SIZE(subsets); i++) {
+        g_assert_false(qvrdma_ring_try_features(d, subsets[i]));
+    }
     g_assert_true(qvrdma_ring_try_features(d, QVRDMA_RING_FEATURES));
+    /* Control and event queue; nothing beyond (size 0: no such queue). */
+    for (i = 0; i < 4; i++) {
+        vdev->bus->queue_select(vdev, i);
+        g_test_message("virtqueue %zu: size %u", i,
+                       vdev->bus->get_queue_size(vdev));
+        if (i < VIRTIO_RDMA_NUM_VQS) {
+            g_assert_cmpuint(vdev->bus->get_queue_size(vdev), >, 0);
+        } else {
+            g_assert_cmpuint(vdev->bus->get_queue_size(vdev), ==, 0);
+        }
+    }
 
     /* And the device works after the refusals. */
     d->r.want_features = QVRDMA_RING_FEATURES;
@@ -447,58 +462,40 @@ static void test_features_rings_needs_both(void)
     qvrdma_dev_quit(d);
 }
 
-/* "... so are the four commands below without the feature." */
-static void test_features_ring_cmds_need_rings(void)
-{
-    const uint64_t without[] = {
-        0,
-        (1ull << VIRTIO_RDMA_F_WIRE_QPN) | (1ull << VIRTIO_RDMA_F_EVENT_QUEUE),
-    };
-    size_t i;
-
-    for (i = 0; i < ARRAY_SIZE(without); i++) {
-        QVrdmaDev *d = qvrdma_dev_boot_features("user,id=n0", MAC, RDMA_OPTS,
-                                                without[i]);
-        QVirtioRdma *r = &d->r;
-        QVrdmaGRing ring;
-        struct virtio_rdma_ring desc;
-        struct virtio_rdma_cmd_create_qp_ring qreq;
-        uint32_t pdn, cqn, ctx, qpn;
-
-        ST(qvrdma_create_pd(r, &pdn), "OK");
-        /* The virtqueue CQ this device makes, for a well-formed QP request. */
-        ST(qvrdma_create_cq(r, 4, &cqn), "OK");
-        qvrdma_gring_alloc(r, &ring, 2, VIRTIO_RDMA_CQE_LOG_STRIDE);
-        desc = qvrdma_gring_desc(&ring);
-        qreq = qvrdma_ring_qp_req(0, pdn, cqn, cqn, 4, 1, &ring, NULL);
-
-        ST(qvrdma_alloc_context(r, &ctx), "EOPNOTSUPP");
-        ST(qvrdma_free_context(r, 1), "EOPNOTSUPP");
-        ST(qvrdma_create_cq_ring(r, 0, 4, &desc, &cqn), "EOPNOTSUPP");
-        ST(qvrdma_create_qp_ring(r, &qreq, &qpn, NULL), "EOPNOTSUPP");
-        qvrdma_gring_free(r, &ring);
-        qvrdma_dev_quit(d);
-    }
-}
-
 /*
- * "CREATE_CQ and CREATE_QP (the virtqueue data path) and REQ_NOTIFY_CQ are
- * refused with EOPNOTSUPP."
+ * "CREATE_CQ (2), CREATE_QP (11) and REQ_NOTIFY_CQ (18), version 1's
+ * virtqueue data path, are refused with EOPNOTSUPP", whatever the request.
  */
 static void test_features_virtqueue_cmds_refused(void)
 {
+    static const struct {
+        uint8_t cmd;
+        size_t len;
+    } cmds[] = {
+        { VIRTIO_RDMA_CMD_CREATE_CQ, 4 },
+        { VIRTIO_RDMA_CMD_CREATE_QP, sizeof(struct virtio_rdma_cmd_create_qp) },
+        { VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ, 8 },
+        { VIRTIO_RDMA_CMD_CREATE_CQ, 0 },
+    };
     Fix f;
     QVrdmaRingCq *cq;
     struct virtio_rdma_cmd_create_qp req;
-    uint32_t cqn, qpn;
+    uint8_t buf[64] = { 0 }, rsp[8];
+    size_t i;
 
     fix_boot(&f);
-    ST(qvrdma_create_cq(&f.d->r, 4, &cqn), "EOPNOTSUPP");
     cq = qvrdma_ring_cq_create(f.rd, 0, 4, 2);
+    /* A request CREATE_QP_RING would take, and a real CQ to arm. */
     req = qvrdma_qp_req(f.pdn, VIRTIO_RDMA_QPT_RC, cq->cqn);
-    ST(qvrdma_create_qp(&f.d->r, &req, &qpn), "EOPNOTSUPP");
-    ST(qvrdma_req_notify_cq(&f.d->r, cq->cqn,
-                            VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION), "EOPNOTSUPP");
+    memcpy(buf, &req, sizeof(req));
+    for (i = 0; i < ARRAY_SIZE(cmds); i++) {
+        if (cmds[i].cmd == VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ) {
+            stl_le_p(buf, cq->cqn);
+            stl_le_p(buf + 4, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
+        }
+        ST(qvrdma_cmd(&f.d->r, cmds[i].cmd, buf, cmds[i].len, rsp,
+                      sizeof(rsp)), "EOPNOTSUPP");
+    }
     assert_objects(&f, 1, 0);
     qvrdma_ring_cq_destroy(cq);
     qvrdma_ring_cq_free(cq);
@@ -803,11 +800,11 @@ static void test_create_qp_ring(void)
 }
 
 /*
- * A ring QP or CQ has no virtqueue: CREATE_*_RING number them up to
- * max-ring-qp / max-ring-cq, beyond max-qp=16 / max-cq=16, which the
- * config and query-virtio-rdma say; the default is the ABI's largest.
+ * CREATE_*_RING number QPs and CQs up to max-qp / max-cq, which the config
+ * (max_ring_qp, max_ring_cq) and query-virtio-rdma say; the default is the
+ * ABI's largest.  Version 1's virtqueue limits in the config are 0.
  */
-static void test_create_beyond_virtqueues(void)
+static void test_create_limits(void)
 {
     Fix f;
     QVirtioRdma *r;
@@ -827,16 +824,18 @@ static void test_create_beyond_virtqueues(void)
         g_assert_cmpuint(ring_qp, ==, VIRTIO_RDMA_RING_MAX_QP);
         g_assert_cmpuint(ring_cq, ==, VIRTIO_RDMA_RING_MAX_CQ);
     }
-    g_assert_cmpuint(ring_qp, >, 16);
-    g_assert_cmpuint(ring_cq, >, 16);
-    g_assert_cmpuint(qdict_get_int(qvrdma_dp_query(f.d, &rsp), "max-ring-qp"),
+    g_assert_cmpuint(ring_qp, >, 40);
+    g_assert_cmpuint(ring_cq, >, 24);
+    g_assert_cmpuint(qdict_get_int(qvrdma_dp_query(f.d, &rsp), "max-qp"),
                      ==, ring_qp);
     qobject_unref(rsp);
+    g_assert_cmpuint(f.d->cfg.reserved_max_qp | f.d->cfg.reserved_max_qp_wr |
+                     f.d->cfg.reserved_max_cq | f.d->cfg.reserved_max_cqe,
+                     ==, 0);
     fix_quit(&f);
 
-    fix_boot_opts(&f, RDMA_OPTS ",max-ring-qp=40,max-ring-cq=24");
+    fix_boot_opts(&f, RDMA_OPTS ",max-qp=40,max-cq=24");
     r = &f.d->r;
-    g_assert_cmpuint(le32_to_cpu(f.d->cfg.max_qp), ==, 16);
     g_assert_cmpuint(le32_to_cpu(f.d->cfg.max_ring_qp), ==, 40);
     g_assert_cmpuint(le32_to_cpu(f.d->cfg.max_ring_cq), ==, 24);
     for (i = 0; i < 24; i++) {
@@ -859,7 +858,7 @@ static void test_create_beyond_virtqueues(void)
     g_assert_cmpuint(highest, ==, 39);
     ST(qvrdma_create_qp_ring(r, &req, &qpn, &wire), "ENOMEM");
     assert_objects(&f, 24, 38);
-    assert_healthy(&f, "40 QPs and 24 CQs on 16 of each's virtqueues");
+    assert_healthy(&f, "max-qp=40 and max-cq=24 used up");
 
     for (i = 0; i < 38; i++) {
         ST(qvrdma_destroy_qp(r, qpns[i]), "OK");
@@ -1028,38 +1027,6 @@ static void test_cq_arm_doorbell(void)
     expect_no_event(&f, "A's CQ, armed SOLICITED, by a successful send");
     side_check_mem(&b, "solicited");
 
-    side_free(&b);
-    side_free(&a);
-    fix_quit(&f);
-}
-
-/*
- * A ring CQ numbered at or above max-cq (the CQ virtqueues' count, which
- * does not bound ring CQs) gets its event too.
- * Before the fix: the device looked for the CQ's virtqueue first and,
- * finding none, dropped the event: an armed CQ 1 under max-cq=1 never
- * fired.
- */
-static void test_cq_arm_beyond_max_cq(void)
-{
-    Fix f;
-    Side a, b;
-
-    fix_boot_opts(&f, "max-cq=1,max-qp=16,max-contexts=4");
-    side_init(&a, &f, "A", 0, VA_A, 0x100);
-    side_init(&b, &f, "B", 0, VA_B, 0xabcde);
-    connect_pair(&a, &b);
-    g_assert_cmpuint(b.cq->cqn, >=, 1);
-    qvrdma_ring_cq_arm(b.cq, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION);
-    write_send_recv(&a, &b, 0x200, RECV_AREA + 0x40, 200, 0x200);
-    qvrdma_ring_rq_doorbell(b.qp);
-    qvrdma_ring_sq_doorbell(a.qp);
-    expect_event(&f, "CQ beyond max-cq armed NEXT_COMPLETION",
-                 VIRTIO_RDMA_EVENT_CQ, b.cq->cqn);
-    expect_cqe(b.cq, "armed", 0x201, VIRTIO_RDMA_WC_SUCCESS,
-               VIRTIO_RDMA_WC_RECV, 200, b.qp->vq.wire_qpn);
-    expect_cqe(a.cq, "armed", 0x200, VIRTIO_RDMA_WC_SUCCESS,
-               VIRTIO_RDMA_WC_SEND, 200, a.qp->vq.wire_qpn);
     side_free(&b);
     side_free(&a);
     fix_quit(&f);
@@ -1562,10 +1529,8 @@ static void test_boundary_cq_broken(void)
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    qtest_add_func("/virtio-rdma-ring/features/rings-needs-both",
-                   test_features_rings_needs_both);
-    qtest_add_func("/virtio-rdma-ring/features/ring-commands-need-rings",
-                   test_features_ring_cmds_need_rings);
+    qtest_add_func("/virtio-rdma-ring/features/all-required",
+                   test_features_all_required);
     qtest_add_func("/virtio-rdma-ring/features/virtqueue-commands-refused",
                    test_features_virtqueue_cmds_refused);
     qtest_add_func("/virtio-rdma-ring/doorbells/region",
@@ -1574,13 +1539,10 @@ int main(int argc, char **argv)
                    test_context_alloc_free);
     qtest_add_func("/virtio-rdma-ring/create/cq-ring", test_create_cq_ring);
     qtest_add_func("/virtio-rdma-ring/create/qp-ring", test_create_qp_ring);
-    qtest_add_func("/virtio-rdma-ring/create/beyond-virtqueues",
-                   test_create_beyond_virtqueues);
+    qtest_add_func("/virtio-rdma-ring/create/limits", test_create_limits);
     qtest_add_func("/virtio-rdma-ring/loopback/send-write-wrap",
                    test_loopback_send_write);
     qtest_add_func("/virtio-rdma-ring/cq-arm/doorbell", test_cq_arm_doorbell);
-    qtest_add_func("/virtio-rdma-ring/cq-arm/beyond-max-cq",
-                   test_cq_arm_beyond_max_cq);
     qtest_add_func("/virtio-rdma-ring/srq/loopback", test_srq_loopback);
     qtest_add_func("/virtio-rdma-ring/srq/limit-and-break",
                    test_srq_limit_and_break);

@@ -69,7 +69,7 @@
 
 #define MAC_A       "52:54:00:12:34:56"
 #define MAC_B       "52:54:00:12:34:57"
-#define RDMA_OPTS   "max-cq=8,max-qp=16"
+#define RDMA_OPTS   "max-contexts=4"
 
 /* A case that has not finished by then has hung QEMU. */
 #define CASE_TIMEOUT_US     (60 * G_USEC_PER_SEC)
@@ -119,11 +119,7 @@ typedef struct Case {
     void (*fn)(const void *arg);
     const void *arg;
     gint64 timeout_us;
-    uint64_t features;          /* what its devices negotiate */
 } Case;
-
-/* The running case's device features (Case.features). */
-static uint64_t safety_features;
 
 static void run_case(const void *opaque)
 {
@@ -131,7 +127,6 @@ static void run_case(const void *opaque)
     gint64 t0;
 
     if (g_test_subprocess()) {
-        safety_features = c->features;
         c->fn(c->arg);
         return;
     }
@@ -149,46 +144,23 @@ static void run_case(const void *opaque)
     }
 }
 
-static void add_case_features(const char *path, void (*fn)(const void *),
-                              const void *arg, gint64 timeout_us,
-                              uint64_t features)
+static void add_case(const char *path, void (*fn)(const void *),
+                     const void *arg, gint64 timeout_us)
 {
     Case *c = g_new0(Case, 1);     /* lives as long as the test suite */
 
     c->fn = fn;
     c->arg = arg;
     c->timeout_us = timeout_us;
-    c->features = features;
     qtest_add_data_func(path, c, run_case);
-}
-
-/* A case on the virtqueue data path (features 0). */
-static void add_case(const char *path, void (*fn)(const void *),
-                     const void *arg, gint64 timeout_us)
-{
-    add_case_features(path, fn, arg, timeout_us, 0);
-}
-
-/* A case on queues in guest memory, the guest driver's data path. */
-static void add_ring_case(const char *path, void (*fn)(const void *),
-                          const void *arg, gint64 timeout_us)
-{
-    add_case_features(path, fn, arg, timeout_us, QVRDMA_RING_FEATURES);
 }
 
 /* ---- devices ---------------------------------------------------------------------- */
 
-/*
- * A case's devices negotiate safety_features: the rings (add_ring_case),
- * or 0, the virtqueue data path, for the classes that attack its
- * virtqueues (descriptors and CQE buffers in MMIO, work per kick,
- * discarded requests); the rings' own attacks are virtio-rdma-ring-test's.
- */
-
 static QVrdmaDev *boot_loopback(const char *rdma_opts)
 {
     return qvrdma_dev_boot_features("user,id=n0", MAC_A, rdma_opts,
-                                    safety_features);
+                                    QVRDMA_RING_FEATURES);
 }
 
 /* Two QEMUs whose NICs are joined by -netdev dgram over 127.0.0.1. */
@@ -200,8 +172,8 @@ static void boot_wire(QVrdmaDev **a, QVrdmaDev **b)
     qvrdma_free_udp_ports(&pa, &pb);
     na = qvrdma_dgram_netdev(pa, pb);
     nb = qvrdma_dgram_netdev(pb, pa);
-    *a = qvrdma_dev_boot_features(na, MAC_A, RDMA_OPTS, safety_features);
-    *b = qvrdma_dev_boot_features(nb, MAC_B, RDMA_OPTS, safety_features);
+    *a = qvrdma_dev_boot_features(na, MAC_A, RDMA_OPTS, QVRDMA_RING_FEATURES);
+    *b = qvrdma_dev_boot_features(nb, MAC_B, RDMA_OPTS, QVRDMA_RING_FEATURES);
 }
 
 /*
@@ -211,7 +183,6 @@ static void boot_wire(QVrdmaDev **a, QVrdmaDev **b)
 static QVrdmaDev *dev_attach_at(QOSState *qs, int devfn, const char *mac)
 {
     QVrdmaDev *d = g_new0(QVrdmaDev, 1);
-    QPCIAddress addr = { .devfn = devfn };
     unsigned v[6];
     int i;
 
@@ -221,17 +192,7 @@ static QVrdmaDev *dev_attach_at(QOSState *qs, int devfn, const char *mac)
         d->mac[i] = v[i];
     }
     d->qs = qs;
-    d->qts = qs->qts;
-    d->vpci = virtio_pci_new(qs->pcibus, &addr);
-    g_assert_nonnull(d->vpci);
-    qvirtio_pci_device_enable(d->vpci);
-    qvirtio_start_device(&d->vpci->vdev);
-    qpci_msix_enable(d->vpci->pdev);
-    d->msix_entries = qpci_msix_table_size(d->vpci->pdev);
-    qvrdma_init(&d->r, &d->vpci->vdev, d->qts, &qs->alloc);
-    qvrdma_read_config(&d->r, &d->cfg);
-    d->max_cq = le32_to_cpu(d->cfg.max_cq);
-    d->max_qp = le32_to_cpu(d->cfg.max_qp);
+    qvrdma_dp_attach(d, devfn, QVRDMA_RING_FEATURES);
     return d;
 }
 
@@ -294,9 +255,7 @@ static void nic_down(Nic *n)
 /* Frees what dev_attach() made (the QEMU is shut down by the caller). */
 static void dev_detach(QVrdmaDev *d)
 {
-    qvrdma_cleanup(&d->r);
-    qvirtio_pci_destructor(&d->vpci->obj);
-    g_free(d->vpci);
+    qvrdma_dp_detach(d);
     g_free(d);
 }
 
@@ -506,8 +465,6 @@ typedef enum Kind {
     K_PT,           /* REG_USER_MR: the level-1 page-table page */
     K_PAGE,         /* REG_USER_MR: a data page */
     K_SGE,          /* SEND gathers through a DMA MR (loopback) */
-    K_CQ_TIMER,     /* CQ buffer; the completion comes from the timer */
-    K_CQ_RX,        /* CQ buffer; the completion comes from a frame */
     K_RREAD,        /* a peer's RDMA READ through our DMA MR */
     K_RWRITE,       /* a peer's RDMA WRITE */
     K_RATOMIC,      /* a peer's FETCH_ADD */
@@ -517,19 +474,9 @@ typedef enum Kind {
 } Kind;
 
 static const char *const kind_names[K__COUNT] = {
-    "pt", "page", "sge", "cq-timer", "cq-rx", "remote-read",
+    "pt", "page", "sge", "remote-read",
     "remote-write", "remote-atomic", "ring-cq", "ring-sq",
 };
-
-/*
- * Whether @k attacks the virtqueue data path (a CQ virtqueue's buffers):
- * those cases run on it; the rest on the rings, whose CQ buffers are the
- * ring-* kinds.
- */
-static bool kind_on_virtqueues(Kind k)
-{
-    return k == K_CQ_TIMER || k == K_CQ_RX;
-}
 
 typedef struct DmaCase {
     Kind kind;
@@ -696,77 +643,6 @@ static void dma_sge(QVrdmaDev *d, uint64_t gpa)
     conn_forget(&c);
 }
 
-/*
- * Points every buffer posted on @cq's ring at @gpa: the device takes them
- * in order, so the next completion is written there.
- */
-static void cq_aim(QVrdmaCq *cq, uint64_t gpa)
-{
-    QVrdmaRing *ring = &cq->ring;
-    uint32_t i;
-
-    for (i = 0; i < ring->n; i++) {
-        qtest_writeq(ring->dev->qts, ring->vq->desc + 16ull * i, gpa);
-    }
-}
-
-/*
- * A completion must not have been written to MMIO: the device either
- * flagged NEEDS_RESET (a broken CQ ring), or marked nothing used.  Our own
- * device_status must not have been overwritten by it.
- */
-static void cq_check_not_written(QVrdmaDev *d, QVrdmaCq *cq, gint64 wait_us)
-{
-    gint64 end = g_get_monotonic_time() + wait_us;
-    uint8_t status;
-
-    while (g_get_monotonic_time() < end &&
-           !(dev_status(d) & VIRTIO_CONFIG_S_NEEDS_RESET) &&
-           !qvrdma_dp_cq_pending(cq)) {
-        g_usleep(10 * 1000);
-    }
-    status = dev_status(d);
-    note("after the completion: device status 0x%x, %u CQE(s) marked used",
-         status, qvrdma_dp_cq_pending(cq));
-    g_assert_cmphex(status & VIRTIO_CONFIG_S_DRIVER_OK, !=, 0);
-    if (!(status & VIRTIO_CONFIG_S_NEEDS_RESET)) {
-        g_assert_cmpuint(qvrdma_dp_cq_pending(cq), ==, 0);
-    }
-}
-
-/*
- * (d) A CQ buffer at MMIO, the completion (RETRY_EXC_ERR) produced by the
- * retransmit timer: an RC QP looped back to a QP number that does not
- * exist, retry_cnt 0.
- * Before the fix (main loop): at our common config, the CQE's zero bytes
- * reset the device from inside the timer with core_lock held: QEMU hangs;
- * at the IOAPIC / the NIC's BAR the CQE is "written" and marked used.
- */
-static void dma_cq_timer(QVrdmaDev *d, uint64_t gpa)
-{
-    struct virtio_rdma_sq_req wr = qvrdma_wr_send(0);
-    struct virtio_rdma_sge s;
-    QVrdmaPath p = { .sgid_index = 0, .timeout = 8, .retry_cnt = 0 };
-    QVrdmaQp *qc;
-    Conn c;
-
-    conn_open(&c, d, 0);
-    memcpy(p.dgid, c.gid, 16);
-    memcpy(p.dmac, d->mac, 6);
-    /* A third QP, connected to a QP number nobody has. */
-    qc = qvrdma_dp_qp_create(d, c.pdn, VIRTIO_RDMA_QPT_RC, c.cq, c.cq, 1,
-                             VIRTIO_RDMA_SIGNAL_ALL_WR);
-    p.dest_qpn = d->max_qp - 1;
-    qvrdma_dp_rc_connect(d, qc, &p);
-
-    cq_aim(c.cq, gpa);
-    s = sge_at(c.buf, 64, c.mr.lkey);
-    qvrdma_dp_post_send(qc, &wr, &s, 1);
-    cq_check_not_written(d, c.cq, 3 * G_USEC_PER_SEC);
-    qvrdma_dp_qp_free(qc);
-    conn_forget(&c);
-}
-
 /* A DMA MR on device @d (access @access); @returns its keys. */
 static struct virtio_rdma_rsp_mr dma_mr(QVrdmaDev *d, uint32_t *pdn,
                                         uint32_t access)
@@ -835,34 +711,6 @@ static void wire_close(Wire *w)
 }
 
 /*
- * (d) A CQ buffer of B at MMIO, the completion (RECV) produced by a frame
- * from A.
- * Before the fix (main loop): at B's common config B hangs in its net
- * filter; at the IOAPIC / the NIC's BAR the CQE is marked used.
- */
-static void dma_cq_rx(Wire *w, uint64_t gpa)
-{
-    struct virtio_rdma_sq_req wr = qvrdma_wr_send(0x5e);
-    struct virtio_rdma_sge s;
-
-    s = sge_at(w->buf[1], 64, w->mr[1].lkey);
-    qvrdma_dp_post_recv(w->qp[1], 0, &s, 1);
-    cq_aim(w->cq[1], gpa);
-    s = sge_at(w->buf[0], 64, w->mr[0].lkey);
-    qvrdma_dp_post_send(w->qp[0], &wr, &s, 1);
-    /* A's SEND completes when B acknowledged it (B did not hang). */
-    {
-        struct virtio_rdma_cq_req cqe;
-        g_autofree char *str = NULL;
-
-        g_assert_true(qvrdma_dp_poll_cq(w->cq[0], &cqe, QVRDMA_DP_TIMEOUT_US));
-        str = qvrdma_cqe_str(&cqe);
-        note("A's SEND: %s", str);
-    }
-    cq_check_not_written(w->d[1], w->cq[1], G_USEC_PER_SEC);
-}
-
-/*
  * (e) A's READ / WRITE / FETCH_ADD at @gpa of B through B's DMA MR with
  * remote access: A gets REM_ACCESS_ERR, B survives.
  * Before the fix (main loop): B hangs reading its device config (READ,
@@ -907,7 +755,6 @@ static void test_dma(const void *opaque)
     case K_PT:
     case K_PAGE:
     case K_SGE:
-    case K_CQ_TIMER:
     case K_RING_CQ:
     case K_RING_SQ:
         d = boot_loopback(RDMA_OPTS);
@@ -916,8 +763,6 @@ static void test_dma(const void *opaque)
             dma_ring(d, target_gpa(d, nic, c->target, 4096), c->kind);
         } else if (c->kind == K_SGE) {
             dma_sge(d, target_gpa(d, nic, c->target, 1));
-        } else if (c->kind == K_CQ_TIMER) {
-            dma_cq_timer(d, target_gpa(d, nic, c->target, 4));
         } else {
             dma_ctrl(d, target_gpa(d, nic, c->target, 4096), c->kind);
         }
@@ -929,11 +774,7 @@ static void test_dma(const void *opaque)
     default:
         wire_open(&w);
         nic = nic_map(w.d[1]);
-        if (c->kind == K_CQ_RX) {
-            dma_cq_rx(&w, target_gpa(w.d[1], nic, c->target, 4));
-        } else {
-            dma_remote(&w, c->kind, target_gpa(w.d[1], nic, c->target, 8));
-        }
+        dma_remote(&w, c->kind, target_gpa(w.d[1], nic, c->target, 8));
         qvirtio_pci_destructor(&nic->obj);
         g_free(nic);
         wire_close(&w);
@@ -1146,9 +987,9 @@ static void test_net_tap_vnet_hdr(const void *opaque)
        "net.ipv6.conf.default.disable_ipv6=1 && ip link set lo up && "
        "ip link add vrbr0 type bridge && ip link set vrbr0 up");
     a = qvrdma_dev_boot_features("tap,id=n0,ifname=vrt0,script=no,downscript=no,"
-                        "vnet_hdr=on", MAC_A, RDMA_OPTS, safety_features);
+                        "vnet_hdr=on", MAC_A, RDMA_OPTS, QVRDMA_RING_FEATURES);
     b = qvrdma_dev_boot_features("tap,id=n0,ifname=vrt1,script=no,downscript=no,"
-                        "vnet_hdr=off", MAC_B, RDMA_OPTS, safety_features);
+                        "vnet_hdr=off", MAC_B, RDMA_OPTS, QVRDMA_RING_FEATURES);
     sh("ip link set vrt0 master vrbr0 up && ip link set vrt1 master vrbr0 up");
     nic_a = nic_up(a->qs, QVRDMA_SLOT);
     nic_b = nic_up(b->qs, QVRDMA_SLOT);
@@ -1466,167 +1307,6 @@ static void test_work_big_mr(const void *opaque)
     qvrdma_dev_quit(d);
 }
 
-/* ---- DESTROY_QP while another vCPU refills the QP's ring (issue 25) ---------------- */
-
-/* The guest's other vCPU: keeps an RQ's avail ring one short of full. */
-typedef struct Refill {
-    uint8_t *ram;               /* guest RAM, mapped from its file */
-    uint64_t avail, used;       /* the ring's guest-physical addresses */
-    uint16_t size;
-    uint16_t avail_idx;
-    gint64 until;
-    int stop;
-    uint64_t added;
-} Refill;
-
-static gpointer refill_thread(gpointer opaque)
-{
-    Refill *f = opaque;
-    uint16_t *avail_idx = (uint16_t *)(f->ram + f->avail + 2);
-    uint16_t *ring = (uint16_t *)(f->ram + f->avail + 4);
-    uint16_t *used_idx = (uint16_t *)(f->ram + f->used + 2);
-
-    while (!qatomic_read(&f->stop) && g_get_monotonic_time() < f->until) {
-        uint16_t want = le16_to_cpu(qatomic_read(used_idx)) + f->size - 1;
-
-        for (; f->avail_idx != want; f->avail_idx++) {
-            ring[f->avail_idx % f->size] = cpu_to_le16(0); /* refill_chain */
-            qatomic_inc(&f->added);
-        }
-        smp_wmb();
-        qatomic_set(avail_idx, cpu_to_le16(want));
-    }
-    return NULL;
-}
-
-/*
- * Descriptor 0 of @vq becomes an indirect table of REFILL_CHAIN one-byte
- * buffers: each pop walks all of them, so one refill of the ring keeps the
- * device busy for a while even when the test thread is scheduled out (the
- * CI runs two qtest tiers on two cores).
- */
-#define REFILL_CHAIN    1000
-
-static void refill_chain(QVrdmaDev *d, QVirtQueue *vq)
-{
-    uint64_t table = guest_alloc(&d->qs->alloc, 16 * REFILL_CHAIN);
-    uint64_t buf = guest_alloc(&d->qs->alloc, 64);
-    unsigned i;
-
-    for (i = 0; i < REFILL_CHAIN; i++) {
-        uint64_t e = table + 16ull * i;
-
-        qtest_writeq(d->qts, e, buf);
-        qtest_writel(d->qts, e + 8, 1);
-        qtest_writew(d->qts, e + 12,
-                     i + 1 < REFILL_CHAIN ? VRING_DESC_F_NEXT : 0);
-        qtest_writew(d->qts, e + 14, i + 1);
-    }
-    qtest_writeq(d->qts, vq->desc, table);
-    qtest_writel(d->qts, vq->desc + 8, 16 * REFILL_CHAIN);
-    qtest_writew(d->qts, vq->desc + 12, VRING_DESC_F_INDIRECT);
-}
-
-typedef struct QmpTimer {
-    QTestState *qts;
-    gint64 us;
-} QmpTimer;
-
-/* After DESTROY_QP's kick: how long QMP takes to answer. */
-static void time_qmp(void *opaque)
-{
-    QmpTimer *t = opaque;
-    gint64 t0 = g_get_monotonic_time();
-
-    qobject_unref(qtest_qmp(t->qts, "{'execute': 'query-status'}"));
-    t->us = g_get_monotonic_time() - t0;
-}
-
-/*
- * DESTROY_QP gives back what the QP's rings hold, unexecuted.  A guest
- * whose other vCPU keeps refilling the receive ring while that runs (here
- * a test thread writing guest RAM through its shared file) gets at most a
- * ring's worth discarded, then the device refuses to go on (NEEDS_RESET);
- * QMP answers within a second, and after a reset the device works.
- * Before the fix (d7943e8): the discard loop ran for as long as the thread
- * refilled (6 s), QMP with it.
- */
-static void test_discard_refill(const void *opaque)
-{
-    g_autofree char *dir = g_dir_make_tmp("vrdma-ram-XXXXXX", NULL);
-    g_autofree char *path = g_build_filename(dir, "ram", NULL);
-    QVrdmaDev *d;
-    QVrdmaCq *cq;
-    QVrdmaQp *qp;
-    Refill f = { 0 };
-    QmpTimer t = { 0 };
-    uint8_t req[4], st = 0xff;
-    QVrdmaFrame fr = {
-        .out = NULL, .in_len = 1,
-        .after_kick = time_qmp, .after_kick_opaque = &t,
-    };
-    uint8_t out[1 + sizeof(req)];
-    uint32_t pdn, used;
-    GThread *th;
-    int fd;
-
-    g_assert_nonnull(dir);
-    d = qvrdma_dev_boot_with(&(QVrdmaBoot) {
-        .netdev = "user,id=n0", .mac = MAC_A, .rdma_opts = RDMA_OPTS,
-        .ram_path = path, .features = safety_features,
-    });
-    t.qts = d->qts;
-    fd = open(path, O_RDWR);
-    g_assert_cmpint(fd, >=, 0);
-    f.ram = mmap(NULL, 128 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    g_assert_true(f.ram != MAP_FAILED);
-    close(fd);
-
-    g_assert_cmpuint(qvrdma_create_pd(&d->r, &pdn), ==, 0);
-    cq = qvrdma_dp_cq_create(d, 64);
-    qp = qvrdma_dp_qp_create(d, pdn, VIRTIO_RDMA_QPT_RC, cq, cq, 1,
-                             VIRTIO_RDMA_SIGNAL_ALL_WR);
-    qvrdma_dp_post_recv(qp, 1, NULL, 0);
-    qvrdma_dp_wait_ring_idle(&qp->rq);
-    refill_chain(d, qp->rq.vq);
-
-    f.avail = qp->rq.vq->avail;
-    f.used = qp->rq.vq->used;
-    f.size = qp->rq.vq->size;
-    f.avail_idx = qp->rq.avail_idx;
-    f.until = g_get_monotonic_time() + 6 * G_USEC_PER_SEC;
-    th = g_thread_new("refill", refill_thread, &f);
-    while (!qatomic_read(&f.added)) {
-        g_usleep(1000);
-    }
-
-    stl_le_p(req, qp->qpn);
-    out[0] = VIRTIO_RDMA_CMD_DESTROY_QP;
-    memcpy(out + 1, req, sizeof(req));
-    fr.out = out;
-    fr.out_len = sizeof(out);
-    fr.timeout_us = 3 * G_USEC_PER_SEC;     /* a broken device never answers */
-    if (!qvrdma_submit(&d->r, &fr, &st, &used)) {
-        st = 0xff;
-    }
-    qatomic_set(&f.stop, 1);
-    g_thread_join(th);
-    note("DESTROY_QP while a vCPU refills its %u-entry receive ring: QMP "
-         "answered in %.3f s; %" PRIu64 " entries added; answer %s; "
-         "device status 0x%x", f.size, t.us / 1e6, f.added,
-         st == 0xff ? "none" : qvrdma_status_name(st), dev_status(d));
-    g_assert_cmpint(t.us, <, G_USEC_PER_SEC);
-    g_assert_cmphex(dev_status(d) & VIRTIO_CONFIG_S_NEEDS_RESET, !=, 0);
-
-    munmap(f.ram, 128 << 20);
-    qvrdma_dp_qp_free(qp);
-    qvrdma_dp_cq_free(cq);
-    check_works(d, "device");
-    qvrdma_dev_quit(d);
-    unlink(path);
-    rmdir(dir);
-}
-
 /* ---- netdev_del / object-del while attached ------------------------------------------- */
 
 /*
@@ -1745,9 +1425,9 @@ static void test_unplug_staged(const void *opaque)
         nb = qvrdma_dgram_netdev(pb, pa);
         a = qvrdma_dev_boot_with(&(QVrdmaBoot) {
             .netdev = na, .mac = MAC_A, .rdma_opts = RDMA_OPTS,
-            .rdma_first = true, .iothread = true, .features = safety_features,
+            .rdma_first = true, .iothread = true, .features = QVRDMA_RING_FEATURES,
         });
-        b = qvrdma_dev_boot_features(nb, MAC_B, RDMA_OPTS, safety_features);
+        b = qvrdma_dev_boot_features(nb, MAC_B, RDMA_OPTS, QVRDMA_RING_FEATURES);
         unplug_round(a, b, qvrdma_dp_eject_slot);
         qvrdma_dev_quit(a);
         qvrdma_dev_quit(b);
@@ -1824,7 +1504,7 @@ static void test_unplug_native(const void *opaque)
                            "addr=00.1,iothread=io0," RDMA_OPTS, na);
         native_rp = root_port_up(qs);
         a = dev_attach_at(qs, BUS1(QPCI_DEVFN(0, 1)), MAC_A);
-        b = qvrdma_dev_boot_features(nb, MAC_B, RDMA_OPTS, safety_features);
+        b = qvrdma_dev_boot_features(nb, MAC_B, RDMA_OPTS, QVRDMA_RING_FEATURES);
         unplug_round(a, b, slot_power_off);
         dev_detach(a);
         g_free(native_rp);
@@ -1976,7 +1656,7 @@ static void test_classify(const void *opaque)
         qvrdma_free_udp_ports(&port[i], &peer[i]);
         nd = qvrdma_dgram_netdev(port[i], peer[i]);
         g_setenv("QVRDMA_IOTHREAD", i ? "1" : "0", true);
-        d[i] = qvrdma_dev_boot_features(nd, MAC_A, RDMA_OPTS, safety_features);
+        d[i] = qvrdma_dev_boot_features(nd, MAC_A, RDMA_OPTS, QVRDMA_RING_FEATURES);
         g_assert_cmpint(qvrdma_dp_engine_in_iothread(d[i]), ==, i);
         qvrdma_dp_add_gid(d[i], 0, gid);
     }
@@ -2122,45 +1802,38 @@ int main(int argc, char **argv)
                                 kind_names[k], target_names[t]);
 
             dma_cases[k][t] = (DmaCase) { .kind = k, .target = t };
-            if (kind_on_virtqueues(k)) {
-                add_case(path, test_dma, &dma_cases[k][t], CASE_TIMEOUT_US);
-            } else {
-                add_ring_case(path, test_dma, &dma_cases[k][t],
-                              CASE_TIMEOUT_US);
-            }
+            add_case(path, test_dma, &dma_cases[k][t], CASE_TIMEOUT_US);
         }
     }
-    add_ring_case("virtio-rdma-safety/net/user", test_net_user, NULL,
+    add_case("virtio-rdma-safety/net/user", test_net_user, NULL,
              CASE_TIMEOUT_US);
-    add_ring_case("virtio-rdma-safety/net/hub", test_net_hub, NULL,
+    add_case("virtio-rdma-safety/net/hub", test_net_hub, NULL,
              CASE_TIMEOUT_US);
     if (can_make_taps()) {
-        add_ring_case("virtio-rdma-safety/net/tap-vnet-hdr", test_net_tap_vnet_hdr,
+        add_case("virtio-rdma-safety/net/tap-vnet-hdr", test_net_tap_vnet_hdr,
                  NULL, CASE_TIMEOUT_US);
     } else {
         qtest_add_func("virtio-rdma-safety/net/tap-vnet-hdr", skip_no_taps);
     }
-    add_ring_case("virtio-rdma-safety/staging/flood", test_staging_flood,
-                  NULL, LONG_TIMEOUT_US);
-    add_ring_case("virtio-rdma-safety/work/kick", test_work_kick, NULL,
-                  LONG_TIMEOUT_US);
-    add_ring_case("virtio-rdma-safety/work/max-mapped-pages", test_work_cap, NULL,
+    add_case("virtio-rdma-safety/staging/flood", test_staging_flood, NULL,
+             LONG_TIMEOUT_US);
+    add_case("virtio-rdma-safety/work/kick", test_work_kick, NULL,
+             LONG_TIMEOUT_US);
+    add_case("virtio-rdma-safety/work/max-mapped-pages", test_work_cap, NULL,
              CASE_TIMEOUT_US);
-    add_ring_case("virtio-rdma-safety/work/big-mr", test_work_big_mr, NULL,
+    add_case("virtio-rdma-safety/work/big-mr", test_work_big_mr, NULL,
              CASE_TIMEOUT_US);
-    add_case("virtio-rdma-safety/work/discard-refill", test_discard_refill,
-             NULL, CASE_TIMEOUT_US);
-    add_ring_case("virtio-rdma-safety/netdev/netdev-del", test_netdev_del, NULL,
+    add_case("virtio-rdma-safety/netdev/netdev-del", test_netdev_del, NULL,
              CASE_TIMEOUT_US);
-    add_ring_case("virtio-rdma-safety/netdev/unplug-staged", test_unplug_staged,
+    add_case("virtio-rdma-safety/netdev/unplug-staged", test_unplug_staged,
              NULL, LONG_TIMEOUT_US);
-    add_ring_case("virtio-rdma-safety/netdev/unplug-native", test_unplug_native,
+    add_case("virtio-rdma-safety/netdev/unplug-native", test_unplug_native,
              NULL, LONG_TIMEOUT_US);
-    add_ring_case("virtio-rdma-safety/netdev/filter-del", test_filter_del, NULL,
+    add_case("virtio-rdma-safety/netdev/filter-del", test_filter_del, NULL,
              CASE_TIMEOUT_US);
-    add_ring_case("virtio-rdma-safety/classify", test_classify, NULL,
+    add_case("virtio-rdma-safety/classify", test_classify, NULL,
              CASE_TIMEOUT_US);
-    add_ring_case("virtio-rdma-safety/gid-churn", test_gid_churn, NULL,
+    add_case("virtio-rdma-safety/gid-churn", test_gid_churn, NULL,
              CASE_TIMEOUT_US);
     return g_test_run();
 }

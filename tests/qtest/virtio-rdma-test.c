@@ -27,18 +27,20 @@
 #include "libqos/pci.h"
 #include "libqos/pci-pc.h"
 #include "libqos/libqos-pc.h"
-#include "libqos/virtio-rdma.h"
+#include "libqos/virtio-rdma-ring.h"
 
 #define GID_EVENT "RDMA_GID_STATUS_CHANGED"
 
-/* Device defaults (virtio-rdma.c properties). */
-#define DEF_MAX_QP      64
-#define DEF_MAX_CQ      64
+/* Device defaults (virtio-rdma.c properties; max-qp=0, max-cq=0: the ABI's). */
+#define DEF_MAX_QP      VIRTIO_RDMA_RING_MAX_QP
+#define DEF_MAX_CQ      VIRTIO_RDMA_RING_MAX_CQ
 #define DEF_MAX_MR      1024
 #define DEF_MAX_PD      256
 #define DEF_MAX_AH      256
 #define DEF_MAX_SGE     8
-#define DEF_QUEUE_SIZE  1024
+#define DEF_MAX_QP_WR   VIRTIO_RDMA_RING_MAX_QP_WR
+#define DEF_MAX_CQE     VIRTIO_RDMA_RING_MAX_CQE
+#define DEF_MAX_SRQ     VIRTIO_RDMA_RING_MAX_SRQ
 /* max-mr-size=0: guest RAM, at least 1 GiB (qos machines have less). */
 #define DEF_MAX_MR_SIZE ((uint64_t)VIRTIO_RDMA_PT2_PAGES * 4096)
 
@@ -220,11 +222,130 @@ static uint32_t make_pd(QVirtioRdma *r)
     return pdn;
 }
 
+/*
+ * Rings for CQs and QPs, as the guest's kernel driver makes them: in the
+ * kernel's context 0, just large enough for the request (at most 2^16
+ * entries: larger requests are refused before the ring is looked at).
+ * A ring stays with the test's allocator until the machine goes.
+ */
+static uint8_t ring_log(uint32_t n)
+{
+    uint8_t log = 0;
+
+    while (log < VIRTIO_RDMA_RING_MAX_LOG_ENTRIES && (1u << log) < n) {
+        log++;
+    }
+    return log;
+}
+
+/* The log_stride of a queue's entries: @hdr and @sge SGEs. */
+static uint8_t wq_log_stride(uint32_t hdr, uint32_t sge)
+{
+    return qvrdma_gring_log_stride(hdr + MIN(sge, 64) *
+                                   sizeof(struct virtio_rdma_sge));
+}
+
+/*
+ * Guest pages the device maps (QMP mapped-pages) for the rings of
+ * create_cq(@cqe) and create_qp(@req).
+ */
+static uint32_t cq_pages(uint32_t cqe)
+{
+    return qvrdma_gring_npages(ring_log(cqe), VIRTIO_RDMA_CQE_LOG_STRIDE);
+}
+
+static uint32_t qp_pages(const struct virtio_rdma_cmd_create_qp *req)
+{
+    uint32_t n = 0;
+
+    if (req->max_send_wr) {
+        n += qvrdma_gring_npages(ring_log(req->max_send_wr),
+                                 wq_log_stride(sizeof(struct virtio_rdma_sq_req),
+                                               req->max_send_sge));
+    }
+    if (req->max_recv_wr) {
+        n += qvrdma_gring_npages(ring_log(req->max_recv_wr),
+                                 wq_log_stride(sizeof(struct virtio_rdma_rq_req),
+                                               req->max_recv_sge));
+    }
+    return n;
+}
+
+/* Those of make_qp(): qvrdma_qp_req()'s, whatever its type. */
+static uint32_t def_qp_pages(void)
+{
+    struct virtio_rdma_cmd_create_qp req = qvrdma_qp_req(0, 0, 0);
+
+    return qp_pages(&req);
+}
+
+/* CREATE_CQ_RING of @cqe entries; @returns the status. */
+static uint8_t create_cq(QVirtioRdma *r, uint32_t cqe, uint32_t *cqn)
+{
+    QVrdmaGRing g;
+    struct virtio_rdma_ring ring;
+    uint8_t st;
+
+    qvrdma_gring_alloc(r, &g, ring_log(cqe), VIRTIO_RDMA_CQE_LOG_STRIDE);
+    ring = qvrdma_gring_desc(&g);
+    st = qvrdma_create_cq_ring(r, 0, cqe, &ring, cqn);
+    if (st != VIRTIO_RDMA_OK) {
+        qvrdma_gring_free(r, &g);
+    }
+    return st;
+}
+
+/* One queue's ring for CREATE_QP_RING: @wr entries of @hdr + SGEs. */
+static void qp_ring(QVirtioRdma *r, QVrdmaGRing *g, uint32_t wr, uint32_t hdr,
+                    uint32_t sge, struct virtio_rdma_ring *desc)
+{
+    if (wr) {
+        qvrdma_gring_alloc(r, g, ring_log(wr), wq_log_stride(hdr, sge));
+        *desc = qvrdma_gring_desc(g);
+    }
+}
+
+/*
+ * CREATE_QP_RING of @req (its queues on fresh rings); @returns the status,
+ * the queue index in *@qpn and the wire QPN in *@wire (if not NULL).
+ */
+static uint8_t create_qp_wire(QVirtioRdma *r,
+                              const struct virtio_rdma_cmd_create_qp *req,
+                              uint32_t *qpn, uint32_t *wire)
+{
+    struct virtio_rdma_cmd_create_qp_ring rq = { .qp = *req };
+    QVrdmaGRing sq = { 0 }, rqg = { 0 };
+    uint32_t w;
+    uint8_t st;
+
+    qp_ring(r, &sq, req->max_send_wr, sizeof(struct virtio_rdma_sq_req),
+            req->max_send_sge, &rq.sq);
+    qp_ring(r, &rqg, req->max_recv_wr, sizeof(struct virtio_rdma_rq_req),
+            req->max_recv_sge, &rq.rq);
+    st = qvrdma_create_qp_ring(r, &rq, qpn, wire ? wire : &w);
+    if (st != VIRTIO_RDMA_OK) {
+        if (req->max_send_wr) {
+            qvrdma_gring_free(r, &sq);
+        }
+        if (req->max_recv_wr) {
+            qvrdma_gring_free(r, &rqg);
+        }
+    }
+    return st;
+}
+
+static uint8_t create_qp(QVirtioRdma *r,
+                         const struct virtio_rdma_cmd_create_qp *req,
+                         uint32_t *qpn)
+{
+    return create_qp_wire(r, req, qpn, NULL);
+}
+
 static uint32_t make_cq(QVirtioRdma *r, uint32_t cqe)
 {
     uint32_t cqn;
 
-    MUST(qvrdma_create_cq(r, cqe, &cqn));
+    MUST(create_cq(r, cqe, &cqn));
     return cqn;
 }
 
@@ -234,7 +355,7 @@ static uint32_t make_qp(QVirtioRdma *r, uint32_t pdn, uint8_t type,
     struct virtio_rdma_cmd_create_qp req = qvrdma_qp_req(pdn, type, cqn);
     uint32_t qpn;
 
-    MUST(qvrdma_create_qp(r, &req, &qpn));
+    MUST(create_qp(r, &req, &qpn));
     return qpn;
 }
 
@@ -289,22 +410,28 @@ static void test_config(void *obj, void *data, QGuestAllocator *alloc)
 
     g_assert_true(f & (1ull << VIRTIO_F_VERSION_1));
     g_assert_true(f & (1ull << VIRTIO_RING_F_INDIRECT_DESC));
-    g_assert_false(f & (1ull << VIRTIO_RING_F_EVENT_IDX));
-    g_assert_true(f & (1ull << VIRTIO_RDMA_F_WIRE_QPN));
-    g_assert_true(f & (1ull << VIRTIO_RDMA_F_EVENT_QUEUE));
+    g_assert_true(f & (1ull << VIRTIO_RING_F_EVENT_IDX));
+    g_assert_cmphex(f & QVRDMA_RING_FEATURES, ==, QVRDMA_RING_FEATURES);
+    g_assert_cmphex(r->features, ==, QVRDMA_RING_FEATURES);
 
     qvrdma_read_config(r, &cfg);
     g_assert_cmpuint(le32_to_cpu(cfg.phys_port_cnt), ==, 1);
     g_assert_cmpmem(cfg_guid(&cfg), 8, eui64, 8);
     g_assert_cmphex(le32_to_cpu(cfg.vendor_id), ==, 0x1af4);
     g_assert_cmphex(le32_to_cpu(cfg.vendor_part_id), ==, 0x106a);
-    g_assert_cmpuint(le32_to_cpu(cfg.max_qp), ==, DEF_MAX_QP);
-    g_assert_cmpuint(le32_to_cpu(cfg.max_cq), ==, DEF_MAX_CQ);
+    g_assert_cmpuint(le32_to_cpu(cfg.hw_ver), ==, VIRTIO_RDMA_ABI_VERSION);
+    g_assert_cmpuint(le32_to_cpu(cfg.max_ring_qp), ==, DEF_MAX_QP);
+    g_assert_cmpuint(le32_to_cpu(cfg.max_ring_cq), ==, DEF_MAX_CQ);
     g_assert_cmpuint(le32_to_cpu(cfg.max_mr), ==, DEF_MAX_MR);
     g_assert_cmpuint(le32_to_cpu(cfg.max_pd), ==, DEF_MAX_PD);
     g_assert_cmpuint(le32_to_cpu(cfg.max_ah), ==, DEF_MAX_AH);
-    g_assert_cmpuint(le32_to_cpu(cfg.max_qp_wr), ==, DEF_QUEUE_SIZE);
-    g_assert_cmpuint(le32_to_cpu(cfg.max_cqe), ==, DEF_QUEUE_SIZE);
+    g_assert_cmpuint(le32_to_cpu(cfg.max_ring_qp_wr), ==, DEF_MAX_QP_WR);
+    g_assert_cmpuint(le32_to_cpu(cfg.max_ring_cqe), ==, DEF_MAX_CQE);
+    /* Version 1's virtqueue limits. */
+    g_assert_cmpuint(cfg.reserved_max_qp, ==, 0);
+    g_assert_cmpuint(cfg.reserved_max_qp_wr, ==, 0);
+    g_assert_cmpuint(cfg.reserved_max_cq, ==, 0);
+    g_assert_cmpuint(cfg.reserved_max_cqe, ==, 0);
     g_assert_cmpuint(le32_to_cpu(cfg.max_send_sge), ==, DEF_MAX_SGE);
     g_assert_cmpuint(le32_to_cpu(cfg.max_recv_sge), ==, DEF_MAX_SGE);
     g_assert_cmphex(le64_to_cpu(cfg.max_mr_size), ==, DEF_MAX_MR_SIZE);
@@ -314,15 +441,10 @@ static void test_config(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(qvirtio_config_readb(r->vdev, sizeof(cfg) - 1), ==, 0);
     g_assert_cmphex(qvirtio_config_readb(r->vdev, sizeof(cfg)), ==, 0xff);
 
-    /*
-     * Virtqueues: control, 64 CQs, 2 * 64 QP queues, the event queue,
-     * nothing beyond.
-     */
-    g_assert_cmpuint(queue_size(r, 1 + DEF_MAX_CQ + 2 * DEF_MAX_QP - 1), ==,
-                     DEF_QUEUE_SIZE);
-    g_assert_cmpuint(queue_size(r, 1 + DEF_MAX_CQ + 2 * DEF_MAX_QP), ==,
-                     DEF_QUEUE_SIZE);
-    g_assert_cmpuint(queue_size(r, 2 + DEF_MAX_CQ + 2 * DEF_MAX_QP), ==, 0);
+    /* Virtqueues: control, events, nothing beyond. */
+    g_assert_cmpuint(queue_size(r, VIRTIO_RDMA_VQ_CTRL), >, 0);
+    g_assert_cmpuint(queue_size(r, VIRTIO_RDMA_VQ_EVENT), >, 0);
+    g_assert_cmpuint(queue_size(r, VIRTIO_RDMA_NUM_VQS), ==, 0);
 }
 
 /* ---- success paths ---------------------------------------------------------- */
@@ -358,22 +480,14 @@ static void test_pd_cq(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(pd1 & 0xffff, ==, 1);
 
     cq0 = make_cq(r, 1);
-    cq1 = make_cq(r, DEF_QUEUE_SIZE);
+    g_assert_cmpuint(r->last_used_len, ==, 1 + 4);
+    cq1 = make_cq(r, DEF_MAX_CQE);
     cq2 = make_cq(r, 16);
     g_assert_cmpuint(cq0, ==, 0);
     g_assert_cmpuint(cq1, ==, 1);
     g_assert_cmpuint(cq2, ==, 2);
-    assert_objects(qts, 2, 3, 0, 0, 0);
-
-    MUST(qvrdma_req_notify_cq(r, cq0, VIRTIO_RDMA_NOTIFY_SOLICITED));
-    g_assert_cmpuint(r->last_used_len, ==, 1);
-    MUST(qvrdma_req_notify_cq(r, cq1, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION));
-    MUST(qvrdma_req_notify_cq(r, cq1, VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION));
-    MUST(qvrdma_req_notify_cq(r, cq2, VIRTIO_RDMA_NOTIFY_SOLICITED |
-                              VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION));
-    /* No flags, or flags the device does not know. */
-    EXPECT(r, VIRTIO_RDMA_EINVAL, qvrdma_req_notify_cq(r, cq0, 0));
-    EXPECT(r, VIRTIO_RDMA_EINVAL, qvrdma_req_notify_cq(r, cq0, 4));
+    assert_objects(qts, 2, 3, 0, 0,
+                   cq_pages(1) + cq_pages(DEF_MAX_CQE) + cq_pages(16));
 
     /* A destroyed CQ's number is free for the next one. */
     MUST(qvrdma_destroy_cq(r, cq1));
@@ -473,8 +587,8 @@ static void test_qp_rc(void *obj, void *data, QGuestAllocator *alloc)
     MUST(qvrdma_add_gid(r, gid_ll, VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, 0, 1));
 
     req.send_cqn = scq;
-    MUST(qvrdma_create_qp(r, &req, &qpn));
-    g_assert_cmpuint(r->last_used_len, ==, 1 + 4);
+    MUST(create_qp(r, &req, &qpn));
+    g_assert_cmpuint(r->last_used_len, ==, 1 + 8);
     /* A free number of 2..max_qp-1, chosen at random by the device. */
     g_assert_cmpuint(qpn, >=, 2);
     g_assert_cmpuint(qpn, <, DEF_MAX_QP);
@@ -582,7 +696,7 @@ static void test_qp_ud_gsi(void *obj, void *data, QGuestAllocator *alloc)
             qvrdma_qp_req(pdn, VIRTIO_RDMA_QPT_GSI, cqn);
         uint32_t qpn;
 
-        EXPECT(r, VIRTIO_RDMA_EBUSY, qvrdma_create_qp(r, &q, &qpn));
+        EXPECT(r, VIRTIO_RDMA_EBUSY, create_qp(r, &q, &qpn));
     }
 
     qvrdma_ud_attr(VIRTIO_RDMA_QPS_INIT, &set, &mask);
@@ -605,7 +719,7 @@ static void test_qp_ud_gsi(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(got.sq_psn, ==, set.sq_psn);
     g_assert_cmphex(got.qkey, ==, 0x11111111);
 
-    assert_objects(r->qts, 1, 1, 2, 0, 0);
+    assert_objects(r->qts, 1, 1, 2, 0, cq_pages(32) + 2 * def_qp_pages());
     MUST(qvrdma_destroy_qp(r, gsi));
     MUST(qvrdma_destroy_qp(r, ud));
     MUST(qvrdma_destroy_cq(r, cqn));
@@ -721,7 +835,6 @@ typedef struct CmdSize {
 
 static const CmdSize cmd_sizes[] = {
     { VIRTIO_RDMA_CMD_QUERY_PORT, 4, 172 },
-    { VIRTIO_RDMA_CMD_CREATE_CQ, 4, 4 },
     { VIRTIO_RDMA_CMD_DESTROY_CQ, 4, 0 },
     { VIRTIO_RDMA_CMD_CREATE_PD, 0, 4 },
     { VIRTIO_RDMA_CMD_DESTROY_PD, 4, 0 },
@@ -730,14 +843,20 @@ static const CmdSize cmd_sizes[] = {
     { VIRTIO_RDMA_CMD_MAP_MR_SG, 32, 4 },
     { VIRTIO_RDMA_CMD_REG_USER_MR, 48, 12 },
     { VIRTIO_RDMA_CMD_DEREG_MR, 4, 0 },
-    { VIRTIO_RDMA_CMD_CREATE_QP, 36, 4 },
     { VIRTIO_RDMA_CMD_MODIFY_QP, 168, 0 },
     { VIRTIO_RDMA_CMD_QUERY_QP, 8, 160 },
     { VIRTIO_RDMA_CMD_DESTROY_QP, 4, 0 },
     { VIRTIO_RDMA_CMD_QUERY_PKEY, 8, 2 },
     { VIRTIO_RDMA_CMD_ADD_GID, 28, 0 },
     { VIRTIO_RDMA_CMD_DEL_GID, 8, 0 },
-    { VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ, 8, 0 },
+    { VIRTIO_RDMA_CMD_ALLOC_CONTEXT, 0, 4 },
+    { VIRTIO_RDMA_CMD_FREE_CONTEXT, 4, 0 },
+    { VIRTIO_RDMA_CMD_CREATE_CQ_RING, 24, 4 },
+    { VIRTIO_RDMA_CMD_CREATE_QP_RING, 80, 8 },
+    { VIRTIO_RDMA_CMD_CREATE_SRQ_RING, 40, 4 },
+    { VIRTIO_RDMA_CMD_MODIFY_SRQ, 16, 0 },
+    { VIRTIO_RDMA_CMD_QUERY_SRQ, 4, 16 },
+    { VIRTIO_RDMA_CMD_DESTROY_SRQ, 4, 0 },
 };
 
 static uint8_t raw_cmd(QVirtioRdma *r, uint8_t cmd, size_t req_len,
@@ -754,14 +873,16 @@ static void test_bad_cmd(void *obj, void *data, QGuestAllocator *alloc)
     QVirtioRdma *r = obj;
     QTestState *qts = r->qts;
     uint8_t buf[256] = { 0 };
-    uint32_t pdn, cqn, qpn, one = cpu_to_le32(1);
+    uint32_t pdn, cqn, qpn, ctx, one = cpu_to_le32(1);
     unsigned i;
 
     /* Unknown commands, with or without a request. */
     EXPECT(r, VIRTIO_RDMA_EOPNOTSUPP, raw_cmd(r, 0, 0, 16));
     EXPECT(r, VIRTIO_RDMA_EOPNOTSUPP, raw_cmd(r, 0, 4, 16));
-    EXPECT(r, VIRTIO_RDMA_EOPNOTSUPP, raw_cmd(r, 19, 0, 16));
-    EXPECT(r, VIRTIO_RDMA_EOPNOTSUPP, raw_cmd(r, 19, 8, 16));
+    EXPECT(r, VIRTIO_RDMA_EOPNOTSUPP,
+           raw_cmd(r, VIRTIO_RDMA_CMD_MAX + 1, 0, 16));
+    EXPECT(r, VIRTIO_RDMA_EOPNOTSUPP,
+           raw_cmd(r, VIRTIO_RDMA_CMD_MAX + 1, 8, 16));
     EXPECT(r, VIRTIO_RDMA_EOPNOTSUPP, raw_cmd(r, 255, 4, 0));
 
     /* Requests one byte short, one byte long, empty: EINVAL for each. */
@@ -786,10 +907,7 @@ static void test_bad_cmd(void *obj, void *data, QGuestAllocator *alloc)
                       VIRTIO_RDMA_EINVAL, what, __LINE__);
         }
     }
-    /* A valid CREATE_CQ padded by a byte creates nothing. */
-    memcpy(buf, &one, 4);
-    EXPECT(r, VIRTIO_RDMA_EINVAL,
-           qvrdma_cmd(r, VIRTIO_RDMA_CMD_CREATE_CQ, buf, 5, buf + 64, 4));
+    /* A CREATE_PD padded by a byte creates nothing. */
     EXPECT(r, VIRTIO_RDMA_EINVAL,
            qvrdma_cmd(r, VIRTIO_RDMA_CMD_CREATE_PD, buf, 1, buf + 64, 4));
     assert_objects(qts, 0, 0, 0, 0, 0);
@@ -804,8 +922,12 @@ static void test_bad_cmd(void *obj, void *data, QGuestAllocator *alloc)
     EXPECT(r, VIRTIO_RDMA_EINVAL,
            qvrdma_cmd(r, VIRTIO_RDMA_CMD_CREATE_PD, NULL, 0, NULL, 0));
     EXPECT(r, VIRTIO_RDMA_EINVAL,
-           qvrdma_cmd(r, VIRTIO_RDMA_CMD_CREATE_CQ, &one, 4, buf, 3));
+           qvrdma_cmd(r, VIRTIO_RDMA_CMD_ALLOC_CONTEXT, NULL, 0, buf, 3));
     assert_objects(qts, 0, 0, 0, 0, 0);
+    /* The refused ALLOC_CONTEXTs took no context: the first is still free. */
+    MUST(qvrdma_alloc_context(r, &ctx));
+    g_assert_cmpuint(ctx, ==, 1);
+    MUST(qvrdma_free_context(r, ctx));
 
     pdn = make_pd(r);
     cqn = make_cq(r, 8);
@@ -814,9 +936,19 @@ static void test_bad_cmd(void *obj, void *data, QGuestAllocator *alloc)
             .access_flags = VIRTIO_RDMA_ACCESS_LOCAL_WRITE };
         struct virtio_rdma_cmd_create_mr fr = { .pdn = pdn,
             .access_flags = VIRTIO_RDMA_ACCESS_LOCAL_WRITE, .max_num_sg = 4 };
-        struct virtio_rdma_cmd_create_qp qp =
-            qvrdma_qp_req(pdn, VIRTIO_RDMA_QPT_RC, cqn);
+        struct virtio_rdma_cmd_create_qp_ring qp = {
+            .qp = qvrdma_qp_req(pdn, VIRTIO_RDMA_QPT_RC, cqn),
+        };
+        struct virtio_rdma_cmd_create_cq_ring cq = { .cqe = 1 };
         struct virtio_rdma_cmd_query_pkey pk = { .port = 1, .index = 0 };
+        QVrdmaGRing sq, rq, cqr;
+
+        qp_ring(r, &sq, qp.qp.max_send_wr, sizeof(struct virtio_rdma_sq_req),
+                qp.qp.max_send_sge, &qp.sq);
+        qp_ring(r, &rq, qp.qp.max_recv_wr, sizeof(struct virtio_rdma_rq_req),
+                qp.qp.max_recv_sge, &qp.rq);
+        qvrdma_gring_alloc(r, &cqr, 0, VIRTIO_RDMA_CQE_LOG_STRIDE);
+        cq.ring = qvrdma_gring_desc(&cqr);
 
         EXPECT(r, VIRTIO_RDMA_EINVAL,
                qvrdma_cmd(r, VIRTIO_RDMA_CMD_GET_DMA_MR, &mr, sizeof(mr),
@@ -825,12 +957,15 @@ static void test_bad_cmd(void *obj, void *data, QGuestAllocator *alloc)
                qvrdma_cmd(r, VIRTIO_RDMA_CMD_CREATE_MR, &fr, sizeof(fr),
                           buf, 11));
         EXPECT(r, VIRTIO_RDMA_EINVAL,
-               qvrdma_cmd(r, VIRTIO_RDMA_CMD_CREATE_QP, &qp, sizeof(qp),
+               qvrdma_cmd(r, VIRTIO_RDMA_CMD_CREATE_QP_RING, &qp, sizeof(qp),
+                          buf, 7));
+        EXPECT(r, VIRTIO_RDMA_EINVAL,
+               qvrdma_cmd(r, VIRTIO_RDMA_CMD_CREATE_CQ_RING, &cq, sizeof(cq),
                           buf, 3));
         EXPECT(r, VIRTIO_RDMA_EINVAL,
                qvrdma_cmd(r, VIRTIO_RDMA_CMD_QUERY_PKEY, &pk, sizeof(pk),
                           buf, 1));
-        assert_objects(qts, 1, 1, 0, 0, 0);
+        assert_objects(qts, 1, 1, 0, 0, cq_pages(8));
 
         qpn = make_qp(r, pdn, VIRTIO_RDMA_QPT_RC, cqn);
         {
@@ -866,7 +1001,7 @@ static void test_bad_cmd(void *obj, void *data, QGuestAllocator *alloc)
         EXPECT(r, VIRTIO_RDMA_EINVAL,
                qvrdma_cmd(r, VIRTIO_RDMA_CMD_REG_USER_MR, &u, sizeof(u),
                           buf, 11));
-        assert_objects(qts, 1, 1, 1, 1, 0);
+        assert_objects(qts, 1, 1, 1, 1, cq_pages(8) + def_qp_pages());
         MUST(qvrdma_dereg_mr(r, fr.mrn));
         qvrdma_pt_free(r, &pt);
     }
@@ -918,27 +1053,21 @@ static void test_bad_handles(void *obj, void *data, QGuestAllocator *alloc)
     EXPECT(r, VIRTIO_RDMA_ENOENT, qvrdma_destroy_cq(r, DEF_MAX_CQ));
     EXPECT(r, VIRTIO_RDMA_ENOENT, qvrdma_destroy_cq(r, 0xffffffff));
     EXPECT(r, VIRTIO_RDMA_ENOENT, qvrdma_destroy_cq(r, 5));
-    EXPECT(r, VIRTIO_RDMA_ENOENT,
-           qvrdma_req_notify_cq(r, 5, VIRTIO_RDMA_NOTIFY_SOLICITED));
-    EXPECT(r, VIRTIO_RDMA_ENOENT,
-           qvrdma_req_notify_cq(r, DEF_MAX_CQ, VIRTIO_RDMA_NOTIFY_SOLICITED));
     cq_stale = make_cq(r, 8);
     MUST(qvrdma_destroy_cq(r, cq_stale));
     EXPECT(r, VIRTIO_RDMA_ENOENT, qvrdma_destroy_cq(r, cq_stale));
-    EXPECT(r, VIRTIO_RDMA_ENOENT,
-           qvrdma_req_notify_cq(r, cq_stale, VIRTIO_RDMA_NOTIFY_SOLICITED));
     cqn = make_cq(r, 8);
 
     /* QP creation on a bad PD / CQ. */
     qreq = qvrdma_qp_req(pd_stale, VIRTIO_RDMA_QPT_RC, cqn);
-    EXPECT(r, VIRTIO_RDMA_ENOENT, qvrdma_create_qp(r, &qreq, &qpn));
+    EXPECT(r, VIRTIO_RDMA_ENOENT, create_qp(r, &qreq, &qpn));
     qreq = qvrdma_qp_req(pdn, VIRTIO_RDMA_QPT_RC, cqn);
     qreq.send_cqn = 7;
-    EXPECT(r, VIRTIO_RDMA_ENOENT, qvrdma_create_qp(r, &qreq, &qpn));
+    EXPECT(r, VIRTIO_RDMA_ENOENT, create_qp(r, &qreq, &qpn));
     qreq = qvrdma_qp_req(pdn, VIRTIO_RDMA_QPT_RC, cqn);
     qreq.recv_cqn = DEF_MAX_CQ;
-    EXPECT(r, VIRTIO_RDMA_ENOENT, qvrdma_create_qp(r, &qreq, &qpn));
-    assert_objects(r->qts, 1, 1, 0, 0, 0);
+    EXPECT(r, VIRTIO_RDMA_ENOENT, create_qp(r, &qreq, &qpn));
+    assert_objects(r->qts, 1, 1, 0, 0, cq_pages(8));
 
     /* QPs: 0 is never a QP, out of range, not live, destroyed. */
     qvrdma_rc_attr(VIRTIO_RDMA_QPS_INIT, 3, 0, gid_peer, &attr, &mask);
@@ -981,7 +1110,7 @@ static void test_bad_handles(void *obj, void *data, QGuestAllocator *alloc)
            qvrdma_map_mr_sg(r, user.mrn, 1, 0x10000, 4096, pt.l1, &mapped));
     /* A PD handle is not an MR handle (the PD's index has no MR). */
     EXPECT(r, VIRTIO_RDMA_ENOENT, qvrdma_dereg_mr(r, pdn + 5));
-    assert_objects(r->qts, 1, 1, 0, 2, 1);
+    assert_objects(r->qts, 1, 1, 0, 2, 1 + cq_pages(8));
 
     MUST(qvrdma_dereg_mr(r, user.mrn));
     MUST(qvrdma_dereg_mr(r, dma.mrn));
@@ -1105,19 +1234,18 @@ static void test_bad_qp(void *obj, void *data, QGuestAllocator *alloc)
     struct virtio_rdma_qp_attr a;
 
     /* CQ sizes. */
-    EXPECT(r, VIRTIO_RDMA_ERANGE, qvrdma_create_cq(r, 0, &qpn));
-    EXPECT(r, VIRTIO_RDMA_ERANGE,
-           qvrdma_create_cq(r, DEF_QUEUE_SIZE + 1, &qpn));
-    EXPECT(r, VIRTIO_RDMA_ERANGE, qvrdma_create_cq(r, 0xffffffff, &qpn));
+    EXPECT(r, VIRTIO_RDMA_ERANGE, create_cq(r, 0, &qpn));
+    EXPECT(r, VIRTIO_RDMA_ERANGE, create_cq(r, DEF_MAX_CQE + 1, &qpn));
+    EXPECT(r, VIRTIO_RDMA_ERANGE, create_cq(r, 0xffffffff, &qpn));
 
     /* QP sizes. */
 #define BAD_QP(want, field, val) do { \
         q = qvrdma_qp_req(pdn, VIRTIO_RDMA_QPT_RC, cqn); \
         q.field = (val); \
-        EXPECT(r, want, qvrdma_create_qp(r, &q, &qpn)); \
+        EXPECT(r, want, create_qp(r, &q, &qpn)); \
     } while (0)
-    BAD_QP(VIRTIO_RDMA_ERANGE, max_send_wr, DEF_QUEUE_SIZE + 1);
-    BAD_QP(VIRTIO_RDMA_ERANGE, max_recv_wr, DEF_QUEUE_SIZE + 1);
+    BAD_QP(VIRTIO_RDMA_ERANGE, max_send_wr, DEF_MAX_QP_WR + 1);
+    BAD_QP(VIRTIO_RDMA_ERANGE, max_recv_wr, DEF_MAX_QP_WR + 1);
     BAD_QP(VIRTIO_RDMA_ERANGE, max_send_sge, DEF_MAX_SGE + 1);
     BAD_QP(VIRTIO_RDMA_ERANGE, max_recv_sge, DEF_MAX_SGE + 1);
     BAD_QP(VIRTIO_RDMA_ERANGE, max_inline_data, 1);
@@ -1129,15 +1257,15 @@ static void test_bad_qp(void *obj, void *data, QGuestAllocator *alloc)
     q = qvrdma_qp_req(pdn, VIRTIO_RDMA_QPT_RC, cqn);
     q.max_send_wr = 0;
     q.max_recv_wr = 0;
-    EXPECT(r, VIRTIO_RDMA_ERANGE, qvrdma_create_qp(r, &q, &qpn));
-    assert_objects(r->qts, 1, 1, 0, 0, 0);
+    EXPECT(r, VIRTIO_RDMA_ERANGE, create_qp(r, &q, &qpn));
+    assert_objects(r->qts, 1, 1, 0, 0, cq_pages(16));
 
-    /* The queue-size limits themselves are fine; one queue may be empty. */
+    /* The limits themselves are fine; one queue may be empty. */
     q = qvrdma_qp_req(pdn, VIRTIO_RDMA_QPT_RC, cqn);
-    q.max_send_wr = DEF_QUEUE_SIZE;
+    q.max_send_wr = DEF_MAX_QP_WR;
     q.max_recv_wr = 0;
     q.max_send_sge = DEF_MAX_SGE;
-    MUST(qvrdma_create_qp(r, &q, &rc));
+    MUST(create_qp(r, &q, &rc));
     MUST(qvrdma_destroy_qp(r, rc));
 
     MUST(qvrdma_add_gid(r, gid_ll, VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, 0, 1));
@@ -1306,14 +1434,14 @@ static void test_in_use(void *obj, void *data, QGuestAllocator *alloc)
 
     q = qvrdma_qp_req(pdn, VIRTIO_RDMA_QPT_RC, scq);
     q.recv_cqn = rcq;
-    MUST(qvrdma_create_qp(r, &q, &qpn));
+    MUST(create_qp(r, &q, &qpn));
     MUST(qvrdma_get_dma_mr(r, pd2, VIRTIO_RDMA_ACCESS_LOCAL_WRITE, &mr));
 
     EXPECT(r, VIRTIO_RDMA_EBUSY, qvrdma_destroy_pd(r, pdn));   /* QP */
     EXPECT(r, VIRTIO_RDMA_EBUSY, qvrdma_destroy_pd(r, pd2));   /* MR */
     EXPECT(r, VIRTIO_RDMA_EBUSY, qvrdma_destroy_cq(r, scq));   /* send CQ */
     EXPECT(r, VIRTIO_RDMA_EBUSY, qvrdma_destroy_cq(r, rcq));   /* recv CQ */
-    assert_objects(r->qts, 2, 2, 1, 1, 0);
+    assert_objects(r->qts, 2, 2, 1, 1, 2 * cq_pages(8) + def_qp_pages());
 
     MUST(qvrdma_destroy_qp(r, qpn));
     MUST(qvrdma_destroy_cq(r, scq));
@@ -1526,7 +1654,8 @@ static void test_reset(void *obj, void *data, QGuestAllocator *alloc)
     MUST(qvrdma_get_dma_mr(r, pdn, VIRTIO_RDMA_ACCESS_LOCAL_WRITE, &mr));
     MUST(qvrdma_reg_user_mr(r, pdn, VIRTIO_RDMA_ACCESS_LOCAL_WRITE, 0x30000,
                             3 * 4096, 0x30000, pt.l1, 3, &mr));
-    assert_objects(qts, 2, 2, 2, 2, 3);
+    assert_objects(qts, 2, 2, 2, 2,
+                   3 + 2 * cq_pages(8) + 2 * def_qp_pages());
     g_assert_cmpint(query_u(qts, "gids"), ==, 1);
 
     qvrdma_reset(r);
@@ -1558,7 +1687,7 @@ static void test_reset(void *obj, void *data, QGuestAllocator *alloc)
     /* GID 0 is free again: it can be added (and the RC QP can use it). */
     MUST(qvrdma_add_gid(r, gid_ll, VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, 0, 1));
     MUST(qvrdma_rc_to_rts(r, qpn, 3, 0, gid_peer));
-    assert_objects(qts, 1, 1, 1, 1, 0);
+    assert_objects(qts, 1, 1, 1, 1, cq_pages(8) + def_qp_pages());
 
     /* A reset with objects in every state, twice in a row. */
     qvrdma_reset(r);
@@ -1599,6 +1728,7 @@ static void test_unplug(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_nonnull(vpci);
     qvirtio_pci_device_enable(vpci);
     qvirtio_start_device(&vpci->vdev);
+    r.want_features = QVRDMA_RING_FEATURES;
     qvrdma_init(&r, &vpci->vdev, qs->qts, &qs->alloc);
 
     MUST(qvrdma_add_gid(&r, gid_ll, VIRTIO_RDMA_GID_TYPE_ROCE_UDP_ENCAP, 0, 1));
@@ -1608,7 +1738,8 @@ static void test_unplug(void *obj, void *data, QGuestAllocator *alloc)
     qvrdma_pt_build(&r, &pt, 4, NULL);
     MUST(qvrdma_reg_user_mr(&r, pdn, VIRTIO_RDMA_ACCESS_LOCAL_WRITE, 0x50000,
                             4 * 4096, 0x50000, pt.l1, 4, &mr));
-    assert_objects(qs->qts, 1, 1, 1, 1, 4);
+    assert_objects(qs->qts, 1, 1, 1, 1,
+                   4 + cq_pages(8) + def_qp_pages());
     drain_gid_events(qs->qts);
 
     /*
@@ -1658,6 +1789,7 @@ static void test_query_hmp(void *obj, void *data, QGuestAllocator *alloc)
     int64_t cmds, errs;
     g_autofree char *out = NULL;
     g_autofree char *line = NULL;
+    g_autofree char *objects = NULL;
 
     g_assert_cmpstr(qdict_get_str(info, "path"), ==,
                     "/machine/peripheral/" QVRDMA_DEV_ID "/virtio-backend");
@@ -1670,7 +1802,7 @@ static void test_query_hmp(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpint(qdict_get_int(info, "max-cq"), ==, DEF_MAX_CQ);
     g_assert_cmpint(qdict_get_int(info, "max-mr"), ==, DEF_MAX_MR);
     g_assert_cmpint(qdict_get_int(info, "max-pd"), ==, DEF_MAX_PD);
-    g_assert_cmpint(qdict_get_int(info, "queue-size"), ==, DEF_QUEUE_SIZE);
+    g_assert_cmpint(qdict_get_int(info, "max-srq"), ==, DEF_MAX_SRQ);
     g_assert_cmpint(qdict_get_int(info, "gids"), ==, 0);
     cmds = qdict_get_int(info, "commands");
     errs = qdict_get_int(info, "command-errors");
@@ -1710,10 +1842,11 @@ static void test_query_hmp(void *obj, void *data, QGuestAllocator *alloc)
                             "/virtio-backend netdev '" QVRDMA_NETDEV_ID
                             "' node-guid 505400fffe123456\n"));
     g_assert_nonnull(strstr(out, "  backend: soft-roce\n"));
-    g_assert_nonnull(strstr(out, "  limits: qp 64 cq 64 mr 1024 pd 256 "
-                            "queue-size 1024\n"));
-    g_assert_nonnull(strstr(out, "  objects: pd 1 cq 1 qp 0 mr 0 gid 2 "
-                            "(mapped pages 0)\n"));
+    g_assert_nonnull(strstr(out, "  limits: qp 131072 cq 16384 mr 1024 "
+                            "pd 256 srq 16384\n"));
+    objects = g_strdup_printf("  objects: pd 1 cq 1 qp 0 mr 0 gid 2 "
+                              "(mapped pages %u)\n", cq_pages(4));
+    g_assert_nonnull(strstr(out, objects));
     line = g_strdup_printf("  commands %" PRId64 " errors %" PRId64 "\n",
                            cmds + 6, errs + 2);
     g_assert_nonnull(strstr(out, line));
@@ -1722,7 +1855,7 @@ static void test_query_hmp(void *obj, void *data, QGuestAllocator *alloc)
 
 /* ---- other properties ------------------------------------------------------- */
 
-#define LIMITS_OPTS "max-pd=2,max-cq=2,max-mr=2,max-qp=3,queue-size=16," \
+#define LIMITS_OPTS "max-pd=2,max-cq=2,max-mr=2,max-qp=3," \
                     "max-sge=2,max-mr-size=8192,max-ah=7"
 
 static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
@@ -1732,21 +1865,16 @@ static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
     struct virtio_rdma_cmd_create_qp q;
     struct virtio_rdma_rsp_mr mr0, mr1, mr;
     QVrdmaPageTable pt;
-    uint32_t pd0, pd1, pd, cq0, cq1, cq, qpn;
+    uint32_t pd0, pd1, pd, cq0, cq1, cq, qpn, rc_pages;
 
     qvrdma_read_config(r, &cfg);
     g_assert_cmpuint(le32_to_cpu(cfg.max_pd), ==, 2);
-    g_assert_cmpuint(le32_to_cpu(cfg.max_cq), ==, 2);
+    g_assert_cmpuint(le32_to_cpu(cfg.max_ring_cq), ==, 2);
     g_assert_cmpuint(le32_to_cpu(cfg.max_mr), ==, 2);
-    g_assert_cmpuint(le32_to_cpu(cfg.max_qp), ==, 3);
-    g_assert_cmpuint(le32_to_cpu(cfg.max_qp_wr), ==, 16);
-    g_assert_cmpuint(le32_to_cpu(cfg.max_cqe), ==, 16);
+    g_assert_cmpuint(le32_to_cpu(cfg.max_ring_qp), ==, 3);
     g_assert_cmpuint(le32_to_cpu(cfg.max_send_sge), ==, 2);
     g_assert_cmpuint(le32_to_cpu(cfg.max_ah), ==, 7);
     g_assert_cmphex(le64_to_cpu(cfg.max_mr_size), ==, 8192);
-    /* 1 + 2 CQs + 2 * 3 QP queues + the event queue = 10 virtqueues. */
-    g_assert_cmpuint(queue_size(r, 9), >=, 16);
-    g_assert_cmpuint(queue_size(r, 10), ==, 0);
 
     /* PD table. */
     pd0 = make_pd(r);
@@ -1756,26 +1884,23 @@ static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
     pd0 = make_pd(r);
     EXPECT(r, VIRTIO_RDMA_ENOMEM, qvrdma_create_pd(r, &pd));
 
-    /* CQ table and sizes. */
-    EXPECT(r, VIRTIO_RDMA_ERANGE, qvrdma_create_cq(r, 17, &cq));
+    /* CQ numbers 0 and 1. */
     cq0 = make_cq(r, 16);
     cq1 = make_cq(r, 1);
-    EXPECT(r, VIRTIO_RDMA_ENOMEM, qvrdma_create_cq(r, 4, &cq));
+    EXPECT(r, VIRTIO_RDMA_ENOMEM, create_cq(r, 4, &cq));
 
-    /* QP sizes against queue-size / max-sge; one RC QP number (2). */
-    q = qvrdma_qp_req(pd0, VIRTIO_RDMA_QPT_RC, cq0);
-    q.max_send_wr = 17;
-    EXPECT(r, VIRTIO_RDMA_ERANGE, qvrdma_create_qp(r, &q, &qpn));
+    /* QP SGEs against max-sge; one RC QP number (2). */
     q = qvrdma_qp_req(pd0, VIRTIO_RDMA_QPT_RC, cq0);
     q.max_recv_sge = 3;
-    EXPECT(r, VIRTIO_RDMA_ERANGE, qvrdma_create_qp(r, &q, &qpn));
+    EXPECT(r, VIRTIO_RDMA_ERANGE, create_qp(r, &q, &qpn));
     q = qvrdma_qp_req(pd0, VIRTIO_RDMA_QPT_RC, cq0);
     q.max_send_wr = 16;
     q.max_send_sge = 2;
-    MUST(qvrdma_create_qp(r, &q, &qpn));
+    MUST(create_qp(r, &q, &qpn));
+    rc_pages = qp_pages(&q);
     g_assert_cmpuint(qpn, ==, 2);
     q = qvrdma_qp_req(pd0, VIRTIO_RDMA_QPT_UD, cq1);
-    EXPECT(r, VIRTIO_RDMA_ENOMEM, qvrdma_create_qp(r, &q, &qpn));
+    EXPECT(r, VIRTIO_RDMA_ENOMEM, create_qp(r, &q, &qpn));
     /* QP 1 is kept for the GSI QP. */
     g_assert_cmpuint(make_qp(r, pd1, VIRTIO_RDMA_QPT_GSI, cq1), ==, 1);
 
@@ -1793,7 +1918,8 @@ static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
            qvrdma_create_mr(r, pd1, VIRTIO_RDMA_ACCESS_LOCAL_WRITE, 3, &mr));
     MUST(qvrdma_reg_user_mr(r, pd1, VIRTIO_RDMA_ACCESS_LOCAL_WRITE, 0x40000,
                             2 * 4096, 0x40000, pt.l1, 2, &mr));
-    assert_objects(r->qts, 2, 2, 2, 2, 2);
+    assert_objects(r->qts, 2, 2, 2, 2, 2 + cq_pages(16) + cq_pages(1) +
+                   rc_pages + def_qp_pages());
     qvrdma_pt_free(r, &pt);
 }
 
@@ -1821,9 +1947,9 @@ static void test_props(void *obj, void *data, QGuestAllocator *alloc)
 /* ---- device features ---------------------------------------------------------- */
 
 /*
- * VIRTIO_RDMA_F_WIRE_QPN: CREATE_QP answers 8 bytes (queue index, wire
- * QPN) when it was negotiated and 4 when not; the GSI QP is wire QPN 1,
- * the others random 24-bit numbers; commands keep naming the queue index.
+ * VIRTIO_RDMA_F_WIRE_QPN: CREATE_QP_RING answers 8 bytes (queue index, wire
+ * QPN); the GSI QP is wire QPN 1, the others random 24-bit numbers;
+ * commands keep naming the queue index.
  */
 static void test_wire_qpn(void *obj, void *data, QGuestAllocator *alloc)
 {
@@ -1832,51 +1958,24 @@ static void test_wire_qpn(void *obj, void *data, QGuestAllocator *alloc)
     struct virtio_rdma_qp_attr attr;
     uint32_t pdn, cqn, qpn, wire, gsi, gsi_wire;
 
-    qvrdma_renegotiate(r, 1ull << VIRTIO_RDMA_F_WIRE_QPN);
     g_assert_true(qvrdma_has_feature(r, VIRTIO_RDMA_F_WIRE_QPN));
     pdn = make_pd(r);
     cqn = make_cq(r, 16);
     req = qvrdma_qp_req(pdn, VIRTIO_RDMA_QPT_GSI, cqn);
-    MUST(qvrdma_create_qp_wire(r, &req, &gsi, &gsi_wire));
+    MUST(create_qp_wire(r, &req, &gsi, &gsi_wire));
     g_assert_cmpuint(gsi, ==, 1);
     g_assert_cmpuint(gsi_wire, ==, 1);
     req = qvrdma_qp_req(pdn, VIRTIO_RDMA_QPT_RC, cqn);
-    MUST(qvrdma_create_qp_wire(r, &req, &qpn, &wire));
+    MUST(create_qp_wire(r, &req, &qpn, &wire));
     g_assert_cmpuint(qpn, <, DEF_MAX_QP);
     g_assert_cmpuint(wire, >=, 2);
     g_assert_cmpuint(wire, <, 0xffffff);
     g_assert_cmpuint(wire, !=, qpn);
     MUST(qvrdma_query_qp(r, qpn, 0, &attr));
     g_assert_cmpuint(le32_to_cpu(attr.qp_state), ==, VIRTIO_RDMA_QPS_RESET);
-    /* Room for the queue index only: refused, nothing created. */
-    g_assert_cmpuint(qvrdma_cmd(r, VIRTIO_RDMA_CMD_CREATE_QP, &req,
-                                sizeof(req), &qpn, 4), ==,
-                     VIRTIO_RDMA_EINVAL);
-    assert_objects(r->qts, 1, 1, 2, 0, 0);
+    assert_objects(r->qts, 1, 1, 2, 0, cq_pages(16) + 2 * def_qp_pages());
     MUST(qvrdma_destroy_qp(r, qpn));
     MUST(qvrdma_destroy_qp(r, gsi));
-
-    /* Not negotiated (a reset forgets it): 4 bytes, wire = queue index. */
-    qvrdma_renegotiate(r, 0);
-    g_assert_false(qvrdma_has_feature(r, VIRTIO_RDMA_F_WIRE_QPN));
-    pdn = make_pd(r);
-    cqn = make_cq(r, 16);
-    req = qvrdma_qp_req(pdn, VIRTIO_RDMA_QPT_RC, cqn);
-    MUST(qvrdma_create_qp_wire(r, &req, &qpn, &wire));
-    g_assert_cmpuint(wire, ==, qpn);
-}
-
-/* wire-qpn=off,event-queue=off: neither feature is offered. */
-static void test_features_off(void *obj, void *data, QGuestAllocator *alloc)
-{
-    QVirtioRdma *r = obj;
-    uint64_t f = qvirtio_get_features(r->vdev);
-
-    g_assert_false(f & (1ull << VIRTIO_RDMA_F_WIRE_QPN));
-    g_assert_false(f & (1ull << VIRTIO_RDMA_F_EVENT_QUEUE));
-    qvrdma_renegotiate(r, (1ull << VIRTIO_RDMA_F_WIRE_QPN) |
-                          (1ull << VIRTIO_RDMA_F_EVENT_QUEUE));
-    g_assert_cmphex(r->features, ==, 0);
 }
 
 /* ---- command lines QEMU must refuse ---------------------------------------- */
@@ -2107,26 +2206,24 @@ static void test_realize_errors(void *obj, void *data, QGuestAllocator *alloc)
                        "-device virtio-rdma-pci,addr=05.1",
                        "needs virtio-net-pci at function 0");
     }
-    /* Too many virtqueues: 1 + max-cq + 2 * max-qp + 1 > 1024. */
-    expect_refused(NIC_AT("05") "-device virtio-rdma-pci,addr=05.1,"
-                   "max-cq=1000", "more than QEMU's limit");
-    /* 1025 with the event queue: one too many. */
-    expect_refused(NIC_AT("05") "-device virtio-rdma-pci,addr=05.1,"
-                   "max-cq=63,max-qp=480", "1 + max-cq + 2 * max-qp + 1 = "
-                   "1025 virtqueues");
-    expect_refused(NIC_AT("05") "-device virtio-rdma-pci,addr=05.1,"
-                   "max-cq=64,max-qp=480", "more than QEMU's limit");
-    /* Limits outside 1..16384 (max-qp >= 2). */
+    /*
+     * Limits outside 1..16384; max-qp 2..131072, max-cq 1..16384 (0: the
+     * default, the most).  The properties of version 1 are gone.
+     */
     expect_refused(NIC_AT("05") "-device virtio-rdma-pci,addr=05.1,max-qp=1",
                    "is outside");
-    expect_refused(NIC_AT("05") "-device virtio-rdma-pci,addr=05.1,max-cq=0",
-                   "is outside");
+    expect_refused(NIC_AT("05") "-device virtio-rdma-pci,addr=05.1,"
+                   "max-qp=131073", "is outside");
+    expect_refused(NIC_AT("05") "-device virtio-rdma-pci,addr=05.1,"
+                   "max-cq=16385", "is outside");
+    expect_refused(NIC_AT("05") "-device virtio-rdma-pci,addr=05.1,"
+                   "queue-size=16", "not found");
+    expect_refused(NIC_AT("05") "-device virtio-rdma-pci,addr=05.1,"
+                   "rings=on", "not found");
     expect_refused(NIC_AT("05") "-device virtio-rdma-pci,addr=05.1,"
                    "max-pd=16385", "is outside");
     expect_refused(NIC_AT("05") "-device virtio-rdma-pci,addr=05.1,max-mr=0",
                    "is outside");
-    expect_refused(NIC_AT("05") "-device virtio-rdma-pci,addr=05.1,"
-                   "max-qp=20000", "is outside");
     /*
      * A multiqueue netdev: the engine takes frames from, and sends into,
      * one queue.  A multiqueue tap needs /dev/net/tun and CAP_NET_ADMIN;
@@ -2279,8 +2376,9 @@ static void test_device_help(void *obj, void *data, QGuestAllocator *alloc)
 {
     static const char *const props[] = {
         "max-qp", "max-cq", "max-mr", "max-pd", "max-ah", "max-sge",
-        "max-mr-size", "queue-size", "node-guid", "netdev", "iothread",
-        "wire-qpn", "event-queue", "allowed-gids",
+        "max-mr-size", "max-mapped-pages", "max-contexts", "max-srq",
+        "node-guid", "netdev", "iothread", "allowed-gids", "backend",
+        "ibdev", "ibport", "mad-chardev",
     };
     g_autofree char *out = NULL;
     g_autofree char *err = NULL;
@@ -2314,9 +2412,6 @@ static void register_virtio_rdma_test(void)
     QOSGraphTestOptions io_dev = {
         .edge.extra_device_opts = "iothread=qio0 -object iothread,id=qio0",
         .arg = (void *)"iothread",
-    };
-    QOSGraphTestOptions features_off = {
-        .edge.extra_device_opts = "wire-qpn=off,event-queue=off",
     };
     QOSGraphTestOptions allowed_gids = {
         .edge.extra_device_opts = ALLOWED_GIDS_OPTS,
@@ -2362,8 +2457,6 @@ static void register_virtio_rdma_test(void)
     qos_add_test("pairing-hotplug", "virtio-rdma", test_pairing_hotplug,
                  NULL);
     qos_add_test("wire-qpn", "virtio-rdma", test_wire_qpn, NULL);
-    qos_add_test("features-off", "virtio-rdma", test_features_off,
-                 &features_off);
 }
 
 libqos_init(register_virtio_rdma_test);

@@ -36,7 +36,6 @@ inline VrdmaLimits default_limits()
         .max_pd = 4,
         .max_ah = 4,
         .max_mr_size = 8ull << 20, /* 2048 pages */
-        .queue_size = 64,
         .max_sge = 4,
         .sys_image_guid = 0x0123456789abcdefull,
         .phys_mtu = 1500,
@@ -51,8 +50,6 @@ inline VrdmaLimits default_limits()
         .max_ctx = 8,
         .max_ring_cqe = 0,      /* the ring bounds it */
         .max_ring_qp_wr = 0,    /* the ring bounds it */
-        .max_ring_qp = 0,       /* as max_qp */
-        .max_ring_cq = 0,       /* as max_cq */
         .max_srq = 16,
         .max_srq_wr = 0,        /* VIRTIO_RDMA_RING_MAX_SRQ_WR */
         .max_srq_sge = 0,       /* max_sge */

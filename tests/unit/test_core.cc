@@ -22,23 +22,22 @@ TEST(CoreNew, AcceptsDefaultsAndExtremes)
     vrdma_core_free(c);
 
     lim = VrdmaLimits{.max_qp = 2, .max_cq = 1, .max_mr = 1, .max_pd = 1,
-                      .max_ah = 1, .max_mr_size = 4096, .queue_size = 2,
+                      .max_ah = 1, .max_mr_size = 4096,
                       .max_sge = 1, .sys_image_guid = 0, .phys_mtu = 0,
                       .mac = {}, .max_mapped_pages = 0, .rng_seed = 0,
                       .max_qp_rd_atom = 1, .max_qp_init_rd_atom = 1,
                       .no_atomics = true, .no_fast_reg = true, .allow = {},
                       .max_ctx = 0, .max_ring_cqe = 0,
-                      .max_ring_qp_wr = 0, .max_ring_qp = 0,
-                      .max_ring_cq = 0, .max_srq = 0, .max_srq_wr = 0,
+                      .max_ring_qp_wr = 0, .max_srq = 0, .max_srq_wr = 0,
                       .max_srq_sge = 0};
     c = vrdma_core_new(&lim, &g.ops());
     ASSERT_NE(c, nullptr);
     vrdma_core_free(c);
 
-    lim = VrdmaLimits{.max_qp = 16384, .max_cq = 16384, .max_mr = 16384,
+    lim = VrdmaLimits{.max_qp = VIRTIO_RDMA_RING_MAX_QP,
+                      .max_cq = VIRTIO_RDMA_RING_MAX_CQ, .max_mr = 16384,
                       .max_pd = 16384, .max_ah = 16384,
                       .max_mr_size = 512ull * 512 * 512 * 4096,
-                      .queue_size = 1024,
                       .max_sge = 32, .sys_image_guid = ~0ull,
                       .phys_mtu = 65535, .mac = {},
                       .max_mapped_pages = UINT64_MAX,
@@ -47,8 +46,7 @@ TEST(CoreNew, AcceptsDefaultsAndExtremes)
                       .max_qp_init_rd_atom = UINT32_MAX,
                       .no_atomics = false, .no_fast_reg = false,
                       .allow = {}, .max_ctx = 0, .max_ring_cqe = 0,
-                      .max_ring_qp_wr = 0, .max_ring_qp = 0,
-                      .max_ring_cq = 0, .max_srq = VIRTIO_RDMA_RING_MAX_SRQ,
+                      .max_ring_qp_wr = 0, .max_srq = VIRTIO_RDMA_RING_MAX_SRQ,
                       .max_srq_wr = 0, .max_srq_sge = 0};
     c = vrdma_core_new(&lim, &g.ops());
     ASSERT_NE(c, nullptr);
@@ -61,7 +59,7 @@ TEST(CoreNew, RejectsLimitsOutOfRange)
     const std::vector<std::function<void(VrdmaLimits &)>> bad = {
         [](VrdmaLimits &l) { l.max_qp = 0; },
         [](VrdmaLimits &l) { l.max_qp = 1; }, /* qpn 0 is never used */
-        [](VrdmaLimits &l) { l.max_qp = 16385; },
+        [](VrdmaLimits &l) { l.max_qp = VIRTIO_RDMA_RING_MAX_QP + 1; },
         [](VrdmaLimits &l) { l.max_cq = 0; },
         [](VrdmaLimits &l) { l.max_cq = 16385; },
         [](VrdmaLimits &l) { l.max_mr = 0; },
@@ -72,10 +70,6 @@ TEST(CoreNew, RejectsLimitsOutOfRange)
         [](VrdmaLimits &l) { l.max_ah = 16385; },
         [](VrdmaLimits &l) { l.max_sge = 0; },
         [](VrdmaLimits &l) { l.max_sge = 33; },
-        [](VrdmaLimits &l) { l.queue_size = 0; },
-        [](VrdmaLimits &l) { l.queue_size = 1; },
-        [](VrdmaLimits &l) { l.queue_size = 48; },
-        [](VrdmaLimits &l) { l.queue_size = 2048; },
         [](VrdmaLimits &l) { l.max_mr_size = 0; },
         [](VrdmaLimits &l) { l.max_mr_size = 4095; },
         [](VrdmaLimits &l) { l.max_mr_size = 512ull * 512 * 512 * 4096 + 1; },
@@ -106,19 +100,20 @@ TEST_F(Config, Fields)
     EXPECT_EQ(uint64_t{cfg.sys_image_guid}, 0x0123456789abcdefull); /* as given */
     EXPECT_EQ(cfg.vendor_id, 0x1af4u);
     EXPECT_EQ(cfg.vendor_part_id, 0x106au);
-    EXPECT_EQ(cfg.hw_ver, 1u);
+    EXPECT_EQ(cfg.hw_ver, uint32_t{VIRTIO_RDMA_ABI_VERSION});
     EXPECT_EQ(cfg.max_mr_size, 8ull << 20);
     EXPECT_EQ(cfg.page_size_cap, 4096u);
-    EXPECT_EQ(cfg.max_qp, 8u);
-    EXPECT_EQ(cfg.max_qp_wr, 64u);
+    /* Version 1's virtqueue limits: gone, 0. */
+    EXPECT_EQ(cfg.reserved_max_qp, 0u);
+    EXPECT_EQ(cfg.reserved_max_qp_wr, 0u);
     EXPECT_EQ(cfg.device_cap_flags, VIRTIO_RDMA_DEV_RC_RNR_NAK_GEN |
                                         VIRTIO_RDMA_DEV_MEM_MGT_EXTENSIONS |
                                         VIRTIO_RDMA_DEV_SYS_IMAGE_GUID);
     EXPECT_EQ(cfg.max_send_sge, 4u);
     EXPECT_EQ(cfg.max_recv_sge, 4u);
     EXPECT_EQ(cfg.max_sge_rd, 4u);
-    EXPECT_EQ(cfg.max_cq, 8u);
-    EXPECT_EQ(cfg.max_cqe, 64u);
+    EXPECT_EQ(cfg.reserved_max_cq, 0u);
+    EXPECT_EQ(cfg.reserved_max_cqe, 0u);
     EXPECT_EQ(cfg.max_mr, 8u);
     EXPECT_EQ(cfg.max_pd, 4u);
     EXPECT_EQ(cfg.max_qp_rd_atom, 16u);

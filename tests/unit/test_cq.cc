@@ -3,6 +3,8 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include <array>
+
 #include "core_fixture.h"
 
 namespace vrdma_test {
@@ -135,8 +137,9 @@ TEST_F(Cq, ArmErrors)
         expect_ignored(cqn, flags, "doorbell.flags");
     }
     EXPECT_EQ(vrdma_core_cq_armed(core_, cqn), 0u);
-    expect_refused(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
-                   virtio_rdma_cmd_req_notify{.cqn = cqn, .flags = 2},
+    /* Version 1's REQ_NOTIFY_CQ (cqn, flags): refused, whatever it asks. */
+    const std::array<uint32_t, 2> req_notify{cqn, 2};
+    expect_refused(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ, req_notify,
                    VRDMA_ERR_UNSUPPORTED);
     EXPECT_EQ(vrdma_core_cq_armed(core_, cqn), 0u);
     arm_cq(cqn, 2);

@@ -1,7 +1,7 @@
 /*
- * QP and CQ numbers of the rings data path: a ring QP or CQ has no
- * virtqueue, so CREATE_QP_RING and CREATE_CQ_RING number them up to
- * max_ring_qp / max_ring_cq, far beyond max_qp / max_cq.
+ * QP and CQ numbers: CREATE_QP_RING and CREATE_CQ_RING number them up to
+ * VrdmaLimits.max_qp / max_cq, which the config says as max_ring_qp /
+ * max_ring_cq (the virtqueue path's max_qp / max_cq fields are 0).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -16,8 +16,8 @@ constexpr uint32_t kRingCqs = 300;  /* and max_cq 8 */
 VrdmaLimits ring_limits()
 {
     VrdmaLimits lim = dp_limits();
-    lim.max_ring_qp = kRingQps;
-    lim.max_ring_cq = kRingCqs;
+    lim.max_qp = kRingQps;
+    lim.max_cq = kRingCqs;
     return lim;
 }
 
@@ -31,13 +31,14 @@ TEST_F(RingNumbers, ConfigSaysBothSpaces)
     Node n(&wire, 0, ring_limits());
     virtio_rdma_config cfg{};
     vrdma_core_get_config(n.core, &cfg);
-    const uint32_t max_qp = cfg.max_qp, max_cq = cfg.max_cq; /* packed */
+    /* packed: copies */
+    const uint32_t old_qp = cfg.reserved_max_qp, old_cq = cfg.reserved_max_cq;
     const uint32_t ring_qp = cfg.max_ring_qp, ring_cq = cfg.max_ring_cq;
-    EXPECT_EQ(max_qp, 16u);
-    EXPECT_EQ(max_cq, 8u);
+    EXPECT_EQ(old_qp, 0u);
+    EXPECT_EQ(old_cq, 0u);
     EXPECT_EQ(ring_qp, kRingQps);
     EXPECT_EQ(ring_cq, kRingCqs);
-    /* Not given: as the virtqueue path's. */
+    /* dp_limits' own. */
     Node d(&wire, 1);
     vrdma_core_get_config(d.core, &cfg);
     const uint32_t same_qp = cfg.max_ring_qp, same_cq = cfg.max_ring_cq;

@@ -468,14 +468,15 @@ TEST_F(Rings, ContextsAndTheirObjects)
 }
 
 /*
- * The rings path refuses REQ_NOTIFY_CQ (a CQ is armed by its doorbell);
- * without the feature, the ring commands and doorbells are refused.
+ * Version 1's REQ_NOTIFY_CQ is refused (a CQ is armed by its doorbell);
+ * before the features are negotiated, the ring commands and doorbells are
+ * refused.
  */
 TEST_F(Rings, RingsAndTheirCommandsNeedTheFeature)
 {
     virtio_rdma_rsp_create_cq rsp{};
-    EXPECT_EQ(a->ctrl(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
-                      virtio_rdma_cmd_req_notify{.cqn = cq_a, .flags = 2}),
+    const uint32_t req_notify[2] = {cq_a, 2}; /* cqn, flags */
+    EXPECT_EQ(a->ctrl(VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ, req_notify),
               VIRTIO_RDMA_EOPNOTSUPP);
 
     b->set_features(1ull << VIRTIO_RDMA_F_WIRE_QPN |

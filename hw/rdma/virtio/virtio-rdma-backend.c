@@ -88,12 +88,11 @@ static bool virtio_rdma_ibverbs_check(VirtIORdma *r, Error **errp)
     unsigned port = c->ibport ? c->ibport : 1;
     char why[256];
     VrdmaLimits lim = {
-        .max_qp = c->max_qp, .max_cq = c->max_cq, .max_mr = c->max_mr,
-        .max_pd = c->max_pd, .max_ah = c->max_ah, .max_sge = c->max_sge,
-        .max_mr_size = c->max_mr_size, .queue_size = c->queue_size,
         /* 0, the default: as many as the host allows. */
-        .max_ring_qp = c->max_ring_qp ? c->max_ring_qp : VIRTIO_RDMA_RING_MAX_QP,
-        .max_ring_cq = c->max_ring_cq ? c->max_ring_cq : VIRTIO_RDMA_RING_MAX_CQ,
+        .max_qp = c->max_qp ? c->max_qp : VIRTIO_RDMA_RING_MAX_QP,
+        .max_cq = c->max_cq ? c->max_cq : VIRTIO_RDMA_RING_MAX_CQ,
+        .max_mr = c->max_mr, .max_pd = c->max_pd, .max_ah = c->max_ah,
+        .max_sge = c->max_sge, .max_mr_size = c->max_mr_size,
         .max_srq = c->max_srq ? c->max_srq : VIRTIO_RDMA_RING_MAX_SRQ,
     };
 
@@ -118,15 +117,13 @@ static bool virtio_rdma_ibverbs_check(VirtIORdma *r, Error **errp)
     trace_virtio_rdma_ibverbs_host(r->ib.ibdev, r->ib.port,
                                    r->ib.port_state, r->ib.active_mtu,
                                    r->ib.max_msg_sz);
-    virtio_rdma_report_lowered("max-qp", c->max_qp, lim.max_qp, c->ibdev);
-    virtio_rdma_report_lowered("max-cq", c->max_cq, lim.max_cq, c->ibdev);
-    if (c->max_ring_qp) {
-        virtio_rdma_report_lowered("max-ring-qp", c->max_ring_qp,
-                                   lim.max_ring_qp, c->ibdev);
+    if (c->max_qp) {
+        virtio_rdma_report_lowered("max-qp", c->max_qp, lim.max_qp,
+                                   c->ibdev);
     }
-    if (c->max_ring_cq) {
-        virtio_rdma_report_lowered("max-ring-cq", c->max_ring_cq,
-                                   lim.max_ring_cq, c->ibdev);
+    if (c->max_cq) {
+        virtio_rdma_report_lowered("max-cq", c->max_cq, lim.max_cq,
+                                   c->ibdev);
     }
     if (c->max_srq) {
         virtio_rdma_report_lowered("max-srq", c->max_srq, lim.max_srq,
@@ -138,19 +135,14 @@ static bool virtio_rdma_ibverbs_check(VirtIORdma *r, Error **errp)
     virtio_rdma_report_lowered("max-sge", c->max_sge, lim.max_sge, c->ibdev);
     virtio_rdma_report_lowered("max-mr-size", c->max_mr_size,
                                lim.max_mr_size, c->ibdev);
-    virtio_rdma_report_lowered("queue-size", c->queue_size, lim.queue_size,
-                               c->ibdev);
     c->max_qp = lim.max_qp;
     c->max_cq = lim.max_cq;
-    c->max_ring_qp = lim.max_ring_qp;
-    c->max_ring_cq = lim.max_ring_cq;
     c->max_srq = lim.max_srq;
     c->max_mr = lim.max_mr;
     c->max_pd = lim.max_pd;
     c->max_ah = lim.max_ah;
     c->max_sge = lim.max_sge;
     c->max_mr_size = lim.max_mr_size;
-    c->queue_size = lim.queue_size;
 
     /*
      * The host device pins registered guest pages: a balloon or virtio-mem

@@ -5,7 +5,7 @@
  * wire, completions, interrupts, GID events, the timer and kicks point here.
  *
  * The rule, in both placements: nothing that can call back into the device
- * runs while core_lock is held.  A virtqueue push or an interrupt, a frame
+ * runs while core_lock is held.  An interrupt or an event record, a frame
  * handed to the netdev (QEMU delivers it synchronously where it can: slirp,
  * a hub, another device's filter), a QMP event -- each is staged here under
  * core_lock and delivered by dp_bh after the lock is let go.  dp_bh is a
@@ -15,8 +15,8 @@
  * core's own DMA can never reach MMIO.
  *
  *   main loop:  kick / timer / net filter --core_lock--> engine
- *               engine --staged--> dp_bh (BQL, guarded): CQEs, interrupts,
- *               frames out, GID events
+ *               engine --staged--> dp_bh (BQL, guarded): interrupts, async
+ *               events, frames out, GID events
  *   iothread:   net filter (BQL) --rx frames--> engine_bh (iothread,
  *               core_lock) --staged--> dp_bh (BQL, guarded)
  *
@@ -28,10 +28,9 @@
  *
  * Bounds (docs/system/devices/virtio-rdma.rst, "Limits"): frames
  * VRDMA_STAGE_FRAMES_MAX each way (full: dropped, as a NIC ring drops;
- * RoCE retransmits); completions queue-size per CQ (full: refused, which
- * the core treats as a CQ overrun, IBA's consequence); at most one staged
- * interrupt per CQ (a later one moves it behind the later completions);
- * async events one per object and type (a bit each);
+ * RoCE retransmits); completions are not staged (the core writes them
+ * into the CQ's ring in guest RAM); interrupts one per CQ and async events
+ * one per object and type (a bit each);
  * GID events VRDMA_GID_EVENT_BURST at once, then VRDMA_GID_EVENTS_PER_S,
  * coalesced per GID index to the latest state; drop traces
  * VRDMA_DROP_TRACES_PER_S.
@@ -58,7 +57,6 @@
 
 #define VRDMA_STAGE_FRAMES_MAX  1024  /* per direction */
 #define VRDMA_ENGINE_RX_BATCH   64    /* frames per turn, then core_lock is let go */
-#define VRDMA_FLUSH_BATCH       4096  /* staged items per dp_bh turn */
 #define VRDMA_GID_EVENT_BURST   16
 #define VRDMA_GID_EVENTS_PER_S  10
 #define VRDMA_DROP_TRACES_PER_S 50
@@ -68,14 +66,6 @@ typedef struct VrdmaFrame {
     size_t len;
     uint8_t data[];
 } VrdmaFrame;
-
-typedef struct VrdmaStagedCqe {
-    QTAILQ_ENTRY(VrdmaStagedCqe) next;
-    uint32_t cqn;
-    uint32_t qp_token;                  /* which QP instance, for an overrun */
-    bool interrupt;                     /* a CQ interrupt, not a CQE */
-    struct virtio_rdma_cq_req cqe;
-} VrdmaStagedCqe;
 
 /* An fd the core watches (backend=ibverbs: its completion channel). */
 #define VRDMA_FD_WATCHES 2
@@ -88,7 +78,6 @@ typedef struct VrdmaFdWatch {
 
 typedef struct VrdmaJobs VrdmaJobs;
 typedef QSIMPLEQ_HEAD(, VrdmaFrame) VrdmaFrameList;
-typedef QTAILQ_HEAD(, VrdmaStagedCqe) VrdmaCqeList;
 
 struct VirtIORdmaStage {
     AioContext *ctx;                    /* where the engine runs */
@@ -103,11 +92,8 @@ struct VirtIORdmaStage {
     QemuMutex lock;                     /* the lists and counts below */
     VrdmaFrameList rx, tx;
     unsigned rx_count, tx_count;
-    VrdmaCqeList cq;
-    VrdmaCqeList spare;                 /* delivered entries, for reuse */
-    uint32_t max_cq, cq_cap;            /* virtqueue CQs: only they stage */
-    uint32_t *cq_staged;                /* per vq CQ: completions staged */
-    VrdmaStagedCqe **cq_irq;            /* per CQ (ncq): staged interrupt */
+    unsigned long *cq_irq;              /* per CQ (ncq bits): an interrupt */
+    bool irq_staged;                    /* a bit of it is set */
     uint32_t ncq;                       /* the CQ number space (VirtIORdma) */
     /* async events staged, per type: virtio_rdma_async_bits() bits */
     unsigned long *async[VIRTIO_RDMA_ASYNC_TYPES];
@@ -158,33 +144,6 @@ static bool virtio_rdma_stage_frame(VirtIORdmaStage *s, VrdmaFrameList *l,
     QSIMPLEQ_INSERT_TAIL(l, f, next);
     (*count)++;
     return true;
-}
-
-/*
- * An entry for the staged list, under stage->lock: a delivered one when
- * there is one, so a steady stream of completions allocates nothing.  At
- * most cq_cap per CQ are staged, one interrupt per CQ, and one turn's batch
- * is being delivered: that bounds how many entries ever exist.
- */
-static VrdmaStagedCqe *virtio_rdma_staged_new(VirtIORdmaStage *s)
-{
-    VrdmaStagedCqe *c = QTAILQ_FIRST(&s->spare);
-
-    if (c) {
-        QTAILQ_REMOVE(&s->spare, c, next);
-        return c;
-    }
-    return g_new(VrdmaStagedCqe, 1);
-}
-
-static void virtio_rdma_staged_free_all(VrdmaCqeList *l)
-{
-    VrdmaStagedCqe *c;
-
-    while ((c = QTAILQ_FIRST(l))) {
-        QTAILQ_REMOVE(l, c, next);
-        g_free(c);
-    }
 }
 
 /* ---- the engine ------------------------------------------------------------ */
@@ -459,73 +418,22 @@ static void virtio_rdma_engine_tx(void *opaque, const void *frame, size_t len)
 }
 
 /*
- * A completion for CQ @cqn.  At most cq_cap wait per CQ: a CQ's ring holds
- * no more, so one more is a CQ overrun, which the core handles as IBA says.
+ * An armed CQ @cqn fired; its completions are in its ring already.  Staged
+ * as a bit (arming is one-shot: one interrupt per CQ at most waits), which
+ * dp_bh turns into the event record.
  */
-static int virtio_rdma_engine_cq_push(void *opaque, uint32_t cqn,
-                                      const struct virtio_rdma_cq_req *cqe)
-{
-    VirtIORdma *r = opaque;
-    VirtIORdmaStage *s = r->stage;
-    VrdmaStagedCqe *c;
-    uint32_t token;
-
-    if (cqn >= s->max_cq) {
-        return -1;
-    }
-    if (cqe->status) {
-        /* Which work request failed and why: the guest sees only a status. */
-        trace_virtio_rdma_engine_cqe_error(cqn, le32_to_cpu(cqe->qp_num),
-                                           le32_to_cpu(cqe->opcode),
-                                           le32_to_cpu(cqe->status),
-                                           le32_to_cpu(cqe->vendor_err));
-    }
-    token = vrdma_core_cqe_qp_token(r->core, le32_to_cpu(cqe->qp_num));
-    WITH_QEMU_LOCK_GUARD(&s->lock) {
-        if (s->cq_staged[cqn] >= s->cq_cap) {
-            s->st.cq_full++;
-            c = NULL;
-        } else {
-            c = virtio_rdma_staged_new(s);
-            c->cqn = cqn;
-            c->qp_token = token;
-            c->interrupt = false;
-            c->cqe = *cqe;
-            s->cq_staged[cqn]++;
-            s->st.cqes++;
-            QTAILQ_INSERT_TAIL(&s->cq, c, next);
-        }
-    }
-    if (!c) {
-        trace_virtio_rdma_engine_cq_full(cqn, s->cq_cap);
-        return -1;
-    }
-    qemu_bh_schedule(r->dp_bh);
-    return 0;
-}
-
-/* An interrupt for CQ @cqn, after every completion staged before it. */
 static void virtio_rdma_engine_cq_notify(void *opaque, uint32_t cqn)
 {
     VirtIORdma *r = opaque;
     VirtIORdmaStage *s = r->stage;
-    VrdmaStagedCqe *c;
 
     if (cqn >= s->ncq) {
         return;
     }
     WITH_QEMU_LOCK_GUARD(&s->lock) {
-        c = s->cq_irq[cqn];
-        if (c) {
-            QTAILQ_REMOVE(&s->cq, c, next);
-        } else {
-            c = virtio_rdma_staged_new(s);
-            c->cqn = cqn;
-            c->qp_token = 0;
-            c->interrupt = true;
-            s->cq_irq[cqn] = c;
-        }
-        QTAILQ_INSERT_TAIL(&s->cq, c, next);
+        set_bit(cqn, s->cq_irq);
+        s->irq_staged = true;
+        s->st.cq_events++;
     }
     qemu_bh_schedule(r->dp_bh);
 }
@@ -546,7 +454,7 @@ uint32_t virtio_rdma_async_bits(const VirtIORdma *r, uint32_t type)
 }
 
 /*
- * VIRTIO_RDMA_F_RINGS: an async event (QP_FATAL for a qpn, CQ_ERR for a
+ * An async event (QP_FATAL for a qpn, CQ_ERR for a
  * cqn, SRQ_LIMIT and SRQ_ERR for an srqn), staged as a bit: at most one
  * per object and type waits.  dp_bh takes it (virtio_rdma_engine_take_async)
  * and writes the record.
@@ -665,7 +573,6 @@ void virtio_rdma_engine_host_ops(VirtIORdma *r, VrdmaHostOps *ops)
     ops->events.gid_changed = virtio_rdma_engine_gid_changed;
     ops->events.guest_error = virtio_rdma_engine_guest_error;
     ops->events.async_event = virtio_rdma_engine_async_event;
-    ops->cq.push = virtio_rdma_engine_cq_push;
     ops->cq.notify = virtio_rdma_engine_cq_notify;
     ops->time.now_ns = virtio_rdma_engine_now_ns;
     ops->time.timer_mod = virtio_rdma_engine_timer_mod;
@@ -806,19 +713,6 @@ static void virtio_rdma_engine_gid_timer_cb(void *opaque)
     qemu_bh_schedule(r->dp_bh);
 }
 
-/* One staged item; a completion the CQ has no buffer for is a late overrun. */
-static void virtio_rdma_engine_deliver(VirtIORdma *r, VrdmaStagedCqe *c)
-{
-    if (c->interrupt) {
-        virtio_rdma_cq_interrupt(r, c->cqn);
-    } else if (virtio_rdma_cq_write(r, c->cqn, &c->cqe) != 0) {
-        WITH_QEMU_LOCK_GUARD(&r->core_lock) {
-            vrdma_core_cq_overrun(r->core, c->cqn, c->qp_token,
-                                  le32_to_cpu(c->cqe.status));
-        }
-    }
-}
-
 /*
  * dp_bh (BQL, guarded, core_lock NOT held): the engine's turn in the main
  * loop placement, then what it staged, in order, within a budget.
@@ -827,11 +721,7 @@ void virtio_rdma_engine_flush(VirtIORdma *r)
 {
     VirtIORdmaStage *s = r->stage;
     VrdmaFrameList tx = QSIMPLEQ_HEAD_INITIALIZER(tx);
-    VrdmaCqeList cq = QTAILQ_HEAD_INITIALIZER(cq);
-    unsigned budget = VRDMA_FLUSH_BATCH;
-    VrdmaStagedCqe *c;
     VrdmaFrame *f;
-    bool more;
 
     assert(bql_locked());
     if (!s->in_iothread) {
@@ -844,82 +734,13 @@ void virtio_rdma_engine_flush(VirtIORdma *r)
     WITH_QEMU_LOCK_GUARD(&s->lock) {
         QSIMPLEQ_CONCAT(&tx, &s->tx);
         s->tx_count = 0;
-        while (budget && (c = QTAILQ_FIRST(&s->cq))) {
-            QTAILQ_REMOVE(&s->cq, c, next);
-            QTAILQ_INSERT_TAIL(&cq, c, next);
-            if (c->interrupt) {
-                s->cq_irq[c->cqn] = NULL;
-            } else {
-                s->cq_staged[c->cqn]--;
-            }
-            budget--;
-        }
-        more = !QTAILQ_EMPTY(&s->cq);
     }
     QSIMPLEQ_FOREACH(f, &tx, next) {
         virtio_rdma_wire_send(r, f->data, f->len);
     }
     virtio_rdma_frames_free(&tx);
-    QTAILQ_FOREACH(c, &cq, next) {
-        virtio_rdma_engine_deliver(r, c);
-    }
-    if (!QTAILQ_EMPTY(&cq)) {
-        WITH_QEMU_LOCK_GUARD(&s->lock) {
-            while ((c = QTAILQ_FIRST(&cq))) {
-                QTAILQ_REMOVE(&cq, c, next);
-                QTAILQ_INSERT_TAIL(&s->spare, c, next);
-            }
-        }
-    }
     if (s->gid_dirty) {
         virtio_rdma_engine_gid_events(r, false);
-    }
-    if (more) {
-        qemu_bh_schedule(r->dp_bh);
-    }
-}
-
-/*
- * REQ_NOTIFY_CQ on @cqn succeeded (main loop, core_lock not held): the
- * CQ's completions staged before the arm are written now, before the
- * command is answered, so a driver that arms and then looks at the CQ's
- * ring (IB_CQ_REPORT_MISSED_EVENTS) finds every completion the arm will
- * not signal.  Later ones find the CQ armed.  The scan runs only when the
- * CQ has staged completions and is bounded by the list (max_cq x cq_cap).
- */
-void virtio_rdma_engine_cq_flush(VirtIORdma *r, uint32_t cqn)
-{
-    VirtIORdmaStage *s = r->stage;
-    VrdmaCqeList l = QTAILQ_HEAD_INITIALIZER(l);
-    VrdmaStagedCqe *c, *next;
-
-    assert(bql_locked());
-    if (cqn >= s->max_cq) {
-        return;
-    }
-    WITH_QEMU_LOCK_GUARD(&s->lock) {
-        if (!s->cq_staged[cqn]) {
-            break;
-        }
-        QTAILQ_FOREACH_SAFE(c, &s->cq, next, next) {
-            if (!c->interrupt && c->cqn == cqn) {
-                QTAILQ_REMOVE(&s->cq, c, next);
-                QTAILQ_INSERT_TAIL(&l, c, next);
-                s->cq_staged[cqn]--;
-            }
-        }
-    }
-    if (QTAILQ_EMPTY(&l)) {
-        return;
-    }
-    QTAILQ_FOREACH(c, &l, next) {
-        virtio_rdma_engine_deliver(r, c);
-    }
-    WITH_QEMU_LOCK_GUARD(&s->lock) {
-        while ((c = QTAILQ_FIRST(&l))) {
-            QTAILQ_REMOVE(&l, c, next);
-            QTAILQ_INSERT_TAIL(&s->spare, c, next);
-        }
     }
 }
 
@@ -930,64 +751,40 @@ void virtio_rdma_engine_cq_flush(VirtIORdma *r, uint32_t cqn)
 void virtio_rdma_engine_cq_destroyed(VirtIORdma *r, uint32_t cqn)
 {
     VirtIORdmaStage *s = r->stage;
-    VrdmaStagedCqe *c;
 
     assert(bql_locked());
     if (cqn >= s->ncq) {
         return;
     }
     WITH_QEMU_LOCK_GUARD(&s->lock) {
-        c = s->cq_irq[cqn];
-        if (c) {
-            QTAILQ_REMOVE(&s->cq, c, next);
-            s->cq_irq[cqn] = NULL;
-            QTAILQ_INSERT_TAIL(&s->spare, c, next);
-        }
+        clear_bit(cqn, s->cq_irq);
     }
     virtio_rdma_engine_async_drop(r, VIRTIO_RDMA_EVENT_CQ_ERR, cqn);
 }
 
 /*
- * DESTROY_QP (main loop, core_lock not held): the completions of the QP
- * instance @qp_token that still wait for dp_bh are dropped, so none of the
- * destroyed QP's completions reaches a CQ after the command; so is a
- * QP_FATAL staged for queue index @qpn, which a new QP may take.  The list
- * is bounded (max_cq x cq_cap).
+ * DESTROY_QP (main loop, core_lock not held): a QP_FATAL staged for queue
+ * index @qpn is dropped, since a new QP may take the number.  Its
+ * completions are in the CQ rings already.
  */
-void virtio_rdma_engine_qp_destroyed(VirtIORdma *r, uint32_t qpn,
-                                     uint32_t qp_token)
+void virtio_rdma_engine_qp_destroyed(VirtIORdma *r, uint32_t qpn)
 {
-    VirtIORdmaStage *s = r->stage;
-    VrdmaStagedCqe *c, *next;
-    unsigned n = 0;
-
     assert(bql_locked());
     virtio_rdma_engine_async_drop(r, VIRTIO_RDMA_EVENT_QP_FATAL, qpn);
-    if (!qp_token) {
-        return;
-    }
-    WITH_QEMU_LOCK_GUARD(&s->lock) {
-        QTAILQ_FOREACH_SAFE(c, &s->cq, next, next) {
-            if (c->interrupt || c->qp_token != qp_token) {
-                continue;
-            }
-            QTAILQ_REMOVE(&s->cq, c, next);
-            s->cq_staged[c->cqn]--;
-            QTAILQ_INSERT_TAIL(&s->spare, c, next);
-            n++;
-        }
-    }
-    if (n) {
-        trace_virtio_rdma_engine_qp_dropped(n);
-    }
 }
 
-void virtio_rdma_engine_take_async(VirtIORdma *r, unsigned long **ev)
+void virtio_rdma_engine_take_events(VirtIORdma *r, unsigned long *cq,
+                                    unsigned long **ev)
 {
     VirtIORdmaStage *s = r->stage;
 
     assert(bql_locked());
     WITH_QEMU_LOCK_GUARD(&s->lock) {
+        if (s->irq_staged) {
+            bitmap_or(cq, cq, s->cq_irq, s->ncq);
+            bitmap_zero(s->cq_irq, s->ncq);
+            s->irq_staged = false;
+        }
         if (!s->async_staged) {
             break;
         }
@@ -1005,13 +802,8 @@ void virtio_rdma_engine_stats(VirtIORdma *r, VirtIORdmaStageStats *st)
 
     WITH_QEMU_LOCK_GUARD(&s->lock) {
         *st = s->st;
-        st->staged_cqes = 0;
-        for (uint32_t i = 0; i < s->max_cq; i++) {
-            st->staged_cqes += s->cq_staged[i];
-        }
         st->staged_frames = s->rx_count + s->tx_count;
     }
-    st->max_staged_cqes = (uint64_t)s->max_cq * s->cq_cap;
     st->max_staged_frames = VRDMA_STAGE_FRAMES_MAX;
 }
 
@@ -1028,10 +820,8 @@ void virtio_rdma_engine_reset(VirtIORdma *r)
         virtio_rdma_frames_free(&s->rx);
         virtio_rdma_frames_free(&s->tx);
         s->rx_count = s->tx_count = 0;
-        virtio_rdma_staged_free_all(&s->cq);
-        virtio_rdma_staged_free_all(&s->spare);
-        memset(s->cq_staged, 0, s->max_cq * sizeof(*s->cq_staged));
-        memset(s->cq_irq, 0, s->ncq * sizeof(*s->cq_irq));
+        bitmap_zero(s->cq_irq, s->ncq);
+        s->irq_staged = false;
         for (unsigned i = 0; i < VIRTIO_RDMA_ASYNC_TYPES; i++) {
             bitmap_zero(s->async[i], s->async_bits[i]);
         }
@@ -1057,13 +847,8 @@ void virtio_rdma_engine_init(VirtIORdma *r)
     s->jobs->r = r;
     QSIMPLEQ_INIT(&s->rx);
     QSIMPLEQ_INIT(&s->tx);
-    QTAILQ_INIT(&s->cq);
-    QTAILQ_INIT(&s->spare);
-    s->max_cq = r->conf.max_cq;
     s->ncq = r->ncq;
-    s->cq_cap = r->conf.queue_size;
-    s->cq_staged = g_new0(uint32_t, s->max_cq);
-    s->cq_irq = g_new0(VrdmaStagedCqe *, s->ncq);
+    s->cq_irq = bitmap_new(s->ncq);
     for (unsigned i = 0; i < VIRTIO_RDMA_ASYNC_TYPES; i++) {
         s->async_bits[i] = virtio_rdma_async_bits(r, VIRTIO_RDMA_ASYNC_TYPE(i));
         s->async[i] = bitmap_new(s->async_bits[i]);
@@ -1133,7 +918,6 @@ void virtio_rdma_engine_cleanup(VirtIORdma *r)
     timer_free(s->timer);
     timer_free(s->gid_timer);
     qemu_mutex_destroy(&s->lock);
-    g_free(s->cq_staged);
     g_free(s->cq_irq);
     for (unsigned i = 0; i < VIRTIO_RDMA_ASYNC_TYPES; i++) {
         g_free(s->async[i]);

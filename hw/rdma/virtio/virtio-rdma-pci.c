@@ -42,11 +42,11 @@ struct VirtIORdmaPCI {
 static void (*virtio_rdma_pci_parent_exit)(PCIDevice *pci);
 
 /*
- * VIRTIO_RDMA_F_RINGS's doorbell region (virtio shared memory region
+ * The doorbell region (virtio shared memory region
  * VIRTIO_RDMA_SHM_DOORBELLS) is BAR 2, 32-bit memory, not prefetchable (a
  * write rings a doorbell).  virtio-pci uses BAR 1 (MSI-X) and 4+5 (the
  * modern registers), BAR 0 only for legacy I/O (never: virtio 1 only) and
- * BAR 2 only for modern-pio-notify, which rings=on therefore refuses.
+ * BAR 2 only for modern-pio-notify, which the device therefore refuses.
  */
 #define VIRTIO_RDMA_PCI_DB_BAR 2
 
@@ -177,9 +177,8 @@ static bool virtio_rdma_pci_db_bar_free(VirtIOPCIProxy *vpci_dev, Error **errp)
     if ((vpci_dev->flags & VIRTIO_PCI_FLAG_MODERN_PIO_NOTIFY) &&
         vpci_dev->modern_io_bar_idx == bar) {
         error_setg(errp, "virtio-rdma-pci: modern-pio-notify=on takes BAR %u, "
-                   "where rings=on puts the doorbell region", bar);
-        error_append_hint(errp, "Set modern-pio-notify=off, or rings=off "
-                          "(no queues in guest memory)\n");
+                   "where the device puts its doorbell region", bar);
+        error_append_hint(errp, "Set modern-pio-notify=off\n");
         return false;
     }
     return true;
@@ -211,29 +210,22 @@ static void virtio_rdma_pci_realize(VirtIOPCIProxy *vpci_dev, Error **errp)
         virtio_rdma_defer_pairing(&dev->vdev);
     }
 
-    /*
-     * One vector for config, one per CQ, one for the control queue, one for
-     * the event queue.
-     */
+    /* Vectors for config, the control queue and the event queue. */
     if (vpci_dev->nvectors == DEV_NVECTORS_UNSPECIFIED) {
-        vpci_dev->nvectors = dev->vdev.conf.max_cq + 3;
+        vpci_dev->nvectors = 1 + VIRTIO_RDMA_NUM_VQS;
     }
     virtio_pci_force_virtio_1(vpci_dev);
-    if (virtio_rdma_rings_offered(&dev->vdev) &&
-        !virtio_rdma_pci_db_bar_free(vpci_dev, errp)) {
+    if (!virtio_rdma_pci_db_bar_free(vpci_dev, errp)) {
         return;
     }
     if (!qdev_realize(DEVICE(&dev->vdev), BUS(&vpci_dev->bus), errp)) {
         return;
     }
     db = virtio_rdma_doorbells(&dev->vdev);
-    if (db) {
-        pci_register_bar(pci, VIRTIO_RDMA_PCI_DB_BAR,
-                         PCI_BASE_ADDRESS_SPACE_MEMORY, db);
-        virtio_pci_add_shm_cap(vpci_dev, VIRTIO_RDMA_PCI_DB_BAR, 0,
-                               memory_region_size(db),
-                               VIRTIO_RDMA_SHM_DOORBELLS);
-    }
+    pci_register_bar(pci, VIRTIO_RDMA_PCI_DB_BAR,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY, db);
+    virtio_pci_add_shm_cap(vpci_dev, VIRTIO_RDMA_PCI_DB_BAR, 0,
+                           memory_region_size(db), VIRTIO_RDMA_SHM_DOORBELLS);
     if (f0) {
         return;
     }

@@ -95,9 +95,7 @@ static VirtioRdmaBounds *virtio_rdma_bounds(VirtIORdma *r)
     virtio_rdma_engine_stats(r, &st);
     b->max_mapped_pages = r->conf.max_mapped_pages;
     b->kick_pages = r->kick_pages_max;
-    b->staged_completions = st.staged_cqes;
-    b->max_staged_completions = st.max_staged_cqes;
-    b->completions_refused = st.cq_full;
+    b->cq_events = st.cq_events;
     b->staged_frames = st.staged_frames;
     b->max_staged_frames = st.max_staged_frames;
     b->frames_dropped_full = st.rx_full + st.tx_full;
@@ -138,14 +136,7 @@ static int virtio_rdma_collect(Object *obj, void *opaque)
     info->max_cq = r->conf.max_cq;
     info->max_mr = r->conf.max_mr;
     info->max_pd = r->conf.max_pd;
-    info->queue_size = r->conf.queue_size;
-    if (virtio_rdma_rings_offered(r)) {
-        info->has_max_ring_qp = info->has_max_ring_cq = true;
-        info->has_max_srq = true;
-        info->max_ring_qp = r->conf.max_ring_qp;
-        info->max_ring_cq = r->conf.max_ring_cq;
-        info->max_srq = r->conf.max_srq;
-    }
+    info->max_srq = r->conf.max_srq;
     info->pds = st.pds;
     info->cqs = st.cqs;
     info->qps = st.qps;
@@ -216,13 +207,9 @@ void hmp_info_rdma(Monitor *mon, const QDict *qdict)
         monitor_printf(mon, "  engine: %s%s\n",
                        i->iothread ? "iothread " : "main loop (BQL)",
                        i->iothread ? i->iothread : "");
-        monitor_printf(mon, "  limits: qp %u cq %u mr %u pd %u queue-size %u\n",
+        monitor_printf(mon, "  limits: qp %u cq %u mr %u pd %u srq %u\n",
                        i->max_qp, i->max_cq, i->max_mr, i->max_pd,
-                       i->queue_size);
-        if (i->has_max_ring_qp) {
-            monitor_printf(mon, "  ring limits: qp %u cq %u srq %u\n",
-                           i->max_ring_qp, i->max_ring_cq, i->max_srq);
-        }
+                       i->max_srq);
         monitor_printf(mon, "  objects: pd %u cq %u qp %u mr %u gid %u "
                        "(mapped pages %" PRIu64 ")\n", i->pds, i->cqs,
                        i->qps, i->mrs, i->gids, i->mapped_pages);
@@ -253,13 +240,11 @@ void hmp_info_rdma(Monitor *mon, const QDict *qdict)
         VirtioRdmaBounds *b = i->bounds;
 
         monitor_printf(mon, "  bounds: mapped pages %" PRIu64 "/%" PRIu64
-                       " (%" PRIu64 " per turn), staged completions %"
-                       PRIu64 "/%" PRIu64 " (refused %" PRIu64 "), staged "
-                       "frames %" PRIu64 "/%" PRIu64 " each way (dropped %"
-                       PRIu64 "), gid changes %" PRIu64 " events %" PRIu64
-                       "\n", i->mapped_pages, b->max_mapped_pages,
-                       b->kick_pages, b->staged_completions,
-                       b->max_staged_completions, b->completions_refused,
+                       " (%" PRIu64 " per turn), cq events %" PRIu64
+                       ", staged frames %" PRIu64 "/%" PRIu64 " each way "
+                       "(dropped %" PRIu64 "), gid changes %" PRIu64
+                       " events %" PRIu64 "\n", i->mapped_pages,
+                       b->max_mapped_pages, b->kick_pages, b->cq_events,
                        b->staged_frames, b->max_staged_frames,
                        b->frames_dropped_full, b->gid_changes, b->gid_events);
     }

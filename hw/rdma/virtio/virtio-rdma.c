@@ -1,6 +1,6 @@
 /*
- * virtio-rdma device: QOM type, properties, virtqueues and the control
- * queue.  The core's host-ops live in virtio-rdma-mem.c (guest memory) and
+ * virtio-rdma device: QOM type, properties, its two virtqueues (control
+ * and event), doorbells and the control queue.  The core's host-ops live in virtio-rdma-mem.c (guest memory) and
  * virtio-rdma-engine.c (everything else); docs/devel/virtio-rdma-threads.rst
  * says what runs where.
  *
@@ -8,9 +8,10 @@
  * also holds r->core_lock.  A kick only schedules a guarded bottom half:
  * the work is done there, under QEMU's re-entrancy guard whether the kick
  * came as an MMIO write or through an ioeventfd, and never with core_lock
- * held across anything that can call back into the device.  Guest requests
- * are copied out of the ring once (iov_to_buf) and handed to the core,
- * which validates them.
+ * held across anything that can call back into the device.  Control
+ * requests are copied out of the virtqueue once (iov_to_buf) and handed to
+ * the core, which validates them; work requests the core copies out of
+ * the rings in guest memory itself (core/rings.cc).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -43,12 +44,12 @@
  */
 #define VIRTIO_RDMA_KICK_PAGES_MAX ((uint64_t)VIRTIO_RDMA_PT2_PAGES)
 
-/* ---- completions (dp_bh) ---------------------------------------------------- */
+/* ---- the event queue (dp_bh) ------------------------------------------------ */
 
 /*
  * Every buffer of @elem is guest RAM.  virtqueue_pop() maps anything else
  * through a bounce buffer, which the device would write back to MMIO (or
- * has filled from it): such a ring is broken.
+ * has filled from it): such a virtqueue is broken.
  */
 static bool virtio_rdma_elem_in_ram(const VirtQueueElement *elem)
 {
@@ -78,79 +79,11 @@ static void virtio_rdma_not_ram(VirtIORdma *r, VirtQueue *vq,
     virtqueue_detach_element(vq, elem, 0);
 }
 
-static VirtQueue *virtio_rdma_cq_vq(VirtIORdma *r, uint32_t cqn)
-{
-    return cqn < r->conf.max_cq ? r->data_vqs[cqn] : NULL;
-}
-
-/*
- * The driver pre-posts device-writable buffers on each CQ's virtqueue; a
- * completion takes the next one.  A buffer that cannot hold a CQE means the
- * ring is broken.
- */
-int virtio_rdma_cq_write(VirtIORdma *r, uint32_t cqn,
-                         const struct virtio_rdma_cq_req *cqe)
-{
-    VirtIODevice *vdev = VIRTIO_DEVICE(r);
-    VirtQueue *vq = virtio_rdma_cq_vq(r, cqn);
-    VirtQueueElement *elem;
-
-    assert(bql_locked());
-    if (!vq || vdev->broken) {
-        return -1;
-    }
-    elem = virtqueue_pop(vq, sizeof(*elem));
-    if (!elem) {
-        trace_virtio_rdma_cq_overrun(cqn);
-        return -1;
-    }
-    if (!virtio_rdma_elem_in_ram(elem)) {
-        virtio_rdma_not_ram(r, vq, elem);
-        g_free(elem);
-        return -1;
-    }
-    if (iov_size(elem->in_sg, elem->in_num) < sizeof(*cqe)) {
-        trace_virtio_rdma_err_cqe_buffer(cqn,
-                                         iov_size(elem->in_sg, elem->in_num));
-        virtio_error(vdev, "virtio-rdma: CQ %u buffer too small for a "
-                     "completion", cqn);
-        virtqueue_detach_element(vq, elem, 0);
-        g_free(elem);
-        return -1;
-    }
-    iov_from_buf(elem->in_sg, elem->in_num, 0, cqe, sizeof(*cqe));
-    virtqueue_push(vq, elem, sizeof(*cqe));
-    g_free(elem);
-    return 0;
-}
-
-/*
- * An armed CQ fired, after its completions are in its ring.  With
- * VIRTIO_RDMA_F_EVENT_QUEUE the notification is a record on the event
- * queue (virtio_rdma_event_flush, at the end of this dp_bh turn) and the
- * CQ's own virtqueue is never notified -- a ring CQ, numbered up to ncq,
- * has none; without it, the CQ's virtqueue interrupts.
- */
-void virtio_rdma_cq_interrupt(VirtIORdma *r, uint32_t cqn)
-{
-    VirtIODevice *vdev = VIRTIO_DEVICE(r);
-    VirtQueue *vq = virtio_rdma_cq_vq(r, cqn);
-
-    assert(bql_locked());
-    if (virtio_vdev_has_feature(vdev, VIRTIO_RDMA_F_EVENT_QUEUE)) {
-        if (cqn < r->ncq) {
-            set_bit(cqn, r->ev_pending);
-        }
-    } else if (vq) {
-        virtio_notify(vdev, vq);
-    }
-}
-
 /*
  * One record into the next buffer the driver posted on the event queue.
  * @returns 1 when written, 0 when there is no buffer (the event stays
- * pending), -1 when the ring is broken: a buffer that is not RAM or
- * shorter than a record, as for CQ buffers.
+ * pending), -1 when the virtqueue is broken: a buffer that is not RAM or
+ * shorter than a record.
  */
 static int virtio_rdma_event_put(VirtIORdma *r, uint32_t type,
                                  uint32_t handle)
@@ -225,11 +158,10 @@ static void virtio_rdma_event_flush(VirtIORdma *r)
     unsigned n = 0;
 
     assert(bql_locked());
-    if (vdev->broken ||
-        !virtio_vdev_has_feature(vdev, VIRTIO_RDMA_F_EVENT_QUEUE)) {
+    if (vdev->broken || !(vdev->status & VIRTIO_CONFIG_S_DRIVER_OK)) {
         return;
     }
-    virtio_rdma_engine_take_async(r, r->ev_async);
+    virtio_rdma_engine_take_events(r, r->ev_pending, r->ev_async);
     if (virtio_rdma_event_flush_type(r, VIRTIO_RDMA_EVENT_CQ, r->ev_pending,
                                      r->ncq, &n)) {
         for (unsigned i = 0; i < VIRTIO_RDMA_ASYNC_TYPES; i++) {
@@ -254,53 +186,6 @@ static void virtio_rdma_handle_event(VirtIODevice *vdev, VirtQueue *vq)
 }
 
 /* ---- control queue ---------------------------------------------------------- */
-
-static VirtQueue *virtio_rdma_wq_vq(VirtIORdma *r, uint32_t qpn, bool is_rq)
-{
-    return r->data_vqs[r->conf.max_cq + 2 * qpn + is_rq];
-}
-
-/*
- * DESTROY_QP @qpn succeeded: what the driver left on the QP's send and
- * receive queues is given back used (length 0) without being executed, so
- * a later QP with the same queue index never runs it.  Nothing is read.
- * A ring holds at most its size: more means another vCPU keeps posting to
- * the QP being destroyed, and the device stops rather than loop for as
- * long as the guest likes.
- */
-static void virtio_rdma_wq_discard(VirtIORdma *r, uint32_t qpn)
-{
-    VirtIODevice *vdev = VIRTIO_DEVICE(r);
-    VirtQueueElement *elem;
-    unsigned is_rq, n, max;
-
-    if (qpn >= r->conf.max_qp) {
-        return;
-    }
-    for (is_rq = 0; is_rq < 2; is_rq++) {
-        VirtQueue *vq = virtio_rdma_wq_vq(r, qpn, is_rq);
-
-        max = virtio_queue_get_num(vdev, virtio_get_queue_index(vq));
-        n = 0;
-        while (!vdev->broken && n < max &&
-               (elem = virtqueue_pop(vq, sizeof(*elem)))) {
-            virtqueue_push(vq, elem, 0);
-            g_free(elem);
-            n++;
-        }
-        if (n == max && !vdev->broken && !virtio_queue_empty(vq)) {
-            trace_virtio_rdma_err_discard_refilled(qpn, is_rq, n);
-            virtio_error(vdev, "virtio-rdma: QP %u's %s queue refilled while "
-                         "DESTROY_QP discarded it", qpn,
-                         is_rq ? "receive" : "send");
-        }
-        clear_bit(r->conf.max_cq + 2 * qpn + is_rq, r->dp_pending);
-        if (n) {
-            trace_virtio_rdma_wq_discard(qpn, is_rq, n);
-            virtio_notify(vdev, vq);
-        }
-    }
-}
 
 /* The object a destroy command names, read from its request (host order). */
 static bool virtio_rdma_destroy_handle(const uint8_t *req, size_t req_len,
@@ -346,8 +231,7 @@ static VrdmaCtrlResult virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
     size_t out_len = iov_size(elem->out_sg, elem->out_num);
     size_t in_len = iov_size(elem->in_sg, elem->in_num);
     size_t req_len, rsp_len = 0;
-    uint32_t qpn = 0, qp_token = 0, cqn = 0, srqn = 0;
-    bool destroy_qp;
+    uint32_t qpn = 0, cqn = 0, srqn = 0;
     uint8_t status;
 
     if (out_len < 1 || in_len < 1) {
@@ -363,14 +247,9 @@ static VrdmaCtrlResult virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
         return VRDMA_CTRL_BROKEN;
     }
     req_len = iov_to_buf(elem->out_sg, elem->out_num, 0, req, sizeof(req));
-    destroy_qp = virtio_rdma_destroy_handle(req, req_len,
-                                            VIRTIO_RDMA_CMD_DESTROY_QP, &qpn);
     WITH_QEMU_LOCK_GUARD(&r->core_lock) {
         uint64_t before = vrdma_core_mapped_pages(r->core);
 
-        if (destroy_qp) {
-            qp_token = vrdma_core_qp_token(r->core, qpn);
-        }
         status = vrdma_core_ctrl(r->core, req[0], req + 1, req_len - 1, rsp,
                                  MIN(in_len - 1, sizeof(rsp)), &rsp_len);
         *pages += vrdma_core_mapped_pages(r->core) -
@@ -384,11 +263,6 @@ static VrdmaCtrlResult virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
         return VRDMA_CTRL_HELD;
     }
     trace_virtio_rdma_ctrl_cmd(vrdma_cmd_name(req[0]), status, rsp_len);
-    if (status == VIRTIO_RDMA_OK && req[0] == VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ &&
-        req_len == 1 + sizeof(struct virtio_rdma_cmd_req_notify)) {
-        /* Answered only once every earlier completion is in the CQ's ring. */
-        virtio_rdma_engine_cq_flush(r, ldl_le_p(req + 1));
-    }
     if (status == VIRTIO_RDMA_OK &&
         virtio_rdma_destroy_handle(req, req_len, VIRTIO_RDMA_CMD_DESTROY_CQ,
                                    &cqn) && cqn < r->ncq) {
@@ -407,17 +281,13 @@ static VrdmaCtrlResult virtio_rdma_ctrl_one(VirtIORdma *r, VirtQueue *vq,
             virtio_rdma_engine_async_drop(r, t, srqn);
         }
     }
-    if (destroy_qp && status == VIRTIO_RDMA_OK) {
-        /*
-         * Before the answer, so before any CREATE_QP can take the queue
-         * index again: nothing of the old QP may run or complete later.
-         */
-        virtio_rdma_wq_discard(r, qpn);
-        if (qpn < r->nqp) { /* as for a CQ's events */
-            clear_bit(qpn, r->ev_async[VIRTIO_RDMA_ASYNC_INDEX(
-                               VIRTIO_RDMA_EVENT_QP_FATAL)]);
-        }
-        virtio_rdma_engine_qp_destroyed(r, qpn, qp_token);
+    if (status == VIRTIO_RDMA_OK &&
+        virtio_rdma_destroy_handle(req, req_len, VIRTIO_RDMA_CMD_DESTROY_QP,
+                                   &qpn) && qpn < r->nqp) {
+        /* As for a CQ's events: a new QP may take the queue index. */
+        clear_bit(qpn, r->ev_async[VIRTIO_RDMA_ASYNC_INDEX(
+                           VIRTIO_RDMA_EVENT_QP_FATAL)]);
+        virtio_rdma_engine_qp_destroyed(r, qpn);
     }
 
     virtio_rdma_ctrl_answer(vq, elem, status, rsp, rsp_len);
@@ -516,79 +386,9 @@ static void virtio_rdma_handle_ctrl(VirtIODevice *vdev, VirtQueue *vq)
     qemu_bh_schedule(VIRTIO_RDMA(vdev)->ctrl_bh);
 }
 
-/* ---- send / receive queues -------------------------------------------------- */
+/* ---- doorbells ------------------------------------------------------------- */
 
-/* The core's largest queue is the largest virtqueue. */
-QEMU_BUILD_BUG_ON(VRDMA_MAX_QUEUE_SIZE != VIRTQUEUE_MAX_SIZE);
-
-/* Largest work request: header + the most SGEs any QP may have, plus one. */
-#define VIRTIO_RDMA_WQE_MAX \
-    (sizeof(struct virtio_rdma_sq_req) + \
-     VRDMA_MAX_SGE * sizeof(struct virtio_rdma_sge) + 1)
-
-/*
- * One descriptor chain per work request, device-readable only.  Its bytes
- * are copied once and handed to the core, which owns the request from then
- * on; the descriptor is returned to the driver at once.  At most a ring's
- * worth per turn; @returns true if the queue has more.
- */
-static bool virtio_rdma_wq_turn(VirtIORdma *r, unsigned idx)
-{
-    VirtIODevice *vdev = VIRTIO_DEVICE(r);
-    VirtQueue *vq = virtio_get_queue(vdev, idx);
-    unsigned rel = idx - 1 - r->conf.max_cq;
-    uint32_t qpn = rel / 2;
-    bool is_rq = rel & 1;
-    unsigned budget = virtio_queue_get_num(vdev, idx);
-    unsigned done = 0;
-    VirtQueueElement *elem;
-
-    while (done < budget && (elem = virtqueue_pop(vq, sizeof(*elem)))) {
-        uint8_t wqe[VIRTIO_RDMA_WQE_MAX];
-        size_t len;
-
-        done++;
-        if (elem->in_num) {
-            trace_virtio_rdma_err_wqe_layout(idx, elem->in_num);
-            virtio_error(vdev, "virtio-rdma: work request on vq %u has "
-                         "device-writable descriptors", idx);
-            virtqueue_detach_element(vq, elem, 0);
-            g_free(elem);
-            return false;
-        }
-        if (!virtio_rdma_elem_in_ram(elem)) {
-            virtio_rdma_not_ram(r, vq, elem);
-            g_free(elem);
-            return false;
-        }
-        len = iov_to_buf(elem->out_sg, elem->out_num, 0, wqe, sizeof(wqe));
-        virtqueue_push(vq, elem, 0);
-        g_free(elem);
-        WITH_QEMU_LOCK_GUARD(&r->core_lock) {
-            if (is_rq) {
-                vrdma_core_post_recv(r->core, qpn, wqe, len);
-            } else {
-                vrdma_core_post_send(r->core, qpn, wqe, len);
-            }
-        }
-    }
-    if (done) {
-        virtio_notify(vdev, vq);
-    }
-    return done == budget && !vdev->broken && !virtio_queue_empty(vq);
-}
-
-static void virtio_rdma_handle_wq(VirtIODevice *vdev, VirtQueue *vq)
-{
-    VirtIORdma *r = VIRTIO_RDMA(vdev);
-
-    set_bit(virtio_get_queue_index(vq) - 1, r->dp_pending);
-    qemu_bh_schedule(r->dp_bh);
-}
-
-/* ---- doorbells (VIRTIO_RDMA_F_RINGS) ---------------------------------------- */
-
-/* The driver accepted RINGS and FEATURES_OK held (validate_features). */
+/* The driver accepted the features and FEATURES_OK held (validate_features). */
 static bool virtio_rdma_rings_on(VirtIODevice *vdev)
 {
     return virtio_vdev_has_feature(vdev, VIRTIO_RDMA_F_RINGS) &&
@@ -615,7 +415,7 @@ static void virtio_rdma_db_write(void *opaque, hwaddr addr, uint64_t value,
     if (size != 8 || offset) {
         why = "not an 8-byte write at offset 0 of a page";
     } else if (!virtio_rdma_rings_on(vdev)) {
-        why = "VIRTIO_RDMA_F_RINGS not negotiated";
+        why = "features not negotiated";
     } else if (ctx > r->conf.max_ctx) {
         why = "page beyond max-contexts";
     } else if (vdev->broken || !r->core) {
@@ -657,19 +457,14 @@ static const MemoryRegionOps virtio_rdma_db_ops = {
     },
 };
 
-bool virtio_rdma_rings_offered(const VirtIORdma *r)
-{
-    const uint64_t need = 1ull << VIRTIO_RDMA_F_RINGS |
-                          1ull << VIRTIO_RDMA_F_WIRE_QPN |
-                          1ull << VIRTIO_RDMA_F_EVENT_QUEUE;
-
-    return (r->host_features & need) == need;
-}
+/* What the device offers and the driver must accept: ABI version 2. */
+#define VIRTIO_RDMA_FEATURES (1ull << VIRTIO_RDMA_F_RINGS | \
+                              1ull << VIRTIO_RDMA_F_WIRE_QPN | \
+                              1ull << VIRTIO_RDMA_F_EVENT_QUEUE)
 
 MemoryRegion *virtio_rdma_doorbells(VirtIORdma *r)
 {
-    /* Size 0 until virtio_rdma_db_init() made it. */
-    return memory_region_size(&r->db_mr) ? &r->db_mr : NULL;
+    return &r->db_mr;
 }
 
 /* Realize: (1 + max-contexts) pages, a power of two for the BAR. */
@@ -679,14 +474,6 @@ static void virtio_rdma_db_init(VirtIORdma *r)
                              VIRTIO_RDMA_DB_PAGE);
     DeviceState *transport = qdev_get_parent_bus(DEVICE(r))->parent;
 
-    if (!virtio_rdma_rings_offered(r)) {
-        if (r->host_features & (1ull << VIRTIO_RDMA_F_RINGS)) {
-            trace_virtio_rdma_rings_not_offered(
-                r->host_features & (1ull << VIRTIO_RDMA_F_WIRE_QPN),
-                r->host_features & (1ull << VIRTIO_RDMA_F_EVENT_QUEUE));
-        }
-        return;
-    }
     /*
      * Owned by the PCI proxy, whose allocation holds r and so db_mr, as its
      * other BAR regions are: a flatview that still maps the BAR after an
@@ -698,31 +485,18 @@ static void virtio_rdma_db_init(VirtIORdma *r)
 }
 
 /*
- * dp_bh: the kicked queues, each with its budget, then the work the
- * doorbells announced (RINGS, VRDMA_RING_TURN_BUDGET a turn), then the
- * engine's turn and what it staged (virtio-rdma-engine.c).
+ * dp_bh: the work the doorbells announced (VRDMA_RING_TURN_BUDGET a turn),
+ * then the engine's turn and what it staged (virtio-rdma-engine.c), then
+ * the event records.
  */
 static void virtio_rdma_dp_bh(void *opaque)
 {
     VirtIORdma *r = opaque;
     VirtIODevice *vdev = VIRTIO_DEVICE(r);
-    unsigned long i;
 
     assert(bql_locked());
     if (vdev->broken || !r->core) {
         return;
-    }
-    for (i = find_first_bit(r->dp_pending, r->num_data_vqs);
-         i < r->num_data_vqs;
-         i = find_next_bit(r->dp_pending, r->num_data_vqs, i + 1)) {
-        clear_bit(i, r->dp_pending);
-        if (virtio_rdma_wq_turn(r, i + 1)) {
-            set_bit(i, r->dp_pending);
-            qemu_bh_schedule(r->dp_bh);
-        }
-        if (vdev->broken) {
-            return;
-        }
     }
     if (virtio_rdma_rings_on(vdev)) {
         bool more = false;
@@ -756,23 +530,16 @@ static void virtio_rdma_get_config(VirtIODevice *vdev, uint8_t *config)
 static uint64_t virtio_rdma_get_features(VirtIODevice *vdev, uint64_t features,
                                          Error **errp)
 {
-    VirtIORdma *r = VIRTIO_RDMA(vdev);
-    uint64_t host = r->host_features;
-
-    /* The userspace provider only understands VRING_USED_F_NO_NOTIFY. */
-    virtio_clear_feature(&features, VIRTIO_RING_F_EVENT_IDX);
-    if (!virtio_rdma_rings_offered(r)) {
-        virtio_clear_feature(&host, VIRTIO_RDMA_F_RINGS);
-    }
-    return features | host;
+    return features | VIRTIO_RDMA_FEATURES;
 }
 
-/* RINGS needs WIRE_QPN and EVENT_QUEUE: else FEATURES_OK fails. */
+/*
+ * A driver that does not accept all three (a version 1 driver, which would
+ * use the virtqueue data path) fails FEATURES_OK.
+ */
 static int virtio_rdma_validate_features(VirtIODevice *vdev)
 {
-    if (virtio_vdev_has_feature(vdev, VIRTIO_RDMA_F_RINGS) &&
-        (!virtio_vdev_has_feature(vdev, VIRTIO_RDMA_F_WIRE_QPN) ||
-         !virtio_vdev_has_feature(vdev, VIRTIO_RDMA_F_EVENT_QUEUE))) {
+    if ((vdev->guest_features & VIRTIO_RDMA_FEATURES) != VIRTIO_RDMA_FEATURES) {
         trace_virtio_rdma_features_refused(vdev->guest_features);
         return -EINVAL;
     }
@@ -807,7 +574,6 @@ static void virtio_rdma_reset(VirtIODevice *vdev)
      */
     qemu_bh_cancel(r->ctrl_bh);
     virtio_rdma_ctrl_drop_held(r);
-    bitmap_zero(r->dp_pending, r->num_data_vqs);
     bitmap_zero(r->ev_pending, r->ncq);
     for (i = 0; i < VIRTIO_RDMA_ASYNC_TYPES; i++) {
         bitmap_zero(r->ev_async[i],
@@ -848,12 +614,10 @@ static bool virtio_rdma_check_limit(const char *name, uint64_t val,
 
 static bool virtio_rdma_check_conf(const VirtIORdmaConf *c, Error **errp)
 {
-    uint64_t nvq;
-
     if (!virtio_rdma_check_limit("max-qp", c->max_qp, 2,
-                                 VIRTIO_RDMA_LIMIT_MAX, errp) ||
-        !virtio_rdma_check_limit("max-cq", c->max_cq, VIRTIO_RDMA_LIMIT_MIN,
-                                 VIRTIO_RDMA_LIMIT_MAX, errp) ||
+                                 VIRTIO_RDMA_RING_MAX_QP, errp) ||
+        !virtio_rdma_check_limit("max-cq", c->max_cq, 1,
+                                 VIRTIO_RDMA_RING_MAX_CQ, errp) ||
         !virtio_rdma_check_limit("max-mr", c->max_mr, VIRTIO_RDMA_LIMIT_MIN,
                                  VIRTIO_RDMA_LIMIT_MAX, errp) ||
         !virtio_rdma_check_limit("max-pd", c->max_pd, VIRTIO_RDMA_LIMIT_MIN,
@@ -866,35 +630,13 @@ static bool virtio_rdma_check_conf(const VirtIORdmaConf *c, Error **errp)
                                  VIRTIO_RDMA_PAGE_SIZE,
                                  (uint64_t)VIRTIO_RDMA_MAX_MR_PAGES *
                                  VIRTIO_RDMA_PAGE_SIZE, errp) ||
-        !virtio_rdma_check_limit("queue-size", c->queue_size, 2,
-                                 VRDMA_MAX_QUEUE_SIZE, errp) ||
         !virtio_rdma_check_limit("max-contexts", c->max_ctx, 0,
                                  VRDMA_MAX_CTX, errp) ||
-        !virtio_rdma_check_limit("max-ring-qp", c->max_ring_qp, 2,
-                                 VIRTIO_RDMA_RING_MAX_QP, errp) ||
-        !virtio_rdma_check_limit("max-ring-cq", c->max_ring_cq,
-                                 VIRTIO_RDMA_LIMIT_MIN,
-                                 VIRTIO_RDMA_RING_MAX_CQ, errp) ||
         !virtio_rdma_check_limit("max-srq", c->max_srq, 0,
                                  VIRTIO_RDMA_RING_MAX_SRQ, errp) ||
         (c->max_mapped_pages &&
          !virtio_rdma_check_limit("max-mapped-pages", c->max_mapped_pages, 1,
                                   UINT32_MAX, errp))) {
-        return false;
-    }
-    if (!is_power_of_2(c->queue_size)) {
-        error_setg(errp, "virtio-rdma: queue-size=%u is not a power of 2",
-                   c->queue_size);
-        return false;
-    }
-    /* Control, CQs, SQ/RQ pairs, the event queue. */
-    nvq = 1 + (uint64_t)c->max_cq + 2 * (uint64_t)c->max_qp + 1;
-    if (nvq > VIRTIO_QUEUE_MAX) {
-        error_setg(errp, "virtio-rdma: 1 + max-cq + 2 * max-qp + 1 = %" PRIu64
-                   " virtqueues, more than QEMU's limit of %d", nvq,
-                   VIRTIO_QUEUE_MAX);
-        error_append_hint(errp, "Lower max-cq or max-qp (max-cq=%u max-qp=%u)"
-                          "\n", c->max_cq, c->max_qp);
         return false;
     }
     return true;
@@ -1025,7 +767,6 @@ bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp)
         .max_pd = c->max_pd,
         .max_ah = c->max_ah,
         .max_mr_size = c->max_mr_size,
-        .queue_size = c->queue_size,
         .max_sge = c->max_sge,
         .sys_image_guid = c->node_guid ? cpu_to_be64(c->node_guid) :
                           virtio_rdma_guid_from_mac(r->mac),
@@ -1034,9 +775,7 @@ bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp)
         .max_mapped_pages = c->max_mapped_pages,
         .allow = r->allow,
         .max_ctx = c->max_ctx,
-        .max_ring_qp = virtio_rdma_rings_offered(r) ? c->max_ring_qp : 0,
-        .max_ring_cq = virtio_rdma_rings_offered(r) ? c->max_ring_cq : 0,
-        .max_srq = virtio_rdma_rings_offered(r) ? c->max_srq : 0,
+        .max_srq = c->max_srq,
     };
     memcpy(lim.mac, r->mac, sizeof(lim.mac));
     /*
@@ -1113,8 +852,8 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
         return;
     }
     /* 0, the default: as many as the ABI allows (backend=ibverbs: its host). */
-    c->max_ring_qp = c->max_ring_qp ? c->max_ring_qp : VIRTIO_RDMA_RING_MAX_QP;
-    c->max_ring_cq = c->max_ring_cq ? c->max_ring_cq : VIRTIO_RDMA_RING_MAX_CQ;
+    c->max_qp = c->max_qp ? c->max_qp : VIRTIO_RDMA_RING_MAX_QP;
+    c->max_cq = c->max_cq ? c->max_cq : VIRTIO_RDMA_RING_MAX_CQ;
     if (r->backend != VIRTIO_RDMA_BACKEND_IBVERBS) { /* it set its host's */
         c->max_srq = c->max_srq ? c->max_srq : VIRTIO_RDMA_RING_MAX_SRQ;
     }
@@ -1122,14 +861,9 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
         virtio_rdma_backend_release(r);
         return;
     }
-    /* A ring QP or CQ has no virtqueue: only the tables bound its number. */
     r->nqp = c->max_qp;
     r->ncq = c->max_cq;
-    if (virtio_rdma_rings_offered(r)) {
-        r->nqp = MAX(r->nqp, c->max_ring_qp);
-        r->ncq = MAX(r->ncq, c->max_ring_cq);
-    }
-    r->nsrq = (virtio_rdma_rings_offered(r) ? c->max_srq : 0) + 1;
+    r->nsrq = c->max_srq + 1;
     qemu_mutex_init(&r->core_lock);
     /* Before the core: its host-ops stage for these. */
     r->ctrl_bh = virtio_bh_new_guarded(dev, virtio_rdma_ctrl_bh, r);
@@ -1142,25 +876,10 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
     }
 
     virtio_init(vdev, VIRTIO_ID_RDMA_DEVICE, sizeof(struct virtio_rdma_config));
-    r->ctrl_vq = virtio_add_queue(vdev, c->queue_size, virtio_rdma_handle_ctrl);
-    /*
-     * CQ and SQ/RQ queues exist from realize on (the driver sets them all up
-     * at probe).  The data path that consumes them is the soft-RoCE engine's.
-     */
-    r->num_data_vqs = c->max_cq + 2 * c->max_qp;
-    r->data_vqs = g_new0(VirtQueue *, r->num_data_vqs);
-    for (i = 0; i < r->num_data_vqs; i++) {
-        /* CQ queues are filled by the driver and consumed on completion. */
-        r->data_vqs[i] = virtio_add_queue(vdev, c->queue_size,
-                                          i < c->max_cq ? NULL :
-                                          virtio_rdma_handle_wq);
-    }
-    r->dp_pending = bitmap_new(r->num_data_vqs);
-    /*
-     * The event queue, 1 + max_cq + 2 * max_qp: always there, used only
-     * with VIRTIO_RDMA_F_EVENT_QUEUE.
-     */
-    r->event_vq = virtio_add_queue(vdev, c->queue_size,
+    /* VIRTIO_RDMA_VQ_CTRL, then VIRTIO_RDMA_VQ_EVENT: the only two. */
+    r->ctrl_vq = virtio_add_queue(vdev, VIRTQUEUE_MAX_SIZE,
+                                  virtio_rdma_handle_ctrl);
+    r->event_vq = virtio_add_queue(vdev, VIRTQUEUE_MAX_SIZE,
                                    virtio_rdma_handle_event);
     r->ev_pending = bitmap_new(r->ncq);
     for (i = 0; i < VIRTIO_RDMA_ASYNC_TYPES; i++) {
@@ -1168,7 +887,7 @@ static void virtio_rdma_device_realize(DeviceState *dev, Error **errp)
             bitmap_new(virtio_rdma_async_bits(r, VIRTIO_RDMA_ASYNC_TYPE(i)));
     }
     virtio_rdma_db_init(r);
-    trace_virtio_rdma_realize(c->max_qp, c->max_cq, 2 + r->num_data_vqs,
+    trace_virtio_rdma_realize(c->max_qp, c->max_cq, VIRTIO_RDMA_NUM_VQS,
                               r->core != NULL);
     return;
 
@@ -1203,16 +922,11 @@ static void virtio_rdma_device_unrealize(DeviceState *dev)
     qemu_bh_delete(r->ctrl_bh);
     qemu_bh_delete(r->dp_bh);
     qemu_mutex_destroy(&r->core_lock);
-    g_free(r->dp_pending);
     g_free(r->ev_pending);
     for (i = 0; i < VIRTIO_RDMA_ASYNC_TYPES; i++) {
         g_free(r->ev_async[i]);
     }
     virtio_delete_queue(r->event_vq);
-    for (i = 0; i < r->num_data_vqs; i++) {
-        virtio_delete_queue(r->data_vqs[i]);
-    }
-    g_free(r->data_vqs);
     virtio_delete_queue(r->ctrl_vq);
     virtio_cleanup(vdev);
     g_clear_pointer(&r->netdev_name, g_free);
@@ -1231,18 +945,14 @@ static const VMStateDescription vmstate_virtio_rdma = {
 };
 
 static const Property virtio_rdma_properties[] = {
-    DEFINE_PROP_UINT32("max-qp", VirtIORdma, conf.max_qp, 64),
-    DEFINE_PROP_UINT32("max-cq", VirtIORdma, conf.max_cq, 64),
+    /* 0: as many as the ABI allows (VIRTIO_RDMA_RING_MAX_QP / _CQ) */
+    DEFINE_PROP_UINT32("max-qp", VirtIORdma, conf.max_qp, 0),
+    DEFINE_PROP_UINT32("max-cq", VirtIORdma, conf.max_cq, 0),
     DEFINE_PROP_UINT32("max-mr", VirtIORdma, conf.max_mr, 1024),
     DEFINE_PROP_UINT32("max-pd", VirtIORdma, conf.max_pd, 256),
     DEFINE_PROP_UINT32("max-ah", VirtIORdma, conf.max_ah, 256),
     DEFINE_PROP_UINT32("max-sge", VirtIORdma, conf.max_sge, 8),
     DEFINE_PROP_SIZE("max-mr-size", VirtIORdma, conf.max_mr_size, 0),
-    /*
-     * 1024: the kernel MAD layer's QP1 CQ wants 640 CQEs, perftest posts 512
-     * receives, nvme-rdma's CQ is 513 deep.
-     */
-    DEFINE_PROP_UINT32("queue-size", VirtIORdma, conf.queue_size, 1024),
     /* 0: virtio_rdma_auto_mapped_pages() */
     DEFINE_PROP_UINT64("max-mapped-pages", VirtIORdma, conf.max_mapped_pages,
                        0),
@@ -1250,16 +960,7 @@ static const Property virtio_rdma_properties[] = {
     DEFINE_PROP_STRING("netdev", VirtIORdma, conf.netdev),
     /* GIDs the guest may use: docs/system/devices/virtio-rdma.rst */
     DEFINE_PROP_STRING("allowed-gids", VirtIORdma, conf.allowed_gids),
-    DEFINE_PROP_BIT64("wire-qpn", VirtIORdma, host_features,
-                      VIRTIO_RDMA_F_WIRE_QPN, true),
-    DEFINE_PROP_BIT64("event-queue", VirtIORdma, host_features,
-                      VIRTIO_RDMA_F_EVENT_QUEUE, true),
-    /* Offered only with wire-qpn and event-queue; a doorbell BAR with it. */
-    DEFINE_PROP_BIT64("rings", VirtIORdma, host_features,
-                      VIRTIO_RDMA_F_RINGS, true),
     DEFINE_PROP_UINT32("max-contexts", VirtIORdma, conf.max_ctx, 255),
-    DEFINE_PROP_UINT32("max-ring-qp", VirtIORdma, conf.max_ring_qp, 0),
-    DEFINE_PROP_UINT32("max-ring-cq", VirtIORdma, conf.max_ring_cq, 0),
     DEFINE_PROP_UINT32("max-srq", VirtIORdma, conf.max_srq, 0),
     DEFINE_PROP_LINK("iothread", VirtIORdma, conf.iothread, TYPE_IOTHREAD,
                      IOThread *),

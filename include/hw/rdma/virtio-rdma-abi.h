@@ -1,9 +1,10 @@
 /*
  * virtio-rdma guest ABI: every guest-visible structure of the device.
  *
- * This is the ABI the RFC-era guest driver and rdma-core provider speak
- * (naturally aligned structs with 4-byte enums; only the config space is
- * packed), not a packed reading of the 2022 draft text.  docs/specs/
+ * Version 2 (config hw_ver): queues in guest memory only.  The structures
+ * are the RFC-era driver's (naturally aligned, 4-byte enums; only the
+ * config space is packed), not a packed reading of the 2022 draft text,
+ * but its data path -- a virtqueue per CQ, two per QP -- is gone.  docs/specs/
  * virtio-rdma.rst describes it field by field; the static_asserts below pin
  * every size and offset so C, C++ and the qtest driver cannot drift.
  *
@@ -33,23 +34,25 @@
 #define VIRTIO_ID_RDMA_DEVICE 42
 #define VIRTIO_RDMA_PCI_DEVICE_ID (0x1040 + VIRTIO_ID_RDMA_DEVICE)
 
-/* Spec bounds on max_cq / max_qp (and our other object limits). */
+/* Spec bounds on the object limits (MRs, PDs, AHs). */
 #define VIRTIO_RDMA_LIMIT_MIN 1
 #define VIRTIO_RDMA_LIMIT_MAX 16384
 
+/* The config space's hw_ver: the version of this ABI. */
+#define VIRTIO_RDMA_ABI_VERSION 2
+
 /*
- * Device feature bits (bit numbers).  Both are offered by default; a driver
- * that negotiates neither sees the RFC-era behaviour.
+ * Device feature bits (bit numbers).  The device offers all three and
+ * fails FEATURES_OK unless the driver accepts all three: they name what
+ * version 2 is.
  *
- * WIRE_QPN: CREATE_QP answers virtio_rdma_rsp_create_qp_wire: the queue index
- * (names the QP in commands and selects its virtqueues) and the wire QPN
+ * WIRE_QPN: CREATE_QP_RING answers virtio_rdma_rsp_create_qp_wire: the
+ * queue index (names the QP in commands and doorbells) and the wire QPN
  * (what peers address: dest_qp_num, UD remote_qpn, CQE src_qp; and CQE
- * qp_num).  Without it the two are the same number.
+ * qp_num).
  *
- * EVENT_QUEUE: an armed CQ's notification is a virtio_rdma_event record on
- * the event queue (virtqueue 1 + max_cq + 2*max_qp) instead of an interrupt
- * of the CQ's own virtqueue, so a driver that polls the CQE away before the
- * interrupt is handled cannot lose the event.
+ * EVENT_QUEUE: an armed CQ's notification and the queues' async errors are
+ * virtio_rdma_event records on the event queue (VIRTIO_RDMA_VQ_EVENT).
  */
 #define VIRTIO_RDMA_F_WIRE_QPN    0
 #define VIRTIO_RDMA_F_EVENT_QUEUE 1
@@ -58,10 +61,14 @@
  * CREATE_QP_RING; "Queues in guest memory" in the spec), the driver rings
  * doorbells in the doorbell region (a virtio shared memory region, one page
  * per context), CQs are armed by doorbell and errors of a queue are async
- * events on the event queue.  The per-queue virtqueues are not used.  Needs
- * WIRE_QPN and EVENT_QUEUE (FEATURES_OK fails otherwise).
+ * events on the event queue.
  */
 #define VIRTIO_RDMA_F_RINGS       2
+
+/* The device's two virtqueues. */
+#define VIRTIO_RDMA_VQ_CTRL  0
+#define VIRTIO_RDMA_VQ_EVENT 1
+#define VIRTIO_RDMA_NUM_VQS  2
 
 /* ---- Config space (packed, 195 bytes) ---------------------------------- */
 
@@ -73,14 +80,14 @@ struct __attribute__((packed)) virtio_rdma_config {
     uint32_t hw_ver;
     uint64_t max_mr_size;
     uint64_t page_size_cap;
-    uint32_t max_qp;
-    uint32_t max_qp_wr;
+    uint32_t reserved_max_qp;         /* 0: version 1's virtqueue limits */
+    uint32_t reserved_max_qp_wr;      /* 0 */
     uint64_t device_cap_flags;
     uint32_t max_send_sge;
     uint32_t max_recv_sge;
     uint32_t max_sge_rd;
-    uint32_t max_cq;
-    uint32_t max_cqe;
+    uint32_t reserved_max_cq;         /* 0 */
+    uint32_t reserved_max_cqe;        /* 0 */
     uint32_t max_mr;
     uint32_t max_pd;
     uint32_t max_qp_rd_atom;
@@ -96,14 +103,14 @@ struct __attribute__((packed)) virtio_rdma_config {
     uint32_t max_pi_fast_reg_page_list_len;
     uint16_t max_pkeys;
     uint8_t local_ca_ack_delay;
-    uint32_t max_ctx;                 /* RINGS: user contexts, doorbell pages 1.. */
-    uint32_t max_ring_cqe;            /* RINGS: CREATE_CQ_RING's largest cqe */
-    uint32_t max_ring_qp_wr;          /* RINGS: CREATE_QP_RING's deepest queue */
-    uint32_t max_ring_qp;             /* RINGS: QP numbers 0..max_ring_qp-1 */
-    uint32_t max_ring_cq;             /* RINGS: CQ numbers 0..max_ring_cq-1 */
-    uint32_t max_srq;                 /* RINGS: SRQ numbers 1..max_srq */
-    uint32_t max_srq_wr;              /* RINGS: CREATE_SRQ_RING's deepest */
-    uint32_t max_srq_sge;             /* RINGS: SGEs per SRQ request */
+    uint32_t max_ctx;                 /* user contexts, doorbell pages 1.. */
+    uint32_t max_ring_cqe;            /* CREATE_CQ_RING's largest cqe */
+    uint32_t max_ring_qp_wr;          /* CREATE_QP_RING's deepest queue */
+    uint32_t max_ring_qp;             /* QP numbers 0..max_ring_qp-1 */
+    uint32_t max_ring_cq;             /* CQ numbers 0..max_ring_cq-1 */
+    uint32_t max_srq;                 /* SRQ numbers 1..max_srq */
+    uint32_t max_srq_wr;              /* CREATE_SRQ_RING's deepest */
+    uint32_t max_srq_sge;             /* SGEs per SRQ request */
     uint8_t reserved[32];             /* draft text: le64[64] */
 };
 
@@ -133,7 +140,7 @@ enum virtio_rdma_atomic_cap {
 enum virtio_rdma_ctrl_cmd {
     VIRTIO_RDMA_CMD_ILLEGAL = 0,
     VIRTIO_RDMA_CMD_QUERY_PORT = 1,
-    VIRTIO_RDMA_CMD_CREATE_CQ,
+    VIRTIO_RDMA_CMD_CREATE_CQ,        /* version 1 only: EOPNOTSUPP */
     VIRTIO_RDMA_CMD_DESTROY_CQ,
     VIRTIO_RDMA_CMD_CREATE_PD,
     VIRTIO_RDMA_CMD_DESTROY_PD,
@@ -142,22 +149,22 @@ enum virtio_rdma_ctrl_cmd {
     VIRTIO_RDMA_CMD_MAP_MR_SG,
     VIRTIO_RDMA_CMD_REG_USER_MR,
     VIRTIO_RDMA_CMD_DEREG_MR,
-    VIRTIO_RDMA_CMD_CREATE_QP,
+    VIRTIO_RDMA_CMD_CREATE_QP,        /* version 1 only: EOPNOTSUPP */
     VIRTIO_RDMA_CMD_MODIFY_QP,
     VIRTIO_RDMA_CMD_QUERY_QP,
     VIRTIO_RDMA_CMD_DESTROY_QP,
     VIRTIO_RDMA_CMD_QUERY_PKEY,
     VIRTIO_RDMA_CMD_ADD_GID,
     VIRTIO_RDMA_CMD_DEL_GID,
-    VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,
-    VIRTIO_RDMA_CMD_ALLOC_CONTEXT,    /* RINGS */
-    VIRTIO_RDMA_CMD_FREE_CONTEXT,     /* RINGS */
-    VIRTIO_RDMA_CMD_CREATE_CQ_RING,   /* RINGS */
-    VIRTIO_RDMA_CMD_CREATE_QP_RING,   /* RINGS */
-    VIRTIO_RDMA_CMD_CREATE_SRQ_RING,  /* RINGS */
-    VIRTIO_RDMA_CMD_MODIFY_SRQ,       /* RINGS */
-    VIRTIO_RDMA_CMD_QUERY_SRQ,        /* RINGS */
-    VIRTIO_RDMA_CMD_DESTROY_SRQ,      /* RINGS */
+    VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ,    /* version 1 only: EOPNOTSUPP */
+    VIRTIO_RDMA_CMD_ALLOC_CONTEXT,
+    VIRTIO_RDMA_CMD_FREE_CONTEXT,
+    VIRTIO_RDMA_CMD_CREATE_CQ_RING,
+    VIRTIO_RDMA_CMD_CREATE_QP_RING,
+    VIRTIO_RDMA_CMD_CREATE_SRQ_RING,
+    VIRTIO_RDMA_CMD_MODIFY_SRQ,
+    VIRTIO_RDMA_CMD_QUERY_SRQ,
+    VIRTIO_RDMA_CMD_DESTROY_SRQ,
     VIRTIO_RDMA_CMD_MAX = VIRTIO_RDMA_CMD_DESTROY_SRQ,
 };
 
@@ -213,10 +220,6 @@ struct virtio_rdma_port_attr {
     uint8_t phys_state;
     uint8_t pad1;
     uint32_t reserved[32];
-};
-
-struct virtio_rdma_cmd_create_cq {
-    uint32_t cqe;
 };
 
 struct virtio_rdma_rsp_create_cq {
@@ -338,11 +341,7 @@ struct virtio_rdma_cmd_create_qp {
     uint32_t max_inline_data;
 };
 
-struct virtio_rdma_rsp_create_qp {
-    uint32_t qpn;
-};
-
-struct virtio_rdma_rsp_create_qp_wire {   /* with VIRTIO_RDMA_F_WIRE_QPN */
+struct virtio_rdma_rsp_create_qp_wire {
     uint32_t qpn;                /* queue index */
     uint32_t wire_qpn;           /* 24-bit QP number on the wire */
 };
@@ -488,11 +487,6 @@ struct virtio_rdma_cmd_del_gid {
 
 #define VIRTIO_RDMA_NOTIFY_SOLICITED       (1u << 0)
 #define VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION (1u << 1)
-
-struct virtio_rdma_cmd_req_notify {
-    uint32_t cqn;
-    uint32_t flags;
-};
 
 /* ---- Send / receive queue elements --------------------------------------- */
 
@@ -680,10 +674,7 @@ struct virtio_rdma_ring {
  * ring bounds it (rxe: 16384).
  */
 #define VIRTIO_RDMA_RING_MAX_QP_WR 32768
-/*
- * With RINGS a QP or CQ has no virtqueue, so only the device's tables bound
- * their numbers (max_ring_qp, max_ring_cq in the config): at most these.
- */
+/* The most QP and CQ numbers (max_ring_qp, max_ring_cq in the config). */
 #define VIRTIO_RDMA_RING_MAX_QP 131072
 #define VIRTIO_RDMA_RING_MAX_CQ VIRTIO_RDMA_LIMIT_MAX
 
@@ -814,14 +805,14 @@ enum virtio_rdma_db_type {
     ((uint64_t)(idx) << 32 | (uint32_t)(type) << VIRTIO_RDMA_DB_TYPE_SHIFT | \
      ((qn) & VIRTIO_RDMA_DB_QN_MASK))
 
-/* ---- Event queue (VIRTIO_RDMA_F_EVENT_QUEUE) ------------------------------ */
+/* ---- Event queue (VIRTIO_RDMA_VQ_EVENT) ---------------------------------- */
 
 enum virtio_rdma_event_type {
     VIRTIO_RDMA_EVENT_CQ = 1,    /* handle: cqn; the CQ was armed and fired */
-    VIRTIO_RDMA_EVENT_QP_FATAL = 2, /* RINGS, handle: qpn; a ring broke */
-    VIRTIO_RDMA_EVENT_CQ_ERR = 3,   /* RINGS, handle: cqn; overrun or broken */
-    VIRTIO_RDMA_EVENT_SRQ_LIMIT = 4, /* RINGS, handle: srqn; fewer than limit */
-    VIRTIO_RDMA_EVENT_SRQ_ERR = 5,  /* RINGS, handle: srqn; the SRQ broke */
+    VIRTIO_RDMA_EVENT_QP_FATAL = 2, /* handle: qpn; a ring broke */
+    VIRTIO_RDMA_EVENT_CQ_ERR = 3,   /* handle: cqn; overrun or broken */
+    VIRTIO_RDMA_EVENT_SRQ_LIMIT = 4, /* handle: srqn; fewer than limit */
+    VIRTIO_RDMA_EVENT_SRQ_ERR = 5,  /* handle: srqn; the SRQ broke */
 };
 
 /* One device-writable buffer of at least this size per record. */
@@ -915,9 +906,9 @@ struct virtio_rdma_uresp_create_ah {
 VRDMA_SIZE(virtio_rdma_config, 195);
 VRDMA_PIN(virtio_rdma_config, sys_image_guid, 4);
 VRDMA_PIN(virtio_rdma_config, max_mr_size, 24);
-VRDMA_PIN(virtio_rdma_config, max_qp, 40);
+VRDMA_PIN(virtio_rdma_config, reserved_max_qp, 40);
 VRDMA_PIN(virtio_rdma_config, device_cap_flags, 48);
-VRDMA_PIN(virtio_rdma_config, max_cq, 68);
+VRDMA_PIN(virtio_rdma_config, reserved_max_cq, 68);
 VRDMA_PIN(virtio_rdma_config, atomic_cap, 96);
 VRDMA_PIN(virtio_rdma_config, max_ah, 116);
 VRDMA_PIN(virtio_rdma_config, max_pkeys, 128);
@@ -978,7 +969,6 @@ VRDMA_PIN(virtio_rdma_cmd_add_gid, index, 20);
 VRDMA_PIN(virtio_rdma_cmd_add_gid, port_num, 24);
 VRDMA_SIZE(virtio_rdma_cmd_del_gid, 8);
 VRDMA_PIN(virtio_rdma_cmd_del_gid, port, 4);
-VRDMA_SIZE(virtio_rdma_cmd_req_notify, 8);
 
 VRDMA_SIZE(virtio_rdma_sge, 16);
 VRDMA_SIZE(virtio_rdma_av, 44);

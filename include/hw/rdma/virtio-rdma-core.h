@@ -37,8 +37,6 @@ typedef struct VrdmaCore VrdmaCore;
 
 /* The most SGEs a work request may carry (VrdmaLimits.max_sge). */
 #define VRDMA_MAX_SGE 32
-/* The largest virtqueue (VrdmaLimits.queue_size): QEMU's VIRTQUEUE_MAX_SIZE. */
-#define VRDMA_MAX_QUEUE_SIZE 1024
 
 /* Device limits, fixed at realize. */
 /*
@@ -73,13 +71,17 @@ bool vrdma_gid_allow_parse(const char *text, VrdmaGidAllow *out, char *why,
 bool vrdma_gid_allowed(const VrdmaGidAllow *allow, const uint8_t gid[16]);
 
 typedef struct VrdmaLimits {
-    uint32_t max_qp;         /* QP numbers 0..max_qp-1; 0 unused, 1 = GSI */
-    uint32_t max_cq;         /* CQ numbers 0..max_cq-1 */
+    /*
+     * QP numbers 0..max_qp-1 (2..VIRTIO_RDMA_RING_MAX_QP; 0 unused, 1 =
+     * GSI) and CQ numbers 0..max_cq-1 (1..VIRTIO_RDMA_RING_MAX_CQ) of
+     * CREATE_QP_RING / CREATE_CQ_RING.
+     */
+    uint32_t max_qp;
+    uint32_t max_cq;
     uint32_t max_mr;
     uint32_t max_pd;
     uint32_t max_ah;
     uint64_t max_mr_size;    /* bytes; at most 512*512*512 pages of 4 KiB */
-    uint32_t queue_size;     /* vring size: bounds max_qp_wr and max_cqe */
     uint32_t max_sge;        /* per WQE, send and receive */
     uint64_t sys_image_guid; /* network byte order as stored in config */
     uint32_t phys_mtu;       /* bytes, from the paired NIC */
@@ -121,33 +123,21 @@ typedef struct VrdmaLimits {
      * refuses the limits.
      */
     VrdmaGidAllow allow;
-    /*
-     * VIRTIO_RDMA_F_RINGS: user contexts (doorbell pages 1..max_ctx; page 0
-     * is the kernel's), 0..VRDMA_MAX_CTX.
-     */
+    /* User contexts (doorbell pages 1..max_ctx; page 0 is the kernel's), 0..VRDMA_MAX_CTX. */
     uint32_t max_ctx;
     /*
-     * VIRTIO_RDMA_F_RINGS: the deepest CQ ring (its cqe), 0 for
+     * The deepest CQ ring (its cqe), 0 for
      * VIRTIO_RDMA_RING_MAX_CQE; a host RDMA device lowers it to its own.
      */
     uint32_t max_ring_cqe;
     /*
-     * VIRTIO_RDMA_F_RINGS: the deepest SQ or RQ ring (max_send_wr,
+     * The deepest SQ or RQ ring (max_send_wr,
      * max_recv_wr), 0 for VIRTIO_RDMA_RING_MAX_QP_WR; a host RDMA device
      * lowers it to its own.
      */
     uint32_t max_ring_qp_wr;
     /*
-     * VIRTIO_RDMA_F_RINGS: QP numbers 0..max_ring_qp-1 (2..
-     * VIRTIO_RDMA_RING_MAX_QP) and CQ numbers 0..max_ring_cq-1 (1..
-     * VIRTIO_RDMA_RING_MAX_CQ) of CREATE_QP_RING / CREATE_CQ_RING, which
-     * need no virtqueue; 0: max_qp / max_cq, as the virtqueue path.  The
-     * tables hold the larger of each pair.
-     */
-    uint32_t max_ring_qp;
-    uint32_t max_ring_cq;
-    /*
-     * VIRTIO_RDMA_F_RINGS: SRQ numbers 1..max_srq (0: no SRQ, at most
+     * SRQ numbers 1..max_srq (0: no SRQ, at most
      * VIRTIO_RDMA_RING_MAX_SRQ), the deepest SRQ ring (0 for
      * VIRTIO_RDMA_RING_MAX_SRQ_WR) and SGEs per SRQ request (0 for
      * max_sge); a host RDMA device lowers them to its own.
@@ -260,13 +250,9 @@ typedef struct VrdmaHostOps {
     /* ---- completions (data path) ---- */
     struct {
         /*
-         * Write one completion to CQ @cqn: take the next driver-posted
-         * buffer of the CQ's virtqueue, fill it, mark it used.  @returns 0,
-         * or -1 when the driver has posted no buffer (CQ overrun).
+         * An armed CQ @cqn fired (the core applies the arming rules): its
+         * completions are in its ring; the host tells the driver.
          */
-        int (*push)(void *opaque, uint32_t cqn,
-                    const struct virtio_rdma_cq_req *cqe);
-        /* Interrupt the driver for CQ @cqn (the core applies the arming rules). */
         void (*notify)(void *opaque, uint32_t cqn);
     } cq;
 
@@ -351,10 +337,9 @@ typedef struct VrdmaHostOps {
 
 /*
  * @returns a new core, or NULL if @lim is invalid (max_qp outside
- * 2..VIRTIO_RDMA_LIMIT_MAX, another object limit outside 1..LIMIT_MAX,
- * max_sge outside 1..VRDMA_MAX_SGE, queue_size not a power of two in
- * 2..VRDMA_MAX_QUEUE_SIZE,
- * max_mr_size outside 4096..512*512*512*4096) or @ops lacks mem.map, mem.unmap
+ * 2..VIRTIO_RDMA_RING_MAX_QP, max_cq outside 1..VIRTIO_RDMA_RING_MAX_CQ,
+ * another object limit outside 1..LIMIT_MAX, max_sge outside
+ * 1..VRDMA_MAX_SGE, max_mr_size outside 4096..512*512*512*4096) or @ops lacks mem.map, mem.unmap
  * or mem.read.
  * @ops is copied.
  */
@@ -469,22 +454,7 @@ uint32_t vrdma_core_cq_armed(const VrdmaCore *core, uint32_t cqn);
 /* ---- data path ----------------------------------------------------------- */
 
 /*
- * One work request the driver placed on the send (receive) queue of QP
- * @qpn (the queue index): the descriptor's bytes, copied out of guest memory once by the host
- * (virtio_rdma_sq_req / virtio_rdma_rq_req followed by num_sge SGEs).  The
- * host marks the descriptor used right away; from here on the core owns the
- * request.  A request that is malformed, or posted to a QP that cannot take
- * it, completes with an error CQE (IBA rules) -- it is never dropped
- * silently.  Work is bounded: at most queue_size outstanding requests per
- * queue; more complete with LOC_QP_OP_ERR.
- */
-void vrdma_core_post_send(VrdmaCore *core, uint32_t qpn,
-                          const void *wqe, size_t len);
-void vrdma_core_post_recv(VrdmaCore *core, uint32_t qpn,
-                          const void *wqe, size_t len);
-
-/*
- * VIRTIO_RDMA_F_RINGS: the driver wrote @value (8 bytes) at offset 0 of
+ * The driver wrote @value (8 bytes) at offset 0 of
  * context @ctx's doorbell page (docs/specs/virtio-rdma.rst, "Doorbells").
  * The core checks it (a queue of another context, or none: ignored and
  * traced through guest_error with cmd 0) and records it; a CQ arm takes
@@ -494,7 +464,7 @@ void vrdma_core_post_recv(VrdmaCore *core, uint32_t qpn,
 bool vrdma_core_doorbell(VrdmaCore *core, uint32_t ctx, uint64_t value);
 /*
  * Copies work requests the doorbells announced out of their rings, each
- * once, and posts them (as vrdma_core_post_send/recv), at most
+ * once, and posts them to the QP's backend, at most
  * VRDMA_RING_TURN_BUDGET in all, queues taken in turn.  @returns true if
  * more waits (call again later).
  */
@@ -543,37 +513,6 @@ bool vrdma_core_net_receive(VrdmaCore *core, const void *frame, size_t len);
  */
 bool vrdma_core_mad_receive(VrdmaCore *core, const VrdmaMad *mad);
 
-/*
- * @returns a token naming the QP instance now numbered @qpn: its number in
- * the low 16 bits, above them a per-number generation that changes when
- * that instance ends (DESTROY_QP, MODIFY_QP to RESET, vrdma_core_reset()),
- * so a later QP with the same number has another token; 0 if there is no
- * QP @qpn.  A pure getter: callable from inside a host-op callback (e.g.
- * cq_push, to tag a completion it stages) under the same lock.
- */
-uint32_t vrdma_core_qp_token(const VrdmaCore *core, uint32_t qpn);
-
-/*
- * vrdma_core_qp_token() of the QP that a completion's qp_num names (its
- * wire QPN), or 0 if no live QP has that wire QPN.  Also a pure getter.
- */
-uint32_t vrdma_core_cqe_qp_token(const VrdmaCore *core, uint32_t qp_num);
-
-/*
- * A completion that cq_push() accepted could not be written after all:
- * CQ @cqn had no buffer when the host got to it (a host that queues
- * completions and writes them later).  @qp_token is what
- * vrdma_core_qp_token() returned for the completion's QP when cq_push()
- * staged it.  Counted as an overrun (cq_overruns; the completion no longer
- * counts as written); then, if @qp_token still names a live QP instance
- * that uses CQ @cqn, that QP goes to ERR as for an overrun at cq_push().
- * A token of an instance that has ended (destroyed, reset, its number
- * reused) or 0 only adds to stale_overruns: no QP changes.  @status is the
- * lost completion's (host order).
- */
-void vrdma_core_cq_overrun(VrdmaCore *core, uint32_t cqn, uint32_t qp_token,
-                           uint32_t status);
-
 /* The timer armed through timer_mod() expired. */
 void vrdma_core_timer(VrdmaCore *core);
 
@@ -621,11 +560,9 @@ typedef struct VrdmaDpStats {
     uint64_t duplicates;               /* duplicate requests answered again */
     uint64_t completions;              /* CQEs written */
     uint64_t error_completions;        /* of which with an error status */
-    uint64_t cq_overruns;              /* CQEs lost: no buffer on the CQ */
+    uint64_t cq_overruns;              /* CQEs lost: the CQ ring full */
     uint64_t drops;                    /* sum of drop[] */
     uint64_t drop[VRDMA_DROP__COUNT];
-    /* late overruns (of cq_overruns) whose QP instance had ended */
-    uint64_t stale_overruns;
 } VrdmaDpStats;
 
 void vrdma_core_get_dp_stats(const VrdmaCore *core, VrdmaDpStats *stats);

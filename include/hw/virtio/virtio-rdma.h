@@ -26,7 +26,7 @@ typedef struct VirtIORdmaMem VirtIORdmaMem;
 typedef struct VirtIORdmaMad VirtIORdmaMad;
 
 /*
- * The async event types of VIRTIO_RDMA_F_RINGS (QP_FATAL .. SRQ_ERR), each
+ * The async event types (QP_FATAL .. SRQ_ERR), each
  * staged as a bitmap over its handles' number space (virtio_rdma_async_bits).
  */
 #define VIRTIO_RDMA_ASYNC_TYPES \
@@ -35,19 +35,16 @@ typedef struct VirtIORdmaMad VirtIORdmaMad;
 #define VIRTIO_RDMA_ASYNC_TYPE(i) ((i) + VIRTIO_RDMA_EVENT_QP_FATAL)
 
 typedef struct VirtIORdmaConf {
-    uint32_t max_qp;
-    uint32_t max_cq;
+    uint32_t max_qp;        /* QP numbers 0..max_qp-1 (0: the ABI's most) */
+    uint32_t max_cq;        /* CQ numbers 0..max_cq-1 (0: likewise) */
     uint32_t max_mr;
     uint32_t max_pd;
     uint32_t max_ah;
     uint32_t max_sge;
     uint64_t max_mr_size;
-    uint32_t queue_size;
     uint64_t max_mapped_pages; /* guest pages all MRs may map together */
-    uint32_t max_ctx;       /* VIRTIO_RDMA_F_RINGS: user contexts */
-    uint32_t max_ring_qp;   /* VIRTIO_RDMA_F_RINGS: QP numbers (no vqs) */
-    uint32_t max_ring_cq;   /* VIRTIO_RDMA_F_RINGS: CQ numbers (no vqs) */
-    uint32_t max_srq;       /* VIRTIO_RDMA_F_RINGS: SRQ numbers 1..max_srq */
+    uint32_t max_ctx;       /* user contexts */
+    uint32_t max_srq;       /* SRQ numbers 1..max_srq */
     uint64_t node_guid;     /* 0: derived from the paired NIC's MAC */
     char *netdev;           /* NULL: the paired NIC's netdev id (never a
                                host interface of backend=ibverbs's) */
@@ -63,7 +60,6 @@ struct VirtIORdma {
     VirtIODevice parent_obj;
 
     VirtIORdmaConf conf;
-    uint64_t host_features; /* VIRTIO_RDMA_F_* offered (properties) */
     VirtIONet *nic;         /* function 0 of our slot, once paired; NULL
                                again once it is unrealized (nic_listener) */
     DeviceListener nic_listener;
@@ -79,36 +75,27 @@ struct VirtIORdma {
     QemuMutex core_lock;    /* every core call; taken after the BQL */
     VirtIORdmaStage *stage; /* the engine's placement and what it staged:
                                virtio-rdma-engine.c */
-    /*
-     * The QP and CQ numbers either data path may use: max_qp / max_cq, or
-     * with RINGS offered the larger of those and max_ring_qp / max_ring_cq.
-     * Per-QP and per-CQ state is sized by these, virtqueues by max_*.
-     */
-    uint32_t nqp, ncq;
+    uint32_t nqp, ncq;      /* conf.max_qp / max_cq: per-QP, per-CQ state */
     uint32_t nsrq;          /* SRQ numbers 0..nsrq-1 (0 unused); 1: none */
-    VirtQueue *ctrl_vq;
-    VirtQueue **data_vqs;   /* CQs, then SQ/RQ pairs, in ABI order */
-    unsigned num_data_vqs;
+    VirtQueue *ctrl_vq;     /* VIRTIO_RDMA_VQ_CTRL */
     /*
      * Both bottom halves are guarded (QEMU's re-entrancy guard) and run in
      * the main loop with the BQL; every kick is handled in one of them.
      */
     QEMUBH *ctrl_bh;        /* the control queue */
-    QEMUBH *dp_bh;          /* kicked send/receive queues, the engine (main
-                               loop placement), everything staged */
-    unsigned long *dp_pending; /* data vqs (index - 1) kicked, not yet done */
-    VirtQueue *event_vq;    /* 1 + max_cq + 2 * max_qp */
-    unsigned long *ev_pending; /* CQs (ncq) whose event waits for an event buffer
-                                  (VIRTIO_RDMA_F_EVENT_QUEUE; BQL) */
+    QEMUBH *dp_bh;          /* the rings' work, the engine (main loop
+                               placement), everything staged */
+    VirtQueue *event_vq;    /* VIRTIO_RDMA_VQ_EVENT */
+    unsigned long *ev_pending; /* CQs (ncq) whose event waits for an event
+                                  buffer (BQL) */
     /*
      * Async events that wait for an event buffer, one bitmap per type
      * (VIRTIO_RDMA_ASYNC_INDEX), a bit per object (BQL)
      */
     unsigned long *ev_async[VIRTIO_RDMA_ASYNC_TYPES];
     /*
-     * VIRTIO_RDMA_F_RINGS: the doorbell region, one page per context, the
-     * PCI proxy's virtio shared memory region VIRTIO_RDMA_SHM_DOORBELLS.
-     * Initialized at realize when the feature is offered.
+     * The doorbell region, one page per context, the PCI proxy's virtio
+     * shared memory region VIRTIO_RDMA_SHM_DOORBELLS (made at realize).
      */
     MemoryRegion db_mr;
     uint64_t kick_pages_max;   /* most guest pages one ctrl_bh turn maps */
@@ -145,12 +132,7 @@ void virtio_rdma_set_nic(VirtIORdma *r, VirtIONet *nic);
 void virtio_rdma_defer_pairing(VirtIORdma *r);
 bool virtio_rdma_pair(VirtIORdma *r, VirtIONet *nic, Error **errp);
 
-/*
- * VIRTIO_RDMA_F_RINGS is offered: the properties rings, wire-qpn and
- * event-queue are all on (RINGS needs the other two).  Valid before realize.
- */
-bool virtio_rdma_rings_offered(const VirtIORdma *r);
-/* The doorbell region once realized, NULL when RINGS is not offered. */
+/* The doorbell region, once realized. */
 MemoryRegion *virtio_rdma_doorbells(VirtIORdma *r);
 
 /*
@@ -205,10 +187,8 @@ void virtio_rdma_wire_send(VirtIORdma *r, const void *frame, size_t len);
  * everything it stages for dp_bh.  The only file that tests the placement.
  */
 typedef struct VirtIORdmaStageStats {
-    uint64_t staged_cqes, max_staged_cqes;  /* completions waiting for dp_bh */
     uint64_t staged_frames, max_staged_frames; /* frames waiting, each way */
-    uint64_t cqes;                  /* completions staged since realize */
-    uint64_t cq_full;               /* refused: the CQ's share was full */
+    uint64_t cq_events;             /* armed CQs that fired */
     uint64_t rx_full, tx_full;      /* frames dropped: queue full */
     uint64_t gid_changes;           /* GID table changes */
     uint64_t gid_events;            /* RDMA_GID_STATUS_CHANGED sent */
@@ -230,30 +210,22 @@ void virtio_rdma_engine_release_core(VirtIORdma *r);
 bool virtio_rdma_engine_rx(VirtIORdma *r, const struct iovec *iov, int iovcnt,
                            size_t offset, size_t size);
 void virtio_rdma_engine_flush(VirtIORdma *r);
-/* REQ_NOTIFY_CQ on @cqn succeeded: its staged completions are written now. */
-void virtio_rdma_engine_cq_flush(VirtIORdma *r, uint32_t cqn);
 /* DESTROY_CQ @cqn succeeded: its staged interrupt and async event go. */
 void virtio_rdma_engine_cq_destroyed(VirtIORdma *r, uint32_t cqn);
+/* DESTROY_QP of queue index @qpn succeeded: its staged async event goes. */
+void virtio_rdma_engine_qp_destroyed(VirtIORdma *r, uint32_t qpn);
 /*
- * DESTROY_QP of the instance @qp_token (vrdma_core_qp_token), queue index
- * @qpn, succeeded: its staged completions and async event are dropped.
+ * dp_bh: the CQ interrupts staged since the last call are added to @cq
+ * (ncq bits), the async events to @ev, one bitmap per type
+ * (VIRTIO_RDMA_ASYNC_INDEX); BQL.
  */
-void virtio_rdma_engine_qp_destroyed(VirtIORdma *r, uint32_t qpn,
-                                     uint32_t qp_token);
-/*
- * dp_bh: the async events staged since the last call are added to @ev, one
- * bitmap per type (VIRTIO_RDMA_ASYNC_INDEX), BQL.
- */
-void virtio_rdma_engine_take_async(VirtIORdma *r, unsigned long **ev);
+void virtio_rdma_engine_take_events(VirtIORdma *r, unsigned long *cq,
+                                    unsigned long **ev);
 /* An object was destroyed: its staged async event of @type is dropped. */
 void virtio_rdma_engine_async_drop(VirtIORdma *r, uint32_t type,
                                    uint32_t handle);
 /* The number space of async event @type's handles: nqp, ncq or nsrq. */
 uint32_t virtio_rdma_async_bits(const VirtIORdma *r, uint32_t type);
 void virtio_rdma_engine_stats(VirtIORdma *r, VirtIORdmaStageStats *st);
-/* virtio-rdma.c: write one completion into CQ @cqn's ring (BQL). */
-int virtio_rdma_cq_write(VirtIORdma *r, uint32_t cqn,
-                         const struct virtio_rdma_cq_req *cqe);
-void virtio_rdma_cq_interrupt(VirtIORdma *r, uint32_t cqn);
 
 #endif

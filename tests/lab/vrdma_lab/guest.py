@@ -50,7 +50,7 @@ class Guest:
 
     netdev1: eth1 (slot 5) on this netdev, if given.
     vrdma: our virtio-rdma-pci as function 1 of eth0's slot (vrdma_opts:
-    more of its properties, e.g. 'queue-size=1024'), with a QMP socket
+    more of its properties, e.g. 'max-qp=1024'), with a QMP socket
     (Guest.qmp()).
     smp: vCPUs; a guest that runs alone may take both host cores (one TCG
     thread per vCPU).

@@ -21,11 +21,8 @@
 #include "virtio-rdma-ring.h"
 
 #define QVRDMA_DP_POLL_US       200
-/* At most this many descriptors of a send / receive ring are used. */
+/* The least entries of a QP's rings. */
 #define QVRDMA_DP_WQ_SLOTS      64u
-/* Room for one work request: the 88-byte header and up to 26 SGEs. */
-#define QVRDMA_DP_WQE_SLOT      512u
-#define QVRDMA_DP_CQE_SIZE      sizeof(struct virtio_rdma_cq_req)
 
 /* ---- bring-up ------------------------------------------------------------ */
 
@@ -78,7 +75,8 @@ QVrdmaDev *qvrdma_dev_boot_with(const QVrdmaBoot *b)
     QPCIAddress addr = { .devfn = QPCI_DEVFN(QVRDMA_SLOT, 1) };
     const char *rdma_opts = b->rdma_opts, *ram_path = b->ram_path;
     bool extra = rdma_opts && *rdma_opts;
-    uint64_t features = b->features;
+    /* 0: what the device requires (the only features it accepts). */
+    uint64_t features = b->features ? b->features : QVRDMA_RING_FEATURES;
 
     bool io = b->iothread || qvrdma_dp_want_iothread();
     /* QVRDMA_IOEVENTFD=off: kicks as trapped writes (default: eventfds). */
@@ -144,6 +142,14 @@ QVrdmaDev *qvrdma_dev_boot_with(const QVrdmaBoot *b)
                           io ? "-object iothread,id=vrdma-io0 " : "",
                           b->rdma_first ? rdma : nic,
                           b->rdma_first ? nic : rdma);
+    qvrdma_dp_attach(d, addr.devfn, features);
+    return d;
+}
+
+void qvrdma_dp_attach(QVrdmaDev *d, int devfn, uint64_t features)
+{
+    QPCIAddress addr = { .devfn = devfn };
+
     d->qts = d->qs->qts;
     d->vpci = virtio_pci_new(d->qs->pcibus, &addr);
     g_assert_nonnull(d->vpci);
@@ -156,29 +162,26 @@ QVrdmaDev *qvrdma_dev_boot_with(const QVrdmaBoot *b)
     qvrdma_init(&d->r, &d->vpci->vdev, d->qts, &d->qs->alloc);
     g_assert_cmphex(d->r.features, ==, features);
     qvrdma_read_config(&d->r, &d->cfg);
-    d->max_cq = le32_to_cpu(d->cfg.max_cq);
-    d->max_qp = le32_to_cpu(d->cfg.max_qp);
+    d->max_cq = le32_to_cpu(d->cfg.max_ring_cq);
+    d->max_qp = le32_to_cpu(d->cfg.max_ring_qp);
     d->cq_fired = g_hash_table_new(NULL, NULL);
-    if (features & (1ull << VIRTIO_RDMA_F_RINGS)) {
-        d->rd = g_new0(QVrdmaRingDev, 1);
-        d->rd->d = d;
-        d->rd->max_ctx = le32_to_cpu(d->cfg.max_ctx);
-        qvrdma_ring_map_doorbells(d->rd);
-    }
+    d->rd = g_new0(QVrdmaRingDev, 1);
+    d->rd->d = d;
+    d->rd->max_ctx = le32_to_cpu(d->cfg.max_ctx);
+    qvrdma_ring_map_doorbells(d->rd);
 
     /*
-     * The proxy has max_cq + 3 vectors: configuration, one per CQ, control,
-     * events.  The control queue's shows the MSI-X path works at all.
+     * The proxy has 3 vectors: configuration, control, events.  The
+     * control queue's shows the MSI-X path works at all.
      */
-    if (d->msix_entries >= d->max_cq + 2) {
+    if (d->msix_entries >= 1 + VIRTIO_RDMA_NUM_VQS) {
         QVirtQueuePCI *vqpci = container_of(d->r.ctrl, QVirtQueuePCI, vq);
 
         qvirtqueue_pci_msix_setup(d->vpci, vqpci, &d->qs->alloc,
-                                  d->max_cq + 1);
+                                  1 + VIRTIO_RDMA_VQ_CTRL);
         qtest_writel(d->qts, vqpci->msix_addr, 0);
         d->ctrl_msix = true;
     }
-    return d;
 }
 
 bool qvrdma_dp_ctrl_irq(QVrdmaDev *d)
@@ -239,7 +242,7 @@ uint16_t qvrdma_ip_checksum(const uint8_t *p, size_t len)
     return ~sum & 0xffff;
 }
 
-void qvrdma_dev_quit(QVrdmaDev *d)
+void qvrdma_dp_detach(QVrdmaDev *d)
 {
     if (d->ctrl_msix) {
         guest_free(&d->qs->alloc,
@@ -248,30 +251,18 @@ void qvrdma_dev_quit(QVrdmaDev *d)
     qvrdma_cleanup(&d->r);
     qvirtio_pci_destructor(&d->vpci->obj);
     g_free(d->vpci);
-    qtest_shutdown(d->qs);
     g_hash_table_destroy(d->cq_fired);
     g_free(d->rd);
+}
+
+void qvrdma_dev_quit(QVrdmaDev *d)
+{
+    qvrdma_dp_detach(d);
+    qtest_shutdown(d->qs);
     g_free(d);
 }
 
-uint16_t qvrdma_cq_vq_index(QVrdmaDev *d, uint32_t cqn)
-{
-    g_assert_cmpuint(cqn, <, d->max_cq);
-    return 1 + cqn;
-}
-
-uint16_t qvrdma_sq_vq_index(QVrdmaDev *d, uint32_t qpn)
-{
-    g_assert_cmpuint(qpn, <, d->max_qp);
-    return 1 + d->max_cq + 2 * qpn;
-}
-
-uint16_t qvrdma_rq_vq_index(QVrdmaDev *d, uint32_t qpn)
-{
-    return qvrdma_sq_vq_index(d, qpn) + 1;
-}
-
-/* ---- rings --------------------------------------------------------------- */
+/* ---- the event queue's virtqueue ------------------------------------------- */
 
 static QVirtQueuePCI *ring_vqpci(QVrdmaRing *ring)
 {
@@ -366,44 +357,6 @@ static void ring_take_used(QVrdmaRing *ring, uint32_t *id, uint32_t *len)
     ring->in_flight--;
 }
 
-/* Returns every descriptor the device is done with (send / receive rings). */
-static void ring_reclaim(QVrdmaRing *ring)
-{
-    uint16_t used = ring_used_idx(ring);
-
-    while (ring->used_idx != used) {
-        uint32_t id, len;
-
-        ring_take_used(ring, &id, &len);
-        /* Work requests are device-readable only: nothing was written. */
-        g_assert_cmpuint(len, ==, 0);
-        ring->busy[id] = false;
-    }
-}
-
-static uint32_t ring_get_free(QVrdmaRing *ring)
-{
-    gint64 start = g_get_monotonic_time();
-    uint32_t k;
-
-    for (;;) {
-        ring_reclaim(ring);
-        for (k = 0; k < ring->n; k++) {
-            uint32_t i = (ring->cursor + k) % ring->n;
-
-            if (!ring->busy[i]) {
-                ring->busy[i] = true;
-                ring->cursor = (i + 1) % ring->n;
-                return i;
-            }
-        }
-        /* The device returns work requests at once; give it time. */
-        g_assert_cmpint(g_get_monotonic_time() - start, <=,
-                        QVRDMA_DP_TIMEOUT_US);
-        g_usleep(QVRDMA_DP_POLL_US);
-    }
-}
-
 /* ---- CQs and QPs ----------------------------------------------------------- */
 
 /* The least n with 2^n >= @v. */
@@ -420,42 +373,12 @@ static uint8_t log2_at_least(uint32_t v)
 QVrdmaCq *qvrdma_dp_cq_create(QVrdmaDev *d, uint32_t cqe)
 {
     QVrdmaCq *cq = g_new0(QVrdmaCq, 1);
-    QVrdmaRing *ring = &cq->ring;
-    uint16_t entry;
-    uint8_t st;
-    uint32_t i;
 
-    if (d->rd) {
-        cq->rcq = qvrdma_ring_cq_create(d->rd, VIRTIO_RDMA_KERNEL_CTX, cqe,
-                                        log2_at_least(cqe));
-        cq->cqn = cq->rcq->cqn;
-        cq->cqe = cqe;
-        ring->dev = d;
-        return cq;
-    }
-    st = qvrdma_create_cq(&d->r, cqe, &cq->cqn);
-    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+    cq->rcq = qvrdma_ring_cq_create(d->rd, VIRTIO_RDMA_KERNEL_CTX, cqe,
+                                    log2_at_least(cqe));
+    cq->cqn = cq->rcq->cqn;
     cq->cqe = cqe;
-    ring_init(ring, d, qvrdma_cq_vq_index(d, cq->cqn), cqe,
-              QVRDMA_DP_CQE_SIZE);
-
-    /* Vector 0 is left for the configuration; CQ n gets entry 1 + n. */
-    entry = 1 + cq->cqn;
-    if (d->msix_entries && entry < d->msix_entries) {
-        qvirtqueue_pci_msix_setup(d->vpci, ring_vqpci(ring), &d->qs->alloc,
-                                  entry);
-        qtest_writel(d->qts, ring_vqpci(ring)->msix_addr, 0);
-        cq->has_msix = true;
-    }
-
-    /* Poison the buffers: a CQE must overwrite all 48 bytes. */
-    qtest_memset(d->qts, ring->bufs, 0xa5, (size_t)ring->n * ring->slot);
-    for (i = 0; i < ring->n; i++) {
-        ring_write_desc(ring, i, QVRDMA_DP_CQE_SIZE, true);
-        ring->busy[i] = true;
-        ring_add_avail(ring, i);
-    }
-    ring_publish_and_kick(ring);
+    cq->dev = d;
     return cq;
 }
 
@@ -476,7 +399,6 @@ QVrdmaQp *qvrdma_dp_qp_create_wr(QVrdmaDev *d, uint32_t pdn, uint8_t type,
     struct virtio_rdma_cmd_create_qp req =
         qvrdma_qp_req(pdn, type, send_cq->cqn);
     const uint32_t slots = MAX(max_wr, QVRDMA_DP_WQ_SLOTS);
-    uint8_t st;
 
     if (max_wr) {
         req.max_send_wr = max_wr;
@@ -486,75 +408,40 @@ QVrdmaQp *qvrdma_dp_qp_create_wr(QVrdmaDev *d, uint32_t pdn, uint8_t type,
     req.sq_sig_type = sq_sig_type;
     req.max_send_sge = max_sge;
     req.max_recv_sge = max_sge;
-    if (d->rd) {
-        qp->rqp = qvrdma_ring_qp_create_req(d->rd, VIRTIO_RDMA_KERNEL_CTX,
-                                            &req, log2_at_least(slots));
-        qp->qpn = qp->rqp->vq.qpn;
-        qp->wire_qpn = qp->rqp->vq.wire_qpn;
-        qp->type = type;
-        qp->max_send_sge = max_sge;
-        qp->max_recv_sge = max_sge;
-        qp->sq = (QVrdmaRing) { .dev = d, .rqp = qp->rqp };
-        qp->rq = (QVrdmaRing) { .dev = d, .rqp = qp->rqp, .rq = true };
-        return qp;
-    }
-    st = qvrdma_create_qp_wire(&d->r, &req, &qp->qpn, &qp->wire_qpn);
-    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+    qp->rqp = qvrdma_ring_qp_create_req(d->rd, VIRTIO_RDMA_KERNEL_CTX, &req,
+                                        log2_at_least(slots));
+    qp->qpn = qp->rqp->vq.qpn;
+    qp->wire_qpn = qp->rqp->vq.wire_qpn;
     qp->type = type;
     qp->max_send_sge = max_sge;
     qp->max_recv_sge = max_sge;
-    ring_init(&qp->sq, d, qvrdma_sq_vq_index(d, qp->qpn), slots,
-              QVRDMA_DP_WQE_SLOT);
-    ring_init(&qp->rq, d, qvrdma_rq_vq_index(d, qp->qpn), slots,
-              QVRDMA_DP_WQE_SLOT);
+    qp->sq = (QVrdmaWq) { .dev = d, .rqp = qp->rqp };
+    qp->rq = (QVrdmaWq) { .dev = d, .rqp = qp->rqp, .rq = true };
     return qp;
 }
 
 void qvrdma_dp_cq_free(QVrdmaCq *cq)
 {
-    if (cq->rcq) {
-        qvrdma_ring_cq_free(cq->rcq);
-    }
-    ring_free(&cq->ring);
+    qvrdma_ring_cq_free(cq->rcq);
     g_free(cq);
 }
 
 void qvrdma_dp_qp_free(QVrdmaQp *qp)
 {
-    if (qp->rqp) {
-        qvrdma_ring_qp_free(qp->rqp);
-    }
-    ring_free(&qp->sq);
-    ring_free(&qp->rq);
+    qvrdma_ring_qp_free(qp->rqp);
     g_free(qp);
 }
 
 /* ---- work requests --------------------------------------------------------- */
 
-void qvrdma_dp_post_desc(QVrdmaRing *ring, const void *wqe, uint32_t len,
-                         bool device_writable)
-{
-    uint32_t i;
-
-    g_assert_nonnull(ring->vq);     /* a virtqueue's, not a ring QP's */
-    g_assert_cmpuint(len, <=, ring->slot);
-    i = ring_get_free(ring);
-    qtest_memwrite(ring->dev->qts, ring_buf(ring, i), wqe, len);
-    ring_write_desc(ring, i, len, device_writable);
-    ring_add_avail(ring, i);
-    if (!ring->batch) {
-        ring_publish_and_kick(ring);
-    }
-}
-
-void qvrdma_dp_batch_begin(QVrdmaRing *ring)
+void qvrdma_dp_batch_begin(QVrdmaWq *ring)
 {
     g_assert_false(ring->batch);
     ring->batch = true;
 }
 
-/* A ring QP's queue: its doorbell with the producer counter. */
-static void ring_qp_doorbell(QVrdmaRing *ring)
+/* The queue's doorbell with the producer counter. */
+static void ring_qp_doorbell(QVrdmaWq *ring)
 {
     if (ring->rq) {
         qvrdma_ring_rq_doorbell(ring->rqp);
@@ -563,41 +450,29 @@ static void ring_qp_doorbell(QVrdmaRing *ring)
     }
 }
 
-void qvrdma_dp_batch_end(QVrdmaRing *ring)
+void qvrdma_dp_batch_end(QVrdmaWq *ring)
 {
     g_assert_true(ring->batch);
     ring->batch = false;
-    if (ring->rqp) {
-        ring_qp_doorbell(ring);
-        return;
-    }
-    ring_publish_and_kick(ring);
+    ring_qp_doorbell(ring);
 }
 
-void qvrdma_dp_batch_publish(QVrdmaRing *ring)
+void qvrdma_dp_batch_publish(QVrdmaWq *ring)
 {
     g_assert_true(ring->batch);
-    ring->batch = false;
-    if (ring->rqp) {
-        return;     /* in the ring; the device learns of them by doorbell */
-    }
-    qtest_writew(ring->dev->qts, ring->vq->avail + 2, ring->avail_idx);
+    ring->batch = false;    /* in the ring; the device learns by doorbell */
 }
 
-uint32_t qvrdma_dp_ring_in_flight(QVrdmaRing *ring)
+uint32_t qvrdma_dp_ring_in_flight(QVrdmaWq *ring)
 {
-    if (ring->rqp) {
-        const QVrdmaGRing *g = ring->rq ? &ring->rqp->rq : &ring->rqp->sq;
+    const QVrdmaGRing *g = ring->rq ? &ring->rqp->rq : &ring->rqp->sq;
 
-        /* Posted, not yet copied out by the device. */
-        return (ring->rq ? ring->rqp->rq_prod : ring->rqp->sq_prod) -
-               qvrdma_gring_device_idx(g);
-    }
-    ring_reclaim(ring);
-    return ring->in_flight;
+    /* Posted, not yet copied out by the device. */
+    return (ring->rq ? ring->rqp->rq_prod : ring->rqp->sq_prod) -
+           qvrdma_gring_device_idx(g);
 }
 
-void qvrdma_dp_wait_ring_idle(QVrdmaRing *ring)
+void qvrdma_dp_wait_ring_idle(QVrdmaWq *ring)
 {
     gint64 start = g_get_monotonic_time();
 
@@ -608,72 +483,22 @@ void qvrdma_dp_wait_ring_idle(QVrdmaRing *ring)
     }
 }
 
-void qvrdma_dp_wait_ring_taken(QVrdmaRing *ring)
-{
-    gint64 start = g_get_monotonic_time();
-
-    if (ring->rqp) {
-        qvrdma_dp_wait_ring_idle(ring);
-        return;
-    }
-    while (ring_used_idx(ring) != ring->avail_idx) {
-        g_assert_cmpint(g_get_monotonic_time() - start, <=,
-                        QVRDMA_DP_TIMEOUT_US);
-        g_usleep(QVRDMA_DP_POLL_US);
-    }
-}
-
-void qvrdma_dp_post_raw(QVrdmaRing *ring, const void *wqe, uint32_t len)
-{
-    qvrdma_dp_post_desc(ring, wqe, len, false);
-}
-
 void qvrdma_dp_post_send(QVrdmaQp *qp, const struct virtio_rdma_sq_req *req,
                          const struct virtio_rdma_sge *sge, uint32_t n_sge)
 {
-    size_t len = sizeof(*req) + n_sge * sizeof(*sge);
-    g_autofree uint8_t *wqe = NULL;
-    struct virtio_rdma_sq_req hdr = *req;
-
-    if (qp->rqp) {
-        qvrdma_ring_write_send(qp->rqp, req, sge, n_sge);
-        if (!qp->sq.batch) {
-            qvrdma_ring_sq_doorbell(qp->rqp);
-        }
-        return;
+    qvrdma_ring_write_send(qp->rqp, req, sge, n_sge);
+    if (!qp->sq.batch) {
+        qvrdma_ring_sq_doorbell(qp->rqp);
     }
-    wqe = g_malloc0(len);
-    hdr.num_sge = cpu_to_le32(n_sge);
-    memcpy(wqe, &hdr, sizeof(hdr));
-    if (n_sge) {
-        memcpy(wqe + sizeof(hdr), sge, n_sge * sizeof(*sge));
-    }
-    qvrdma_dp_post_raw(&qp->sq, wqe, len);
 }
 
 void qvrdma_dp_post_recv(QVrdmaQp *qp, uint64_t wr_id,
                          const struct virtio_rdma_sge *sge, uint32_t n_sge)
 {
-    struct virtio_rdma_rq_req hdr = {
-        .num_sge = cpu_to_le32(n_sge),
-        .wr_id = cpu_to_le64(wr_id),
-    };
-    size_t len = sizeof(hdr) + n_sge * sizeof(*sge);
-    g_autofree uint8_t *wqe = NULL;
-
-    if (qp->rqp) {
-        qvrdma_ring_write_recv(qp->rqp, wr_id, sge, n_sge);
-        if (!qp->rq.batch) {
-            qvrdma_ring_rq_doorbell(qp->rqp);
-        }
-        return;
+    qvrdma_ring_write_recv(qp->rqp, wr_id, sge, n_sge);
+    if (!qp->rq.batch) {
+        qvrdma_ring_rq_doorbell(qp->rqp);
     }
-    wqe = g_malloc0(len);
-    memcpy(wqe, &hdr, sizeof(hdr));
-    if (n_sge) {
-        memcpy(wqe + sizeof(hdr), sge, n_sge * sizeof(*sge));
-    }
-    qvrdma_dp_post_raw(&qp->rq, wqe, len);
 }
 
 struct virtio_rdma_sq_req qvrdma_wr_send(uint64_t wr_id)
@@ -724,50 +549,21 @@ uint16_t qvrdma_dp_cq_pending(QVrdmaCq *cq)
     struct virtio_rdma_cqe e;
     uint32_t n = 0;
 
-    if (cq->rcq) {
-        while (n < qvrdma_gring_entries(&cq->rcq->ring) &&
-               qvrdma_ring_cq_peek(cq->rcq, cq->rcq->cons + n, &e)) {
-            n++;
-        }
-        return n;
+    while (n < qvrdma_gring_entries(&cq->rcq->ring) &&
+           qvrdma_ring_cq_peek(cq->rcq, cq->rcq->cons + n, &e)) {
+        n++;
     }
-    return (uint16_t)(ring_used_idx(&cq->ring) - cq->ring.used_idx);
+    return n;
 }
 
 bool qvrdma_dp_poll_cq(QVrdmaCq *cq, struct virtio_rdma_cq_req *cqe,
                        gint64 timeout_us)
 {
-    QVrdmaRing *ring = &cq->ring;
-    QTestState *qts = ring->dev->qts;
-    gint64 start = g_get_monotonic_time();
-    uint32_t id, len;
-
-    if (cq->rcq) {
-        if (!qvrdma_ring_cq_poll(cq->rcq, cqe, timeout_us)) {
-            return false;
-        }
-        cq->taken++;
-        cq->taken_errors += cqe->status != 0;
-        return true;
+    if (!qvrdma_ring_cq_poll(cq->rcq, cqe, timeout_us)) {
+        return false;
     }
-    while (ring_used_idx(ring) == ring->used_idx) {
-        if (g_get_monotonic_time() - start >= timeout_us) {
-            return false;
-        }
-        g_usleep(QVRDMA_DP_POLL_US);
-    }
-    ring_take_used(ring, &id, &len);
-    g_assert_cmpuint(len, ==, QVRDMA_DP_CQE_SIZE);
-    qtest_memread(qts, ring_buf(ring, id), cqe, sizeof(*cqe));
     cq->taken++;
-    if (cqe->status) {
-        cq->taken_errors++;
-    }
-
-    /* Hand the buffer back, poisoned again. */
-    qtest_memset(qts, ring_buf(ring, id), 0xa5, QVRDMA_DP_CQE_SIZE);
-    ring_add_avail(ring, id);
-    ring_publish_and_kick(ring);
+    cq->taken_errors += cqe->status != 0;
     return true;
 }
 
@@ -777,7 +573,7 @@ void qvrdma_dp_wait_cqe(QVrdmaCq *cq, struct virtio_rdma_cq_req *cqe)
         g_error("virtio-rdma: no completion on CQ %u within %d s "
                 "(device status 0x%x)", cq->cqn,
                 QVRDMA_DP_TIMEOUT_US / 1000000,
-                qvrdma_status(&cq->ring.dev->r));
+                qvrdma_status(&cq->dev->r));
     }
 }
 
@@ -795,21 +591,15 @@ void qvrdma_dp_assert_cq_empty(QVrdmaCq *cq, gint64 quiet_us)
 
 /* ---- the event queue ---------------------------------------------------------- */
 
-uint16_t qvrdma_eq_vq_index(QVrdmaDev *d)
-{
-    return 1 + d->max_cq + 2 * d->max_qp;
-}
-
 QVrdmaEq *qvrdma_dp_eq_create(QVrdmaDev *d, uint32_t nbufs, uint32_t len,
                               uint32_t post)
 {
     QVrdmaEq *eq = g_new0(QVrdmaEq, 1);
     QVrdmaRing *ring = &eq->ring;
-    uint16_t entry = d->max_cq + 2;
+    uint16_t entry = 1 + VIRTIO_RDMA_VQ_EVENT;
     uint32_t i;
 
-    g_assert_true(qvrdma_has_feature(&d->r, VIRTIO_RDMA_F_EVENT_QUEUE));
-    ring_init(ring, d, qvrdma_eq_vq_index(d), nbufs, len);
+    ring_init(ring, d, VIRTIO_RDMA_VQ_EVENT, nbufs, len);
     if (d->msix_entries && entry < d->msix_entries) {
         qvirtqueue_pci_msix_setup(d->vpci, ring_vqpci(ring), &d->qs->alloc,
                                   entry);
@@ -826,7 +616,7 @@ QVrdmaEq *qvrdma_dp_eq_create(QVrdmaDev *d, uint32_t nbufs, uint32_t len,
     }
     ring_publish_and_kick(ring);
     if (!d->eq) {
-        d->eq = eq;     /* ring CQs' notifications: qvrdma_dp_cq_irq() */
+        d->eq = eq;     /* CQs' notifications: qvrdma_dp_cq_irq() */
     }
     return eq;
 }
@@ -887,34 +677,22 @@ void qvrdma_dp_eq_free(QVrdmaEq *eq)
 
 bool qvrdma_dp_cq_irq(QVrdmaCq *cq)
 {
-    QVirtioDevice *vdev = &cq->ring.dev->vpci->vdev;
-    QVrdmaDev *d = cq->ring.dev;
+    QVrdmaDev *d = cq->dev;
     struct virtio_rdma_event ev;
 
-    if (cq->rcq) {
-        g_assert_nonnull(d->eq);    /* a ring CQ's events: the event queue */
-        while (qvrdma_dp_eq_poll(d->eq, &ev, 0)) {
-            if (le32_to_cpu(ev.type) == VIRTIO_RDMA_EVENT_CQ) {
-                g_hash_table_add(d->cq_fired,
-                                 GUINT_TO_POINTER(le32_to_cpu(ev.handle) + 1));
-            }
+    g_assert_nonnull(d->eq);    /* a CQ's events come on the event queue */
+    while (qvrdma_dp_eq_poll(d->eq, &ev, 0)) {
+        if (le32_to_cpu(ev.type) == VIRTIO_RDMA_EVENT_CQ) {
+            g_hash_table_add(d->cq_fired,
+                             GUINT_TO_POINTER(le32_to_cpu(ev.handle) + 1));
         }
-        return g_hash_table_remove(d->cq_fired, GUINT_TO_POINTER(cq->cqn + 1));
     }
-    g_assert_true(cq->has_msix);
-    return vdev->bus->get_queue_isr_status(vdev, cq->ring.vq);
+    return g_hash_table_remove(d->cq_fired, GUINT_TO_POINTER(cq->cqn + 1));
 }
 
 void qvrdma_dp_cq_arm(QVrdmaCq *cq, uint32_t flags)
 {
-    uint8_t st;
-
-    if (cq->rcq) {
-        qvrdma_ring_cq_arm(cq->rcq, flags);
-        return;
-    }
-    st = qvrdma_req_notify_cq(&cq->ring.dev->r, cq->cqn, flags);
-    g_assert_cmpstr(qvrdma_status_name(st), ==, "OK");
+    qvrdma_ring_cq_arm(cq->rcq, flags);
 }
 
 bool qvrdma_dp_wait_cq_irq(QVrdmaCq *cq, gint64 timeout_us)

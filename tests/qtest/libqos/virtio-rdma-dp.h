@@ -1,23 +1,13 @@
 /*
  * libqos data-path helpers for virtio-rdma-pci: completion, send and receive
- * queues on top of the control-path driver in virtio-rdma.h.  A device
- * booted with VIRTIO_RDMA_F_RINGS negotiated has its CQs and QPs as queues
- * in guest memory (virtio-rdma-ring.h, in the kernel's context 0), behind
- * the same calls: create, post, poll, free.  Otherwise they are driven the
- * way the RFC guest driver drives them:
- *
- *  - CQ: virtqueue 1 + cqn.  The driver pre-posts device-writable 48-byte
- *    buffers; the device fills one per completion (struct virtio_rdma_cq_req)
- *    and marks it used; the driver reads it and posts the buffer again.
- *  - SQ / RQ of QP qpn: virtqueues 1 + max_cq + 2 * qpn and the next one.  A
- *    work request is ONE device-readable descriptor: the 88-byte send header
- *    (16-byte receive header) followed by its SGEs.
- *  - Interrupts: every CQ queue gets its own MSI-X vector whose message lands
- *    in a guest-memory cell, so an interrupt of one CQ can be told from the
- *    control queue's and from every other CQ's.
- *
- * The rings are managed here, not with qvirtqueue_add() (whose descriptor
- * allocator never wraps): descriptor i always points at buffer slot i.
+ * queues on top of the control-path driver in virtio-rdma.h.  CQs and QPs
+ * are queues in guest memory (virtio-rdma-ring.h, in the kernel's context
+ * 0) behind plain calls: create, post, poll, arm, free.  A CQ's interrupt
+ * is a record on the event queue (virtqueue VIRTIO_RDMA_VQ_EVENT), whose
+ * buffers are managed here, not with qvirtqueue_add() (whose descriptor
+ * allocator never wraps): descriptor i always points at buffer slot i, and
+ * the queue has its own MSI-X vector whose message lands in a guest-memory
+ * cell.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -47,19 +37,18 @@ typedef struct QVrdmaDev {
     uint32_t max_qp;
     uint8_t mac[6];             /* the paired NIC's MAC */
     uint16_t msix_entries;      /* MSI-X table size; 0: MSI-X off */
-    bool ctrl_msix;             /* the control queue has vector max_cq + 1 */
-    /* RINGS negotiated: the doorbell region, mapped at boot. */
-    struct QVrdmaRingDev *rd;
+    bool ctrl_msix;             /* the control queue has vector 1 */
+    struct QVrdmaRingDev *rd;   /* the doorbell region, mapped at boot */
     /*
      * The event queue while there is one (qvrdma_dp_eq_create), and the
      * CQs (cqn + 1) it said fired that qvrdma_dp_cq_irq() has not
-     * reported yet: a ring CQ's notifications.
+     * reported yet: the CQs' notifications.
      */
     struct QVrdmaEq *eq;
     GHashTable *cq_fired;
 } QVrdmaDev;
 
-/* A virtqueue of the data path, with our own descriptor bookkeeping. */
+/* The event queue's virtqueue, with our own descriptor bookkeeping. */
 typedef struct QVrdmaRing {
     QVrdmaDev *dev;
     QVirtQueue *vq;
@@ -70,42 +59,40 @@ typedef struct QVrdmaRing {
     uint16_t used_idx;          /* next used entry to consume */
     uint32_t in_flight;         /* posted, not yet returned */
     bool *busy;                 /* per descriptor */
-    uint32_t cursor;            /* where the search for a free one starts */
-    bool batch;                 /* posts are published by batch_end */
-    /*
-     * RINGS: this is the SQ (or, @rq, the RQ) of @rqp, no virtqueue: the
-     * batch calls and the in-flight counts work on that ring.
-     */
-    struct QVrdmaRingQp *rqp;
-    bool rq;
 } QVrdmaRing;
 
-/* The event queue (VIRTIO_RDMA_F_EVENT_QUEUE). */
+/* The event queue. */
 typedef struct QVrdmaEq {
     QVrdmaRing ring;
-    bool has_msix;              /* MSI-X entry max_cq + 2 */
+    bool has_msix;              /* MSI-X entry 1 + VIRTIO_RDMA_VQ_EVENT */
 } QVrdmaEq;
 
 typedef struct QVrdmaCq {
-    QVrdmaRing ring;
+    QVrdmaDev *dev;
     uint32_t cqn;
     uint32_t cqe;               /* as created */
-    bool has_msix;
     uint64_t taken;             /* CQEs read by qvrdma_dp_poll_cq() */
     uint64_t taken_errors;      /* of which with status != SUCCESS */
-    struct QVrdmaRingCq *rcq;   /* RINGS: the CQ's ring (ring.vq unused) */
+    struct QVrdmaRingCq *rcq;   /* the CQ's ring */
 } QVrdmaCq;
 
+/* The SQ (or, @rq, the RQ) of @rqp, for the batch and in-flight calls. */
+typedef struct QVrdmaWq {
+    QVrdmaDev *dev;
+    struct QVrdmaRingQp *rqp;
+    bool rq;
+    bool batch;                 /* posts are announced by batch_end */
+} QVrdmaWq;
+
 typedef struct QVrdmaQp {
-    QVrdmaRing sq;
-    QVrdmaRing rq;
-    uint32_t qpn;               /* queue index: commands and virtqueues */
-    uint32_t wire_qpn;          /* what peers address (= qpn without
-                                   VIRTIO_RDMA_F_WIRE_QPN) */
+    QVrdmaWq sq;
+    QVrdmaWq rq;
+    uint32_t qpn;               /* queue index: commands and doorbells */
+    uint32_t wire_qpn;          /* what peers address */
     uint8_t type;
     uint32_t max_send_sge;
     uint32_t max_recv_sge;
-    struct QVrdmaRingQp *rqp;   /* RINGS: the QP's rings (sq, rq unused) */
+    struct QVrdmaRingQp *rqp;   /* the QP's rings */
 } QVrdmaQp;
 
 /* ---- bring-up ------------------------------------------------------------ */
@@ -115,9 +102,8 @@ typedef struct QVrdmaQp {
  * virtio-net-pci with @mac at 04.0 and virtio-rdma-pci at 04.1 with
  * @rdma_opts appended (may be NULL or "", e.g. "max-cq=8,max-qp=8");
  * enables the pair, MSI-X on the RDMA function, and runs the control-path
- * init (qvrdma_init) with the guest driver's features: the rings
- * (QVRDMA_RING_FEATURES).  qvrdma_dev_boot_features() with other features
- * (0: the RFC-era virtqueue data path).
+ * init (qvrdma_init) with the features the device requires
+ * (QVRDMA_RING_FEATURES).
  */
 QVrdmaDev *qvrdma_dev_boot(const char *netdev_opts, const char *mac,
                            const char *rdma_opts);
@@ -156,8 +142,8 @@ bool qvrdma_dp_engine_in_iothread(QVrdmaDev *d);
 QVrdmaDev *qvrdma_dev_boot_nic(const char *netdev_opts, const char *mac,
                                const char *nic_opts, const char *rdma_opts);
 /*
- * Boots with @features (1 << VIRTIO_RDMA_F_*) negotiated; asserts the
- * device offered them all.
+ * Boots with @features (1 << VIRTIO_RDMA_F_*; 0: QVRDMA_RING_FEATURES, all
+ * the device accepts) negotiated; asserts the device offered them all.
  */
 QVrdmaDev *qvrdma_dev_boot_features(const char *netdev_opts, const char *mac,
                                     const char *rdma_opts, uint64_t features);
@@ -170,7 +156,7 @@ typedef struct QVrdmaBoot {
     const char *mac;
     const char *nic_opts;       /* appended to virtio-net-pci's; may be NULL */
     const char *rdma_opts;      /* appended to virtio-rdma-pci's; may be NULL */
-    uint64_t features;
+    uint64_t features;          /* 0: QVRDMA_RING_FEATURES */
     /*
      * 128 MiB of guest RAM shared with this file (NULL: private RAM);
      * guest-physical address = file offset: a test thread that maps the
@@ -186,6 +172,14 @@ typedef struct QVrdmaBoot {
     const char *allowed_gids;
 } QVrdmaBoot;
 QVrdmaDev *qvrdma_dev_boot_with(const QVrdmaBoot *b);
+/*
+ * What boot does once QEMU runs, for the virtio-rdma-pci at @devfn of
+ * @d->qs (set, with @d->mac, by the caller): enable it, MSI-X on, the
+ * driver's init with @features, its config, the doorbells mapped.
+ * qvrdma_dp_detach() undoes it (QEMU keeps running).
+ */
+void qvrdma_dp_attach(QVrdmaDev *d, int devfn, uint64_t features);
+void qvrdma_dp_detach(QVrdmaDev *d);
 /* Two free UDP ports on 127.0.0.1 (both held until both are known). */
 void qvrdma_free_udp_ports(int *p1, int *p2);
 /* -netdev options (id n0) of a dgram wire from 127.0.0.1:@local to :@remote. */
@@ -220,23 +214,15 @@ void qvrdma_dev_kill(QVrdmaDev *d);
  */
 bool qvrdma_dp_ctrl_irq(QVrdmaDev *d);
 
-/* virtqueue index helpers (ABI numbering) */
-uint16_t qvrdma_cq_vq_index(QVrdmaDev *d, uint32_t cqn);
-uint16_t qvrdma_sq_vq_index(QVrdmaDev *d, uint32_t qpn);
-uint16_t qvrdma_rq_vq_index(QVrdmaDev *d, uint32_t qpn);
-
 /*
- * CREATE_CQ for @cqe entries, set up its virtqueue, give it an MSI-X vector
- * (entry 1 + cqn when the table has room) and pre-post @cqe CQE buffers.
- * With RINGS: CREATE_CQ_RING on a ring of the least power of 2 >= @cqe.
- * Asserts every step.
+ * CREATE_CQ_RING for @cqe entries on a ring of the least power of 2 >=
+ * @cqe.  Asserts every step.
  */
 QVrdmaCq *qvrdma_dp_cq_create(QVrdmaDev *d, uint32_t cqe);
 /*
- * CREATE_QP (@type on @pdn, SQ on @send_cq, RQ on @recv_cq, 16 WRs and
- * @max_sge SGEs each way, @sq_sig_type VIRTIO_RDMA_SIGNAL_*) and set up both
- * of its virtqueues.  With RINGS: CREATE_QP_RING, each ring of 64 entries
- * (as many as a virtqueue's slots) or @max_wr's power of 2.
+ * CREATE_QP_RING (@type on @pdn, SQ on @send_cq, RQ on @recv_cq, 16 WRs and
+ * @max_sge SGEs each way, @sq_sig_type VIRTIO_RDMA_SIGNAL_*), each ring of
+ * 64 entries or @max_wr's power of 2.
  */
 QVrdmaQp *qvrdma_dp_qp_create(QVrdmaDev *d, uint32_t pdn, uint8_t type,
                               QVrdmaCq *send_cq, QVrdmaCq *recv_cq,
@@ -252,53 +238,32 @@ void qvrdma_dp_qp_free(QVrdmaQp *qp);
 /* ---- work requests --------------------------------------------------------- */
 
 /*
- * Posts one send WQE: @req (num_sge is set from @n_sge) + @sge as a single
- * device-readable descriptor, then kicks the SQ.
+ * Writes one send WQE, @req (num_sge is set from @n_sge) + @sge, into the
+ * SQ ring and rings the doorbell (not in a batch).
  */
 void qvrdma_dp_post_send(QVrdmaQp *qp, const struct virtio_rdma_sq_req *req,
                          const struct virtio_rdma_sge *sge, uint32_t n_sge);
 void qvrdma_dp_post_recv(QVrdmaQp *qp, uint64_t wr_id,
                          const struct virtio_rdma_sge *sge, uint32_t n_sge);
 /*
- * Posts @len raw bytes as one device-readable descriptor on @ring (for
- * malformed-WQE tests) and kicks.  Virtqueues only (a ring QP's entries:
- * qvrdma_gring_write_entry()).
+ * Between batch_begin and batch_end, posts on @wq only fill the ring's
+ * entries; batch_end rings one doorbell with the producer counter.
  */
-void qvrdma_dp_post_raw(QVrdmaRing *ring, const void *wqe, uint32_t len);
+void qvrdma_dp_batch_begin(QVrdmaWq *wq);
+void qvrdma_dp_batch_end(QVrdmaWq *wq);
 /*
- * Between batch_begin and batch_end, posts on @ring only fill descriptors
- * and avail entries; batch_end publishes them all with one avail->idx
- * update and one notification.  On a ring QP: only the ring's entries,
- * and batch_end rings one doorbell with the producer counter.
+ * Ends a batch like batch_end but without the doorbell: the requests are
+ * in the ring, and the device does not know yet (a doorbell still to come).
  */
-void qvrdma_dp_batch_begin(QVrdmaRing *ring);
-void qvrdma_dp_batch_end(QVrdmaRing *ring);
+void qvrdma_dp_batch_publish(QVrdmaWq *wq);
+/* Entries posted on @wq that the device has not copied out (device_idx). */
+uint32_t qvrdma_dp_ring_in_flight(QVrdmaWq *wq);
 /*
- * Ends a batch like batch_end but without the notification: the requests
- * are available, and the device does not know yet (a kick still to come).
+ * Waits until the device has copied out every entry posted on @wq: the
+ * work requests are in its engine (the device takes them in its own time,
+ * at most its window of a queue).
  */
-void qvrdma_dp_batch_publish(QVrdmaRing *ring);
-/*
- * Descriptors of @ring the device has not given back yet (a ring QP's:
- * entries posted that the device has not copied out, by device_idx).
- */
-uint32_t qvrdma_dp_ring_in_flight(QVrdmaRing *ring);
-/*
- * Waits until the device has given back every descriptor of @ring: the
- * work requests are in its engine (with ioeventfd a kick is processed
- * later, in the device's own time).
- */
-void qvrdma_dp_wait_ring_idle(QVrdmaRing *ring);
-/*
- * Waits until the device has taken every published descriptor of @ring,
- * reading only the used index (one qtest read per poll, however many
- * descriptors: under nested TCG each read costs milliseconds).  The
- * descriptors stay unreclaimed: for a ring about to be reset or unplugged.
- */
-void qvrdma_dp_wait_ring_taken(QVrdmaRing *ring);
-/* The same with the descriptor's WRITE flag as given (a broken driver). */
-void qvrdma_dp_post_desc(QVrdmaRing *ring, const void *wqe, uint32_t len,
-                         bool device_writable);
+void qvrdma_dp_wait_ring_idle(QVrdmaWq *wq);
 
 /* Send WQE builders (signaled; wr_id as given). */
 struct virtio_rdma_sq_req qvrdma_wr_send(uint64_t wr_id);
@@ -313,7 +278,8 @@ struct virtio_rdma_sq_req qvrdma_wr_atomic(uint32_t opcode, uint64_t wr_id,
 
 /*
  * Takes the next CQE of @cq if there is one within @timeout_us (0: look
- * once), and posts its buffer again.  @returns whether one was taken.
+ * once), by the owner bit, and publishes its consumption.  @returns whether
+ * one was taken.
  */
 bool qvrdma_dp_poll_cq(QVrdmaCq *cq, struct virtio_rdma_cq_req *cqe,
                        gint64 timeout_us);
@@ -325,28 +291,22 @@ void qvrdma_dp_assert_cq_empty(QVrdmaCq *cq, gint64 quiet_us);
 uint16_t qvrdma_dp_cq_pending(QVrdmaCq *cq);
 
 /*
- * Whether the CQ's MSI-X vector fired since the last call; clears it.
- * (Needs MSI-X: asserts cq->has_msix.)  A ring CQ's notification is a
- * record on the event queue instead: whether one for this CQ came since
- * the last call (the device's event queue must exist; this takes every
- * record waiting there, and keeps only the CQ events).
+ * Whether a CQ event record for @cq came on the event queue since the last
+ * call (the device's event queue must exist: qvrdma_dp_eq_create; this
+ * takes every record waiting there, and keeps only the CQ events).
  */
 bool qvrdma_dp_cq_irq(QVrdmaCq *cq);
 /* Waits up to @timeout_us for the CQ's interrupt. */
-/*
- * Arms @cq (@flags: VIRTIO_RDMA_NOTIFY_*): REQ_NOTIFY_CQ (asserts OK), or
- * a ring CQ's CQ_ARM doorbell.
- */
+/* Arms @cq (@flags: VIRTIO_RDMA_NOTIFY_*): its CQ_ARM doorbell. */
 void qvrdma_dp_cq_arm(QVrdmaCq *cq, uint32_t flags);
 bool qvrdma_dp_wait_cq_irq(QVrdmaCq *cq, gint64 timeout_us);
 
-/* ---- the event queue (VIRTIO_RDMA_F_EVENT_QUEUE) ------------------------------ */
+/* ---- the event queue ------------------------------------------------------------ */
 
-uint16_t qvrdma_eq_vq_index(QVrdmaDev *d);
 /*
  * Sets up the event queue with @nbufs device-writable buffers of @len
- * bytes (descriptors; @post of them posted now), MSI-X entry max_cq + 2 if
- * the table has room.
+ * bytes (descriptors; @post of them posted now), MSI-X entry 2 if the table
+ * has room.
  */
 QVrdmaEq *qvrdma_dp_eq_create(QVrdmaDev *d, uint32_t nbufs, uint32_t len,
                               uint32_t post);

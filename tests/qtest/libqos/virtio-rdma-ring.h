@@ -22,11 +22,6 @@
 
 #include "virtio-rdma-dp.h"
 
-/* RINGS and the two features it needs. */
-#define QVRDMA_RING_FEATURES \
-    ((1ull << VIRTIO_RDMA_F_WIRE_QPN) | (1ull << VIRTIO_RDMA_F_EVENT_QUEUE) | \
-     (1ull << VIRTIO_RDMA_F_RINGS))
-
 /* A device with RINGS negotiated and its doorbell region mapped. */
 typedef struct QVrdmaRingDev {
     QVrdmaDev *d;

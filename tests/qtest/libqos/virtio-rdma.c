@@ -326,19 +326,6 @@ uint8_t qvrdma_query_port(QVirtioRdma *r, uint32_t port,
                       attr, sizeof(*attr));
 }
 
-uint8_t qvrdma_create_cq(QVirtioRdma *r, uint32_t cqe, uint32_t *cqn)
-{
-    struct virtio_rdma_cmd_create_cq req = { .cqe = cpu_to_le32(cqe) };
-    struct virtio_rdma_rsp_create_cq rsp = { 0 };
-    uint8_t st = qvrdma_cmd(r, VIRTIO_RDMA_CMD_CREATE_CQ, &req, sizeof(req),
-                            &rsp, sizeof(rsp));
-
-    if (cqn) {
-        *cqn = le32_to_cpu(rsp.cqn);
-    }
-    return st;
-}
-
 uint8_t qvrdma_destroy_cq(QVirtioRdma *r, uint32_t cqn)
 {
     struct virtio_rdma_cmd_destroy_cq req = { .cqn = cpu_to_le32(cqn) };
@@ -459,37 +446,6 @@ uint8_t qvrdma_dereg_mr(QVirtioRdma *r, uint32_t mrn)
                       NULL, 0);
 }
 
-/* The tests run on little-endian hosts only (x86); structs go as they are. */
-uint8_t qvrdma_create_qp_wire(QVirtioRdma *r,
-                              const struct virtio_rdma_cmd_create_qp *req,
-                              uint32_t *qpn, uint32_t *wire_qpn)
-{
-    struct virtio_rdma_rsp_create_qp_wire rsp = { 0 };
-    bool wire = qvrdma_has_feature(r, VIRTIO_RDMA_F_WIRE_QPN);
-    size_t len = wire ? sizeof(struct virtio_rdma_rsp_create_qp_wire) :
-                 sizeof(struct virtio_rdma_rsp_create_qp);
-    uint8_t st = qvrdma_cmd(r, VIRTIO_RDMA_CMD_CREATE_QP, req, sizeof(*req),
-                            &rsp, len);
-
-    if (st == VIRTIO_RDMA_OK) {
-        g_assert_cmpuint(r->last_used_len, ==, 1 + len);
-    }
-    if (qpn) {
-        *qpn = le32_to_cpu(rsp.qpn);
-    }
-    if (wire_qpn) {
-        *wire_qpn = wire ? le32_to_cpu(rsp.wire_qpn) : le32_to_cpu(rsp.qpn);
-    }
-    return st;
-}
-
-uint8_t qvrdma_create_qp(QVirtioRdma *r,
-                         const struct virtio_rdma_cmd_create_qp *req,
-                         uint32_t *qpn)
-{
-    return qvrdma_create_qp_wire(r, req, qpn, NULL);
-}
-
 uint8_t qvrdma_modify_qp(QVirtioRdma *r, uint32_t qpn, uint32_t attr_mask,
                          const struct virtio_rdma_qp_attr *attr)
 {
@@ -571,17 +527,6 @@ QDict *qvrdma_next_gid_event(QTestState *qts)
         qobject_unref(qtest_qmp(qts, "{'execute': 'query-version'}"));
     }
     return qtest_qmp_event_ref(qts, "RDMA_GID_STATUS_CHANGED");
-}
-
-uint8_t qvrdma_req_notify_cq(QVirtioRdma *r, uint32_t cqn, uint32_t flags)
-{
-    struct virtio_rdma_cmd_req_notify req = {
-        .cqn = cpu_to_le32(cqn),
-        .flags = cpu_to_le32(flags),
-    };
-
-    return qvrdma_cmd(r, VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ, &req, sizeof(req),
-                      NULL, 0);
 }
 
 struct virtio_rdma_cmd_create_qp qvrdma_qp_req(uint32_t pdn, uint8_t type,
@@ -848,6 +793,7 @@ static void *virtio_rdma_pci_create(void *pci_bus, QGuestAllocator *t_alloc,
     g_assert_cmphex(v->pci_vdev.vdev.device_type, ==, VIRTIO_ID_RDMA_DEVICE);
     v->rdma.vdev = &v->pci_vdev.vdev;
     v->rdma.alloc = t_alloc;
+    v->rdma.want_features = QVRDMA_RING_FEATURES;
 
     obj->get_driver = qvirtio_rdma_pci_get_driver;
     obj->start_hw = qvirtio_rdma_pci_start_hw;

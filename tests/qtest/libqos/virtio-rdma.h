@@ -3,8 +3,9 @@
  * virtio-rdma-test (qos graph) and virtio-rdma-demo (plain qtest).
  *
  * The device sits at function 1 of a slot whose function 0 is virtio-net-pci.
- * The driver sets up only the control queue (vq 0); CQ/SQ/RQ queues are left
- * alone.  Every control command is one descriptor chain:
+ * The driver sets up only the control queue (vq 0); the event queue
+ * (vq 1) is virtio-rdma-dp's.  Every control command is one descriptor
+ * chain:
  *   device-readable [u8 cmd][request], device-writable [u8 status][response]
  * and the device completes it synchronously during the kick.
  *
@@ -26,6 +27,11 @@
 #define QVRDMA_DEV_ID       "rdma0"
 #define QVRDMA_MAC          "52:54:00:12:34:56"
 
+/* RINGS and the two features it needs: ABI version 2 requires all three. */
+#define QVRDMA_RING_FEATURES \
+    ((1ull << VIRTIO_RDMA_F_WIRE_QPN) | (1ull << VIRTIO_RDMA_F_EVENT_QUEUE) | \
+     (1ull << VIRTIO_RDMA_F_RINGS))
+
 /* Size of each half (out / in) of the scratch buffer used for commands. */
 #define QVRDMA_BUF_SIZE     4096
 #define QVRDMA_TIMEOUT_US   (5 * 1000 * 1000)
@@ -39,7 +45,7 @@ typedef struct QVirtioRdma {
     uint32_t last_used_len;     /* used.len of the last completed chain */
     /*
      * Device feature bits (1 << VIRTIO_RDMA_F_*) to negotiate if offered
-     * (0: none, the RFC-era behaviour), and those negotiated.
+     * (the qos driver: QVRDMA_RING_FEATURES), and those negotiated.
      */
     uint64_t want_features;
     uint64_t features;
@@ -145,7 +151,6 @@ void qvrdma_batch_free(QVrdmaBatch *b);
 
 uint8_t qvrdma_query_port(QVirtioRdma *r, uint32_t port,
                           struct virtio_rdma_port_attr *attr);
-uint8_t qvrdma_create_cq(QVirtioRdma *r, uint32_t cqe, uint32_t *cqn);
 uint8_t qvrdma_destroy_cq(QVirtioRdma *r, uint32_t cqn);
 uint8_t qvrdma_create_pd(QVirtioRdma *r, uint32_t *pdn);
 uint8_t qvrdma_destroy_pd(QVirtioRdma *r, uint32_t pdn);
@@ -161,18 +166,6 @@ uint8_t qvrdma_reg_user_mr(QVirtioRdma *r, uint32_t pdn, uint32_t access,
                            uint64_t pages, uint32_t npages,
                            struct virtio_rdma_rsp_mr *mr);
 uint8_t qvrdma_dereg_mr(QVirtioRdma *r, uint32_t mrn);
-uint8_t qvrdma_create_qp(QVirtioRdma *r,
-                         const struct virtio_rdma_cmd_create_qp *req,
-                         uint32_t *qpn);
-/*
- * The same, with the wire QPN in *@wire_qpn: with VIRTIO_RDMA_F_WIRE_QPN
- * the response is virtio_rdma_rsp_create_qp_wire (asserts 8 bytes came
- * back), else virtio_rdma_rsp_create_qp (4 bytes) and the wire QPN is the
- * queue index.
- */
-uint8_t qvrdma_create_qp_wire(QVirtioRdma *r,
-                              const struct virtio_rdma_cmd_create_qp *req,
-                              uint32_t *qpn, uint32_t *wire_qpn);
 uint8_t qvrdma_modify_qp(QVirtioRdma *r, uint32_t qpn, uint32_t attr_mask,
                          const struct virtio_rdma_qp_attr *attr);
 uint8_t qvrdma_query_qp(QVirtioRdma *r, uint32_t qpn, uint32_t attr_mask,
@@ -193,9 +186,11 @@ uint8_t qvrdma_del_gid(QVirtioRdma *r, uint16_t index, uint32_t port);
  * bottom half is scheduled only after the first's batch ran.
  */
 QDict *qvrdma_next_gid_event(QTestState *qts);
-uint8_t qvrdma_req_notify_cq(QVirtioRdma *r, uint32_t cqn, uint32_t flags);
 
-/* A CREATE_QP request: @type on @pdn, both queues on @cqn, 16 WRs, 1 SGE. */
+/*
+ * The QP request CREATE_QP_RING embeds: @type on @pdn, both queues on @cqn,
+ * 16 WRs, 1 SGE.
+ */
 struct virtio_rdma_cmd_create_qp qvrdma_qp_req(uint32_t pdn, uint8_t type,
                                                uint32_t cqn);
 

@@ -31,17 +31,13 @@ uint32_t lower(uint32_t ours, uint32_t theirs)
 
 bool limits_valid(const VrdmaLimits &lim)
 {
-    return object_limit_ok(lim.max_qp) && lim.max_qp >= 2 && /* qpn 0 unused */
-           object_limit_ok(lim.max_cq) && object_limit_ok(lim.max_mr) &&
+    return lim.max_qp >= 2 && /* qpn 0 unused, 1 is GSI */
+           lim.max_qp <= VIRTIO_RDMA_RING_MAX_QP && lim.max_cq >= 1 &&
+           lim.max_cq <= VIRTIO_RDMA_RING_MAX_CQ && object_limit_ok(lim.max_mr) &&
            object_limit_ok(lim.max_pd) && object_limit_ok(lim.max_ah) &&
            lim.max_sge >= 1 && lim.max_sge <= kMaxSge &&
-           lim.queue_size >= 2 && lim.queue_size <= kMaxQueueSize &&
-           std::has_single_bit(lim.queue_size) &&
            lim.max_mr_size >= kPageSize && lim.max_mr_size <= kMaxMrSize &&
            lim.max_ctx <= VRDMA_MAX_CTX && gid_allow_valid(lim.allow) &&
-           (!lim.max_ring_qp || (lim.max_ring_qp >= 2 &&
-                                 lim.max_ring_qp <= VIRTIO_RDMA_RING_MAX_QP)) &&
-           lim.max_ring_cq <= VIRTIO_RDMA_RING_MAX_CQ &&
            lim.max_srq <= VIRTIO_RDMA_RING_MAX_SRQ;
 }
 
@@ -70,19 +66,15 @@ void fill_config(const VrdmaLimits &lim, virtio_rdma_config &cfg)
     cfg.sys_image_guid = lim.sys_image_guid;
     cfg.vendor_id = le<uint32_t>(0x1af4);
     cfg.vendor_part_id = le<uint32_t>(VIRTIO_RDMA_PCI_DEVICE_ID);
-    cfg.hw_ver = le<uint32_t>(1);
+    cfg.hw_ver = le<uint32_t>(VIRTIO_RDMA_ABI_VERSION);
     cfg.max_mr_size = le(lim.max_mr_size);
     cfg.page_size_cap = le(kPageSize);
-    cfg.max_qp = le(lim.max_qp);
-    cfg.max_qp_wr = le(lim.queue_size);
     cfg.device_cap_flags = le<uint64_t>(
         VIRTIO_RDMA_DEV_RC_RNR_NAK_GEN | VIRTIO_RDMA_DEV_SYS_IMAGE_GUID |
         (caps.fast_reg ? VIRTIO_RDMA_DEV_MEM_MGT_EXTENSIONS : 0));
     cfg.max_send_sge = le(lim.max_sge);
     cfg.max_recv_sge = le(lim.max_sge);
     cfg.max_sge_rd = le(lim.max_sge);
-    cfg.max_cq = le(lim.max_cq);
-    cfg.max_cqe = le(lim.queue_size);
     cfg.max_mr = le(lim.max_mr);
     cfg.max_pd = le(lim.max_pd);
     cfg.max_qp_rd_atom = le(caps.max_qp_rd_atom);
@@ -98,8 +90,8 @@ void fill_config(const VrdmaLimits &lim, virtio_rdma_config &cfg)
     cfg.max_ctx = le(lim.max_ctx);
     cfg.max_ring_cqe = le(max_ring_cqe(lim));
     cfg.max_ring_qp_wr = le(max_ring_qp_wr(lim));
-    cfg.max_ring_qp = le(ring_qps(lim));
-    cfg.max_ring_cq = le(ring_cqs(lim));
+    cfg.max_ring_qp = le(lim.max_qp);
+    cfg.max_ring_cq = le(lim.max_cq);
     cfg.max_srq = le(lim.max_srq);
     cfg.max_srq_wr = le(lim.max_srq ? max_srq_wr(lim) : 0u);
     cfg.max_srq_sge = le(lim.max_srq ? max_srq_sge(lim) : 0u);

@@ -17,7 +17,6 @@ inline constexpr uint64_t kPageMask = kPageSize - 1;
 inline constexpr uint64_t kMaxMrSize =
     static_cast<uint64_t>(VIRTIO_RDMA_MAX_MR_PAGES) * VIRTIO_RDMA_PAGE_SIZE;
 inline constexpr uint32_t kMaxSge = VRDMA_MAX_SGE;
-inline constexpr uint32_t kMaxQueueSize = VRDMA_MAX_QUEUE_SIZE;
 /* Outstanding RDMA Read / Atomic operations per QP, each direction. */
 inline constexpr uint32_t kMaxQpRdAtom = 16;
 
@@ -59,25 +58,6 @@ inline uint32_t max_srq_sge(const VrdmaLimits &lim)
 {
     return lim.max_srq_sge && lim.max_srq_sge < lim.max_sge ? lim.max_srq_sge
                                                             : lim.max_sge;
-}
-
-/* CREATE_QP_RING's / CREATE_CQ_RING's number spaces under @lim. */
-inline uint32_t ring_qps(const VrdmaLimits &lim)
-{
-    return lim.max_ring_qp ? lim.max_ring_qp : lim.max_qp;
-}
-inline uint32_t ring_cqs(const VrdmaLimits &lim)
-{
-    return lim.max_ring_cq ? lim.max_ring_cq : lim.max_cq;
-}
-/* The QP and CQ tables: both data paths' numbers. */
-inline uint32_t qp_slots(const VrdmaLimits &lim)
-{
-    return lim.max_qp > ring_qps(lim) ? lim.max_qp : ring_qps(lim);
-}
-inline uint32_t cq_slots(const VrdmaLimits &lim)
-{
-    return lim.max_cq > ring_cqs(lim) ? lim.max_cq : ring_cqs(lim);
 }
 
 /* @returns whether @lim is within what the core supports. */

@@ -129,9 +129,6 @@ constexpr auto kCommands = [] {
     t[VIRTIO_RDMA_CMD_QUERY_PORT] =
         command<virtio_rdma_cmd_query_port, virtio_rdma_port_attr,
                 cmd_query_port>();
-    t[VIRTIO_RDMA_CMD_CREATE_CQ] =
-        command<virtio_rdma_cmd_create_cq, virtio_rdma_rsp_create_cq,
-                cmd_create_cq>();
     t[VIRTIO_RDMA_CMD_DESTROY_CQ] =
         command<virtio_rdma_cmd_destroy_cq, NoPayload, cmd_destroy_cq>();
     t[VIRTIO_RDMA_CMD_CREATE_PD] =
@@ -152,9 +149,6 @@ constexpr auto kCommands = [] {
                 cmd_reg_user_mr>();
     t[VIRTIO_RDMA_CMD_DEREG_MR] =
         command<virtio_rdma_cmd_dereg_mr, NoPayload, cmd_dereg_mr>();
-    t[VIRTIO_RDMA_CMD_CREATE_QP] =
-        command<virtio_rdma_cmd_create_qp, virtio_rdma_rsp_create_qp_wire,
-                cmd_create_qp>();
     t[VIRTIO_RDMA_CMD_MODIFY_QP] =
         command<virtio_rdma_cmd_modify_qp, NoPayload, cmd_modify_qp>();
     t[VIRTIO_RDMA_CMD_QUERY_QP] =
@@ -169,8 +163,6 @@ constexpr auto kCommands = [] {
         command<virtio_rdma_cmd_add_gid, NoPayload, cmd_add_gid>();
     t[VIRTIO_RDMA_CMD_DEL_GID] =
         command<virtio_rdma_cmd_del_gid, NoPayload, cmd_del_gid>();
-    t[VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ] =
-        command<virtio_rdma_cmd_req_notify, NoPayload, cmd_req_notify_cq>();
     t[VIRTIO_RDMA_CMD_ALLOC_CONTEXT] =
         command<NoPayload, virtio_rdma_rsp_alloc_context, cmd_alloc_context>();
     t[VIRTIO_RDMA_CMD_FREE_CONTEXT] =
@@ -195,18 +187,18 @@ constexpr auto kCommands = [] {
 }();
 
 /*
- * Which data path a command belongs to: the virtqueues' (CREATE_CQ,
- * CREATE_QP, REQ_NOTIFY_CQ) or the rings' (VIRTIO_RDMA_F_RINGS).  A command
- * of the one not negotiated is refused.
+ * Refused with EOPNOTSUPP: version 1's virtqueue data path (CREATE_CQ,
+ * CREATE_QP, REQ_NOTIFY_CQ), and the queue commands before the driver
+ * negotiated the rings.
  */
-bool of_other_data_path(const VrdmaCore &c, uint8_t cmd)
+bool unsupported(const VrdmaCore &c, uint8_t cmd)
 {
     const bool rings = c.has_feature(VIRTIO_RDMA_F_RINGS);
     switch (cmd) {
     case VIRTIO_RDMA_CMD_CREATE_CQ:
     case VIRTIO_RDMA_CMD_CREATE_QP:
     case VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ:
-        return rings;
+        return true;
     case VIRTIO_RDMA_CMD_ALLOC_CONTEXT:
     case VIRTIO_RDMA_CMD_FREE_CONTEXT:
     case VIRTIO_RDMA_CMD_CREATE_CQ_RING:
@@ -232,24 +224,19 @@ const Command *find_command(uint8_t cmd)
 Status dispatch(VrdmaCore &c, uint8_t cmd, const void *req, size_t req_len,
                 void *rsp, size_t rsp_cap, size_t &rsp_len)
 {
+    if (unsupported(c, cmd)) {
+        return vrdma::fail(VRDMA_ERR_UNSUPPORTED, "cmd", cmd, c.features);
+    }
     const Command *command = find_command(cmd);
-
     if (!command) {
         return vrdma::fail(VRDMA_ERR_UNKNOWN_CMD, "cmd", cmd,
                            VIRTIO_RDMA_CMD_MAX);
-    }
-    if (of_other_data_path(c, cmd)) {
-        return vrdma::fail(VRDMA_ERR_UNSUPPORTED, "cmd", cmd, c.features);
     }
     if (req_len != command->req_size) {
         return vrdma::fail(VRDMA_ERR_REQ_SIZE, "request", req_len,
                            command->req_size);
     }
-    size_t rsp_size = command->rsp_size;
-    if (cmd == VIRTIO_RDMA_CMD_CREATE_QP &&
-        !c.has_feature(VIRTIO_RDMA_F_WIRE_QPN)) {
-        rsp_size = sizeof(virtio_rdma_rsp_create_qp); /* the queue index */
-    }
+    const size_t rsp_size = command->rsp_size;
     if (rsp_cap < rsp_size) {
         return vrdma::fail(VRDMA_ERR_RSP_SIZE, "response", rsp_cap, rsp_size);
     }
@@ -263,8 +250,6 @@ Status dispatch(VrdmaCore &c, uint8_t cmd, const void *req, size_t req_len,
 } // namespace
 
 static_assert(sizeof(virtio_rdma_cmd_modify_qp) <= VRDMA_CTRL_REQ_MAX);
-static_assert(offsetof(virtio_rdma_rsp_create_qp_wire, qpn) ==
-              offsetof(virtio_rdma_rsp_create_qp, qpn));
 static_assert(sizeof(virtio_rdma_port_attr) <= VRDMA_CTRL_RSP_MAX);
 static_assert(sizeof(virtio_rdma_qp_attr) <= VRDMA_CTRL_RSP_MAX);
 
@@ -365,20 +350,6 @@ void vrdma_core_get_stats(const VrdmaCore *core, VrdmaStats *stats)
 uint64_t vrdma_core_mapped_pages(const VrdmaCore *core)
 {
     return core->mrs.mapped_pages();
-}
-
-uint32_t vrdma_core_qp_token(const VrdmaCore *core, uint32_t qpn)
-{
-    if (!core->qps.at(qpn)) {
-        return 0;
-    }
-    return uint32_t{core->qp_epoch[qpn]} << vrdma::kHandleIndexBits | qpn;
-}
-
-uint32_t vrdma_core_cqe_qp_token(const VrdmaCore *core, uint32_t qp_num)
-{
-    const auto qpn = core->wires.find(qp_num);
-    return qpn ? vrdma_core_qp_token(core, *qpn) : 0;
 }
 
 void vrdma_core_set_features(VrdmaCore *core, uint64_t features)

@@ -36,10 +36,10 @@ struct VrdmaCore {
     VrdmaCore(const VrdmaLimits &lim_, const VrdmaHostOps &ops_,
               std::in_place_type_t<B>, Args &&...args)
         : lim(lim_), host(ops_), caps(vrdma::device_caps(lim_)),
-          rng(lim_.rng_seed), pds(lim_.max_pd), cqs(vrdma::cq_slots(lim_)),
-          mrs(lim_.max_mr), qps(vrdma::qp_slots(lim_)),
-          wires(vrdma::qp_slots(lim_)), qp_epoch(vrdma::qp_slots(lim_), 1),
-          contexts(lim_.max_ctx), ring_sched(vrdma::qp_slots(lim_)),
+          rng(lim_.rng_seed), pds(lim_.max_pd), cqs(lim_.max_cq),
+          mrs(lim_.max_mr), qps(lim_.max_qp), wires(lim_.max_qp),
+          qp_epoch(lim_.max_qp, 1), contexts(lim_.max_ctx),
+          ring_sched(lim_.max_qp),
           srqs(vrdma::srq_slots(lim_)), srq_sched(vrdma::srq_slots(lim_)),
           port(lim_.phys_mtu),
           backend(std::in_place_type<B>, std::forward<Args>(args)...)
@@ -96,11 +96,11 @@ struct VrdmaCore {
     /*
      * Per QP slot, the instance now in it: bumped whenever a QP instance
      * ends (destroy, MODIFY_QP to RESET, device reset), never restarted,
-     * so vrdma_core_qp_token() of an ended instance never names a later one
-     * (until 65535 more instances in that one slot).  1..0xffff.
+     * so a host job tagged with an ended instance's epoch never acts on a
+     * later one (until 65535 more instances in that one slot).  1..0xffff.
      */
     std::vector<uint16_t> qp_epoch;
-    /* VIRTIO_RDMA_F_RINGS: contexts, and the QPs whose rings have work. */
+    /* Contexts, and the QPs whose rings have work. */
     vrdma::ContextTable contexts;
     vrdma::RingSched ring_sched;
     /* Shared receive queues, and those whose backend takes entries eagerly. */

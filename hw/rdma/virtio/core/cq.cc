@@ -14,9 +14,6 @@ namespace vrdma {
 
 namespace {
 
-constexpr uint32_t kNotifyFlags =
-    VIRTIO_RDMA_NOTIFY_SOLICITED | VIRTIO_RDMA_NOTIFY_NEXT_COMPLETION;
-
 /*
  * A completion (guest order) into @cq's ring: the CQE, then its owner byte
  * (release: the guest sees the CQE whole once it sees the owner), then
@@ -61,7 +58,7 @@ bool cq_deliver(VrdmaCore &c, uint32_t cqn, const virtio_rdma_cq_req &cqe,
     }
     virtio_rdma_cq_req w = cqe;
     le_fields(w);
-    if (cq->ring ? !ring_push(c, cqn, *cq->ring, w) : !c.host.cq_push(cqn, w)) {
+    if (!ring_push(c, cqn, *cq->ring, w)) {
         stats.cq_overruns++;
         return false;
     }
@@ -72,27 +69,6 @@ bool cq_deliver(VrdmaCore &c, uint32_t cqn, const virtio_rdma_cq_req &cqe,
         c.host.cq_notify(cqn);
     }
     return true;
-}
-
-Status cmd_create_cq(VrdmaCore &c, const virtio_rdma_cmd_create_cq &req,
-                     virtio_rdma_rsp_create_cq &rsp)
-{
-    /* Completions are buffers of the CQ's vring: its size bounds the depth. */
-    if (req.cqe < 1 || req.cqe > c.lim.queue_size) {
-        return fail(VRDMA_ERR_LIMIT, "cqe", req.cqe, c.lim.queue_size);
-    }
-    const auto cqn = c.cqs.lowest_free(0, c.lim.max_cq);
-    if (!cqn) {
-        return fail(VRDMA_ERR_TABLE_FULL, "cqn", c.lim.max_cq);
-    }
-    auto cq = std::make_unique<Cq>();
-    cq->cqe = req.cqe;
-    if (Status s = backend::cq_created(c, *cqn, *cq); !s.ok()) {
-        return s;
-    }
-    c.cqs.insert(*cqn, std::move(cq));
-    rsp.cqn = *cqn;
-    return kOk;
 }
 
 Status cmd_create_cq_ring(VrdmaCore &c,
@@ -120,10 +96,9 @@ Status cmd_create_cq_ring(VrdmaCore &c,
         !s.ok()) {
         return s;
     }
-    /* A ring CQ needs no virtqueue: its numbers go further. */
-    const auto cqn = c.cqs.lowest_free(0, ring_cqs(c.lim));
+    const auto cqn = c.cqs.lowest_free(0, c.lim.max_cq);
     if (!cqn) {
-        return fail(VRDMA_ERR_TABLE_FULL, "cqn", ring_cqs(c.lim));
+        return fail(VRDMA_ERR_TABLE_FULL, "cqn", c.lim.max_cq);
     }
     auto cq = std::make_unique<Cq>();
     cq->cqe = req.cqe;
@@ -149,25 +124,8 @@ Status cmd_destroy_cq(VrdmaCore &c, const virtio_rdma_cmd_destroy_cq &req,
         return fail(VRDMA_ERR_IN_USE, "cqn", req.cqn, cq->refs);
     }
     backend::cq_destroyed(c, req.cqn);
-    if (cq->ring) {
-        c.contexts.unref(cq->ctx);
-    }
+    c.contexts.unref(cq->ctx);
     c.cqs.erase(req.cqn); /* unmaps its ring */
-    return kOk;
-}
-
-Status cmd_req_notify_cq(VrdmaCore &c, const virtio_rdma_cmd_req_notify &req,
-                         NoPayload &)
-{
-    Cq *cq = c.cqs.at(req.cqn);
-    if (!cq) {
-        return fail(VRDMA_ERR_BAD_HANDLE, "cqn", req.cqn);
-    }
-    if (!req.flags || (req.flags & ~kNotifyFlags)) {
-        return fail(VRDMA_ERR_BAD_ARG, "flags", req.flags, kNotifyFlags);
-    }
-    /* Arming twice before an event keeps the wider request (IBA 11.4.2.2). */
-    cq->armed |= req.flags;
     return kOk;
 }
 

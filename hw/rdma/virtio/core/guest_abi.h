@@ -46,7 +46,6 @@ inline void le_fields(virtio_rdma_port_attr &r)
     }
 }
 
-inline void le_fields(virtio_rdma_cmd_create_cq &r) { VRDMA_LE(r.cqe); }
 inline void le_fields(virtio_rdma_rsp_create_cq &r) { VRDMA_LE(r.cqn); }
 inline void le_fields(virtio_rdma_cmd_destroy_cq &r) { VRDMA_LE(r.cqn); }
 inline void le_fields(virtio_rdma_rsp_create_pd &r) { VRDMA_LE(r.pdn); }
@@ -108,7 +107,6 @@ inline void le_fields(virtio_rdma_cmd_create_qp &r)
     VRDMA_LE(r.max_inline_data);
 }
 
-inline void le_fields(virtio_rdma_rsp_create_qp &r) { VRDMA_LE(r.qpn); }
 inline void le_fields(virtio_rdma_rsp_create_qp_wire &r)
 {
     VRDMA_LE(r.qpn);
@@ -245,11 +243,6 @@ inline void le_fields(virtio_rdma_cmd_del_gid &r)
     VRDMA_LE(r.port);
 }
 
-inline void le_fields(virtio_rdma_cmd_req_notify &r)
-{
-    VRDMA_LE(r.cqn);
-    VRDMA_LE(r.flags);
-}
 
 /* ---- data path ---- */
 

@@ -30,10 +30,6 @@ void no_async_event(void *, uint32_t, uint32_t)
 {
 }
 
-int no_cq_push(void *, uint32_t, const virtio_rdma_cq_req *)
-{
-    return -1; /* nowhere to write it: an overrun */
-}
 void no_cq_notify(void *, uint32_t)
 {
 }
@@ -73,7 +69,6 @@ Host::Host(const VrdmaHostOps &ops)
     fill(ops_.events.gid_changed, &no_gid_changed);
     fill(ops_.events.guest_error, &no_guest_error);
     fill(ops_.events.async_event, &no_async_event);
-    fill(ops_.cq.push, &no_cq_push);
     fill(ops_.cq.notify, &no_cq_notify);
     fill(ops_.time.now_ns, &no_clock);
     fill(ops_.time.timer_mod, &no_timer);

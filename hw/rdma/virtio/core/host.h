@@ -5,7 +5,7 @@
  * The host may leave any group's ops NULL but memory's map, unmap and read
  * (vrdma_core_new() refuses that).  The facade fills the gaps once, at
  * creation, with what a host without them means: no GID or refusal
- * reports, no completions (every cq_push is an overrun), no clock and no
+ * reports, no CQ interrupts, no clock and no
  * timer, no wire.  So no caller tests an op for NULL; the two features a
  * caller must know about are asked for by name (can_write_gpa(),
  * has_timer()).
@@ -67,17 +67,13 @@ public:
         ops_.events.guest_error(ops_.opaque, cmd, err, field, a, b);
     }
 
-    /* VIRTIO_RDMA_F_RINGS: an async event for object @handle. */
+    /* An async event for object @handle. */
     void async_event(uint32_t type, uint32_t handle) const
     {
         ops_.events.async_event(ops_.opaque, type, handle);
     }
 
     /* ---- completions ---- */
-    bool cq_push(uint32_t cqn, const virtio_rdma_cq_req &cqe) const
-    {
-        return ops_.cq.push(ops_.opaque, cqn, &cqe) == 0;
-    }
     void cq_notify(uint32_t cqn) const { ops_.cq.notify(ops_.opaque, cqn); }
 
     /* ---- time ---- */

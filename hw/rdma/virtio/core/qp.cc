@@ -211,13 +211,10 @@ void Qp::reset_attrs()
 
 namespace {
 
-/*
- * CREATE_QP's field checks, shared by CREATE_QP_RING; @qs bounds each
- * queue's depth.
- */
-Status check_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
-                    uint32_t qs)
+/* CREATE_QP_RING's checks of its embedded QP request. */
+Status check_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req)
 {
+    const uint32_t qs = max_ring_qp_wr(c.lim);
 
     if (!c.pds.find(req.pdn)) {
         return fail(VRDMA_ERR_BAD_HANDLE, "pdn", req.pdn);
@@ -229,9 +226,8 @@ Status check_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
         return fail(VRDMA_ERR_BAD_ARG, "sq_sig_type", req.sq_sig_type);
     }
     /*
-     * Virtqueues: WQEs are buffers of the QP's vrings, whose size bounds
-     * the depth.  Rings: the device keeps a window of each queue, so only
-     * max_ring_qp_wr does.  Each refusal shows both sizes of the pair.
+     * The device keeps a window of each queue, so only the ring's bound
+     * limits the depth.  Each refusal shows both sizes of the pair.
      */
     if (req.max_send_wr > qs) {
         return fail(VRDMA_ERR_LIMIT, "max_send_wr", req.max_send_wr,
@@ -267,8 +263,8 @@ Status check_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
 }
 
 /*
- * A checked CREATE_QP(_RING) takes its slot; @rings (may be null), @ctx
- * and @srqn (0: none) go with it.
+ * A checked CREATE_QP_RING takes its slot; @rings, @ctx and @srqn (0: none)
+ * go with it.
  */
 Status commit_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
                      uint32_t ctx, std::unique_ptr<QpRings> rings,
@@ -281,11 +277,9 @@ Status commit_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
         }
         qpn = kGsiQpn;
     } else {
-        /* Ring QPs need no virtqueue: their numbers go further. */
-        const uint32_t end = rings ? ring_qps(c.lim) : c.lim.max_qp;
-        const auto free = pick_qp_slot(c, end);
+        const auto free = pick_qp_slot(c, c.lim.max_qp);
         if (!free) {
-            return fail(VRDMA_ERR_TABLE_FULL, "qpn", end);
+            return fail(VRDMA_ERR_TABLE_FULL, "qpn", c.lim.max_qp);
         }
         qpn = *free;
     }
@@ -324,9 +318,7 @@ Status commit_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
         c.srqs.at(srqn)->refs++;
     }
     c.wires.insert(live->wire_qpn, qpn);
-    if (live->rings) {
-        c.contexts.ref(ctx);
-    }
+    c.contexts.ref(ctx);
     rsp.qpn = qpn;
     rsp.wire_qpn = live->wire_qpn;
     return kOk;
@@ -334,33 +326,24 @@ Status commit_create(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
 
 } // namespace
 
-Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
-                     virtio_rdma_rsp_create_qp_wire &rsp)
-{
-    if (Status s = check_create(c, req, c.lim.queue_size); !s.ok()) {
-        return s;
-    }
-    return commit_create(c, req, VIRTIO_RDMA_KERNEL_CTX, nullptr, 0, rsp);
-}
-
 Status cmd_create_qp_ring(VrdmaCore &c,
                           const virtio_rdma_cmd_create_qp_ring &req,
                           virtio_rdma_rsp_create_qp_wire &rsp)
 {
     const virtio_rdma_cmd_create_qp &q = req.qp;
-    if (Status s = check_create(c, q, max_ring_qp_wr(c.lim)); !s.ok()) {
-        return s; /* the fields of CREATE_QP, named as there */
+    if (Status s = check_create(c, q); !s.ok()) {
+        return s; /* the fields of the embedded request, named as there */
     }
     if (!c.contexts.live(req.ctx)) {
         return fail(VRDMA_ERR_BAD_HANDLE, "ctx", req.ctx);
     }
-    /* A process completes only on its own CQs; no virtqueue CQ either. */
+    /* A process completes only on its own CQs. */
     const Cq *scq = c.cqs.at(q.send_cqn);
     const Cq *rcq = c.cqs.at(q.recv_cqn);
-    if (!scq->ring || scq->ctx != req.ctx) {
+    if (scq->ctx != req.ctx) {
         return fail(VRDMA_ERR_BAD_ARG, "qp.send_cqn", q.send_cqn, req.ctx);
     }
-    if (!rcq->ring || rcq->ctx != req.ctx) {
+    if (rcq->ctx != req.ctx) {
         return fail(VRDMA_ERR_BAD_ARG, "qp.recv_cqn", q.recv_cqn, req.ctx);
     }
     if (req.flags) {
@@ -448,9 +431,7 @@ void modify_apply(VrdmaCore &c, uint32_t qpn, uint32_t mask,
     if (qp->state() == VIRTIO_RDMA_QPS_RESET &&
         old_state != VIRTIO_RDMA_QPS_RESET) {
         c.qp_instance_ended(qpn); /* its old work is gone with it */
-        if (qp->rings) {
-            qp_rings_reset(c, *qp);
-        }
+        qp_rings_reset(c, *qp);
     }
 }
 
@@ -479,10 +460,8 @@ Status cmd_destroy_qp(VrdmaCore &c, const virtio_rdma_cmd_destroy_qp &req,
         return fail(VRDMA_ERR_BAD_HANDLE, "qpn", req.qpn);
     }
     backend::qp_destroyed(c, *qp); /* outstanding work is dropped */
-    if (qp->rings) {
-        qp_rings_destroyed(c, *qp);
-        c.contexts.unref(qp->ctx);
-    }
+    qp_rings_destroyed(c, *qp);
+    c.contexts.unref(qp->ctx);
     c.wires.release(qp->wire_qpn);
     c.pds.at(qp->pd_index)->refs--;
     c.cqs.at(qp->send_cqn)->refs--;

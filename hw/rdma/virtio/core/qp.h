@@ -1,8 +1,7 @@
 /*
  * virtio-rdma core: queue pairs.  QP number (queue index) n (0 unused,
- * 1 = the GSI QP) has its send queue at virtqueue 1 + max_cq + 2n, its
- * receive queue next.  Peers address it by its wire QPN (wire_qpn.h):
- * n itself, unless the driver negotiated VIRTIO_RDMA_F_WIRE_QPN.
+ * 1 = the GSI QP) names it in commands and doorbells; its queues are rings
+ * in guest memory.  Peers address it by its wire QPN (wire_qpn.h).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -24,7 +23,7 @@ using roce::kGsiQpn; /* the GSI QP: its queue index and its wire QPN */
 inline constexpr uint32_t kFirstQpn = 2; /* of the other QPs */
 
 struct Qp {
-    uint32_t index = 0;      /* queue index: virtqueues, control commands */
+    uint32_t index = 0;      /* queue index: commands, doorbells */
     uint32_t wire_qpn = 0;   /* what peers address; CQE qp_num */
     uint8_t type = 0;        /* enum virtio_rdma_qp_type */
     uint8_t sq_sig_type = 0; /* enum virtio_rdma_sig_type */
@@ -37,8 +36,7 @@ struct Qp {
     /* The backend's state of this QP (backend.h). */
     BackendQp backend;
     uint32_t ctx = 0; /* the owner's context (VIRTIO_RDMA_F_RINGS) */
-    /* VIRTIO_RDMA_F_RINGS: its queues in guest memory; else virtqueues. */
-    std::unique_ptr<QpRings> rings;
+    std::unique_ptr<QpRings> rings; /* in guest memory; never null */
     /*
      * Its receives come from this SRQ (srq.h), with its max_sge and lkeys
      * of its PD (IBA: the SRQ's PD, not the QP's); 0: its RQ.
@@ -59,9 +57,6 @@ struct Qp {
     void reset_attrs();
 };
 
-/* The response is the queue index, and with WIRE_QPN the wire QPN too. */
-Status cmd_create_qp(VrdmaCore &c, const virtio_rdma_cmd_create_qp &req,
-                     virtio_rdma_rsp_create_qp_wire &rsp);
 /*
  * MODIFY_QP's second half, once every check passed and the backend agreed
  * (at once, or when its deferred host work is done: VrdmaCore::pending).

@@ -37,9 +37,9 @@ uint64_t max_map_count()
 
 Backend::Backend(std::unique_ptr<HostDevice> dev, const VrdmaLimits &lim)
     : dev_(std::move(dev)), pds_(lim.max_pd, nullptr),
-      cqs_(cq_slots(lim), nullptr), srqs_(srq_slots(lim), nullptr),
+      cqs_(lim.max_cq, nullptr), srqs_(srq_slots(lim), nullptr),
       mrs_(lim.max_mr),
-      pending_(cq_slots(lim)),
+      pending_(lim.max_cq),
       dma_(lim.max_pd)
 {
     max_map_runs = max_map_count() / 2;

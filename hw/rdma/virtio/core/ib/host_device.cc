@@ -112,19 +112,12 @@ void HostDevice::clamp(VrdmaLimits &lim) const
 {
     lower(lim.max_qp, dev_.max_qp);
     lower(lim.max_cq, dev_.max_cq);
-    lower(lim.max_ring_qp, dev_.max_qp);
-    lower(lim.max_ring_cq, dev_.max_cq);
     lower(lim.max_mr, dev_.max_mr);
     lower(lim.max_pd, dev_.max_pd);
     lower(lim.max_ah, dev_.max_ah);
     lower(lim.max_sge, dev_.max_sge);
     lower(lim.max_mr_size, static_cast<long long>(
                                std::min<uint64_t>(dev_.max_mr_size, INT64_MAX)));
-    /* A vring's entries are WQEs of one QP and CQEs of one CQ. */
-    const int host_q = std::min(dev_.max_qp_wr, dev_.max_cqe);
-    if (host_q > 0) {
-        lower(lim.queue_size, std::bit_floor(static_cast<unsigned>(host_q)));
-    }
     /* What the guest is told the device does (its config space). */
     lim.max_qp_rd_atom = static_cast<uint32_t>(std::max(dev_.max_qp_rd_atom, 1));
     lim.max_qp_init_rd_atom =

@@ -278,14 +278,6 @@ Status Backend::qp_created(VrdmaCore &c, Qp &qp)
         qp.wire_qpn = kGsiQpn;
         return kOk;
     }
-    /*
-     * The host picks the QP's number; a driver that cannot be told it
-     * (no VIRTIO_RDMA_F_WIRE_QPN) would hand peers its queue index.
-     */
-    if (!c.has_feature(VIRTIO_RDMA_F_WIRE_QPN)) {
-        return fail(VRDMA_ERR_UNSUPPORTED, "features", c.features,
-                    uint64_t{1} << VIRTIO_RDMA_F_WIRE_QPN);
-    }
     ibv_qp_init_attr ia{};
     ia.send_cq = cqs_[qp.send_cqn];
     ia.recv_cq = cqs_[qp.recv_cqn];

@@ -14,15 +14,8 @@ namespace vrdma::soft_roce {
 Status Engine::qp_created(VrdmaCore &c, Qp &qp)
 {
     qp_create(c, qp);
-    /*
-     * The wire QPN is the queue index unless the driver negotiated
-     * WIRE_QPN; the GSI QP is QP1 either way (IBA).
-     */
-    if (c.has_feature(VIRTIO_RDMA_F_WIRE_QPN) && qp.index != kGsiQpn) {
-        qp.wire_qpn = c.wires.pick(c.rng);
-    } else {
-        qp.wire_qpn = qp.index;
-    }
+    /* A random wire QPN; the GSI QP's is 1 (IBA). */
+    qp.wire_qpn = qp.index == kGsiQpn ? kGsiQpn : c.wires.pick(c.rng);
     return kOk;
 }
 

@@ -1,11 +1,10 @@
 /*
  * virtio-rdma soft-RoCE engine: completions.
  *
- * A CQE goes to the host's cq_push (the next buffer the driver posted on
- * the CQ's virtqueue).  Then the CQ's arming rules (Cq::take_event, cq.h)
- * say whether it interrupts the driver.
+ * A CQE goes into the CQ's ring (cq_deliver, cq.cc).  Then the CQ's arming
+ * rules (Cq::take_event, cq.h) say whether it interrupts the driver.
  *
- * No buffer (cq_push fails) is a CQ overrun: the CQE is lost, counted, and
+ * A full ring is a CQ overrun: the CQE is lost, counted, and
  * the QP that completed goes to ERR (IBA 11.4.2.1 makes it a CQ error; the
  * QP is where the damage is visible to the driver).
  *

@@ -85,12 +85,12 @@ void qp_create(VrdmaCore &, Qp &qp)
     /*
      * post_send/post_recv refuse a WQE beyond sq_cap / rq_cap, so a ring
      * of at least that many slots (a power of two, for the mask) never
-     * wraps onto a live one.  A ring QP's queues are its window of the
-     * guest's ring.  CREATE_QP checked the caps (<= queue_size, <=
-     * max_sge), so the products below stay small.  A queue with no WQEs
-     * still gets one slot: no index ever names an empty vector.
+     * wraps onto a live one.  The queues are the QP's window of the
+     * guest's rings (kRingWindow).  CREATE_QP_RING checked max_sge, so the
+     * products below stay small.  A queue with no WQEs still gets one
+     * slot: no index ever names an empty vector.
      */
-    const uint32_t window = qp.rings ? kRingWindow : UINT32_MAX;
+    const uint32_t window = kRingWindow;
     e.sq_cap = std::min(qp.cap.max_send_wr, window);
     /* On an SRQ: the one receive it took, while a message fills it. */
     e.rq_cap = qp.srqn ? 1 : std::min(qp.cap.max_recv_wr, window);

@@ -25,7 +25,7 @@
 namespace vrdma::soft_roce {
 
 Engine::Engine(const VrdmaLimits &lim)
-    : runq(qp_slots(lim)), loop_buf(size_t{kLoopSlots} * kMaxFrame),
+    : runq(lim.max_qp), loop_buf(size_t{kLoopSlots} * kMaxFrame),
       loop_len(kLoopSlots), tx(kMaxFrame)
 {
 }

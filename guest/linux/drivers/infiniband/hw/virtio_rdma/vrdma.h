@@ -63,12 +63,6 @@ struct vrdma_dev {
 	/* Config space, read once at probe. */
 	struct virtio_rdma_config cfg;
 	/*
-	 * The virtqueue layout's CQ and QP counts (cfg.max_cq, cfg.max_qp):
-	 * where the event queue is.  The driver uses none of those CQ and QP
-	 * virtqueues.
-	 */
-	u32 max_cq, max_qp;
-	/*
 	 * The CQ and QP number spaces (cfg.max_ring_cq, cfg.max_ring_qp):
 	 * bound every cqn / qpn and size the per-number tables.
 	 */
@@ -86,8 +80,6 @@ struct vrdma_dev {
 	struct vrdma_ctrl_req *ctrl;
 	bool ctrl_dead;		/* the queue broke: nothing comes back */
 
-	unsigned int nvqs;
-	struct virtqueue **vqs;
 	struct virtqueue *event_vq;
 	struct virtio_rdma_event *events;
 	unsigned int nevents;
@@ -346,12 +338,6 @@ static inline u32 vrdma_max_cqe(const struct vrdma_dev *dev)
 static inline u32 vrdma_max_qp_wr(const struct vrdma_dev *dev)
 {
 	return dev->cfg.max_ring_qp_wr;
-}
-
-/* Virtqueue layout (docs/specs/virtio-rdma.rst, "Virtqueues"). */
-static inline unsigned int vrdma_vq_event(struct vrdma_dev *dev)
-{
-	return 1 + dev->max_cq + 2 * dev->max_qp;
 }
 
 /* vrdma_ctrl.c */

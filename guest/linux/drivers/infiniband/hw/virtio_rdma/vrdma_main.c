@@ -48,14 +48,10 @@ static void vrdma_read_config(struct vrdma_dev *dev)
 	VRDMA_LE(c, hw_ver);
 	VRDMA_LE(c, max_mr_size);
 	VRDMA_LE(c, page_size_cap);
-	VRDMA_LE(c, max_qp);
-	VRDMA_LE(c, max_qp_wr);
 	VRDMA_LE(c, device_cap_flags);
 	VRDMA_LE(c, max_send_sge);
 	VRDMA_LE(c, max_recv_sge);
 	VRDMA_LE(c, max_sge_rd);
-	VRDMA_LE(c, max_cq);
-	VRDMA_LE(c, max_cqe);
 	VRDMA_LE(c, max_mr);
 	VRDMA_LE(c, max_pd);
 	VRDMA_LE(c, max_qp_rd_atom);
@@ -75,39 +71,26 @@ static void vrdma_read_config(struct vrdma_dev *dev)
 	VRDMA_LE(c, max_srq_sge);
 }
 
-/*
- * Every queue of the layout is set up, the idle ones too: virtio numbers
- * the queues it sets up consecutively, so skipping them would move the
- * event queue.  Only control and event have callbacks (interrupts).
- */
+/* The device's two virtqueues, each with its interrupt. */
 static int vrdma_init_vqs(struct vrdma_dev *dev)
 {
-	unsigned int i, n = vrdma_vq_event(dev) + 1;
-	vq_callback_t **cbs;
-	const char **names;
-	int err = -ENOMEM;
+	struct virtqueue *vqs[VIRTIO_RDMA_NUM_VQS];
+	vq_callback_t *cbs[VIRTIO_RDMA_NUM_VQS] = {
+		[VIRTIO_RDMA_VQ_CTRL] = vrdma_ctrl_vq_done,
+		[VIRTIO_RDMA_VQ_EVENT] = vrdma_event_vq_done,
+	};
+	const char *names[VIRTIO_RDMA_NUM_VQS] = {
+		[VIRTIO_RDMA_VQ_CTRL] = "ctrl",
+		[VIRTIO_RDMA_VQ_EVENT] = "event",
+	};
+	int err;
 
-	dev->nvqs = n;
-	dev->vqs = kcalloc(n, sizeof(*dev->vqs), GFP_KERNEL);
-	cbs = kcalloc(n, sizeof(*cbs), GFP_KERNEL);
-	names = kcalloc(n, sizeof(*names), GFP_KERNEL);
-	if (!dev->vqs || !cbs || !names)
-		goto out;
-	for (i = 1; i < n - 1; i++)
-		names[i] = "idle";
-	names[0] = "ctrl";
-	cbs[0] = vrdma_ctrl_vq_done;
-	names[n - 1] = "event";
-	cbs[n - 1] = vrdma_event_vq_done;
-	err = vrdma_find_vqs(dev->vdev, n, dev->vqs, cbs, names);
+	err = vrdma_find_vqs(dev->vdev, VIRTIO_RDMA_NUM_VQS, vqs, cbs, names);
 	if (err)
-		goto out;
-	dev->ctrl_vq = dev->vqs[0];
-	dev->event_vq = dev->vqs[n - 1];
-out:
-	kfree(cbs);
-	kfree(names);
-	return err;
+		return err;
+	dev->ctrl_vq = vqs[VIRTIO_RDMA_VQ_CTRL];
+	dev->event_vq = vqs[VIRTIO_RDMA_VQ_EVENT];
+	return 0;
 }
 
 static void vrdma_free_queues(struct vrdma_dev *dev)
@@ -116,7 +99,6 @@ static void vrdma_free_queues(struct vrdma_dev *dev)
 	kfree(dev->events);
 	kfree(dev->cqs);
 	bitmap_free(dev->qp_busy);
-	kfree(dev->vqs);
 }
 
 /*
@@ -230,22 +212,23 @@ static int vrdma_probe(struct virtio_device *vdev)
 
 	vrdma_read_config(dev);
 	vrdma_clamp_config(dev);
-	dev->max_cq = dev->cfg.max_cq;
-	dev->max_qp = dev->cfg.max_qp;
 	dev->ncq = dev->cfg.max_ring_cq;
 	dev->nqp = dev->cfg.max_ring_qp;
 	vrdma_srq_config(dev);
+	if (dev->cfg.hw_ver != VIRTIO_RDMA_ABI_VERSION) {
+		dev_err(&vdev->dev, "the device speaks version %u of the virtio-rdma ABI, this driver version %u\n",
+			dev->cfg.hw_ver, VIRTIO_RDMA_ABI_VERSION);
+		err = -ENODEV;
+		goto err_dev;
+	}
 	if (dev->cfg.phys_port_cnt != 1 ||
-	    dev->max_cq > VIRTIO_RDMA_LIMIT_MAX ||
-	    dev->max_qp > VIRTIO_RDMA_LIMIT_MAX ||
 	    !dev->ncq || dev->nqp < 2 ||
 	    dev->ncq > VIRTIO_RDMA_RING_MAX_CQ ||
 	    dev->nqp > VIRTIO_RDMA_RING_MAX_QP ||
 	    !dev->cfg.max_ring_cqe || !dev->cfg.max_ring_qp_wr ||
 	    dev->cfg.page_size_cap != VIRTIO_RDMA_PAGE_SIZE) {
-		dev_err(&vdev->dev, "unsupported configuration (ports %u, max_cq %u, max_qp %u, CQ numbers %u, QP numbers %u, ring CQEs %u, ring WRs %u)\n",
-			dev->cfg.phys_port_cnt, dev->max_cq, dev->max_qp,
-			dev->ncq, dev->nqp, dev->cfg.max_ring_cqe,
+		dev_err(&vdev->dev, "unsupported configuration (ports %u, CQ numbers %u, QP numbers %u, ring CQEs %u, ring WRs %u)\n",
+			dev->cfg.phys_port_cnt, dev->ncq, dev->nqp, dev->cfg.max_ring_cqe,
 			dev->cfg.max_ring_qp_wr);
 		err = -EINVAL;
 		goto err_dev;
@@ -334,8 +317,8 @@ static unsigned int vrdma_features[] = {
 };
 
 /*
- * Before FEATURES_OK: the driver has only the rings' data path, which
- * needs the two other features (the device refuses RINGS without them).
+ * Before FEATURES_OK: the three features are what ABI version 2 is; a
+ * device without them is of version 1 (its queues are virtqueues).
  */
 static int vrdma_validate(struct virtio_device *vdev)
 {
@@ -343,7 +326,8 @@ static int vrdma_validate(struct virtio_device *vdev)
 	    virtio_has_feature(vdev, VIRTIO_RDMA_F_WIRE_QPN) &&
 	    virtio_has_feature(vdev, VIRTIO_RDMA_F_EVENT_QUEUE))
 		return 0;
-	dev_err(&vdev->dev, "the device does not offer queues in guest memory (VIRTIO_RDMA_F_RINGS with WIRE_QPN and EVENT_QUEUE), which this driver needs: use -device virtio-rdma-pci with its default rings=on, wire-qpn=on, event-queue=on\n");
+	dev_err(&vdev->dev, "the device does not offer queues in guest memory (VIRTIO_RDMA_F_RINGS with WIRE_QPN and EVENT_QUEUE): it speaks version 1 of the virtio-rdma ABI, this driver version %u\n",
+		VIRTIO_RDMA_ABI_VERSION);
 	return -ENODEV;
 }
 

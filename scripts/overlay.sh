@@ -13,7 +13,6 @@ q=$top/subprojects/qemu
 links=(
     hw/rdma
     include/hw/rdma
-    include/hw/virtio/virtio-rdma.h
     qapi/rdma-virtio.json
     configs/devices/x86_64-softmmu/virtio-rdma.mak
     tests/qtest/libqos/virtio-rdma.c

@@ -20,7 +20,7 @@
 #include <sys/vfs.h>
 #include <linux/magic.h>
 #include "hw/boards.h"
-#include "hw/virtio/virtio-rdma.h"
+#include "virtio-rdma.h"
 #include "migration/blocker.h"
 #include "trace.h"
 

@@ -52,7 +52,7 @@
 #include "block/aio.h"
 #include "block/aio-wait.h"
 #include "block/thread-pool.h"
-#include "hw/virtio/virtio-rdma.h"
+#include "virtio-rdma.h"
 #include "trace.h"
 
 #define VRDMA_STAGE_FRAMES_MAX  1024  /* per direction */

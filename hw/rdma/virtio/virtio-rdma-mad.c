@@ -48,7 +48,7 @@
 #include "system/system.h"
 #include "chardev/char-fe.h"
 #include "hw/rdma/rdmacm-mux-proto.h"
-#include "hw/virtio/virtio-rdma.h"
+#include "virtio-rdma.h"
 #include "trace.h"
 
 #define VRDMA_MAD_QUEUE     256   /* MAD_SENDs waiting for the socket */

@@ -54,7 +54,7 @@
 #include "system/hostmem.h"
 #include "system/xen.h"
 #include "hw/virtio/virtio.h"
-#include "hw/virtio/virtio-rdma.h"
+#include "virtio-rdma.h"
 #include "trace.h"
 
 /* A stretch of RAM the address space lost in the current transaction. */

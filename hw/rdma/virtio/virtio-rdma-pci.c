@@ -22,7 +22,7 @@
 #include "hw/qdev-properties.h"
 #include "hw/virtio/virtio-net.h"
 #include "hw/virtio/virtio-pci.h"
-#include "hw/virtio/virtio-rdma.h"
+#include "virtio-rdma.h"
 
 typedef struct VirtIORdmaPCI VirtIORdmaPCI;
 

@@ -12,7 +12,7 @@
 #include "monitor/hmp.h"
 #include "monitor/monitor.h"
 #include "hw/qdev-core.h"
-#include "hw/virtio/virtio-rdma.h"
+#include "virtio-rdma.h"
 
 /* backend=ibverbs: the host device and its objects; NULL otherwise. */
 static VirtioRdmaIbverbs *virtio_rdma_ib_info(VirtIORdma *r)

@@ -31,7 +31,7 @@
 #include "net/net.h"
 #include "net/vhost_net.h"
 #include "hw/virtio/virtio-net.h"
-#include "hw/virtio/virtio-rdma.h"
+#include "virtio-rdma.h"
 #include "trace.h"
 
 #define TYPE_VIRTIO_RDMA_FILTER "x-virtio-rdma-filter"

@@ -228,4 +228,14 @@ void virtio_rdma_engine_async_drop(VirtIORdma *r, uint32_t type,
 uint32_t virtio_rdma_async_bits(const VirtIORdma *r, uint32_t type);
 void virtio_rdma_engine_stats(VirtIORdma *r, VirtIORdmaStageStats *st);
 
+/* virtio-rdma-event.c */
+/* Every buffer of @elem is guest RAM (else virtio_rdma_not_ram()). */
+bool virtio_rdma_elem_in_ram(const VirtQueueElement *elem);
+/* A buffer that is not RAM: virtio_error(), @elem given back unused. */
+void virtio_rdma_not_ram(VirtIORdma *r, VirtQueue *vq, VirtQueueElement *elem);
+/* dp_bh (BQL): the staged events into the event queue, one notification. */
+void virtio_rdma_event_flush(VirtIORdma *r);
+/* The event queue's handler: the driver added buffers. */
+void virtio_rdma_handle_event(VirtIODevice *vdev, VirtQueue *vq);
+
 #endif

@@ -36,7 +36,19 @@ count_tap() {
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
     [ "$f" = 0 ] || failures+=("$name (see $file)")
     # What failed, for the summary at the very end (CI shows the tail).
-    [ "$f" = 0 ] || details+=("$(grep -E '^ *not ok [0-9]+|^# EXIT |ERROR:|Bail out|Assertion .* failed|encountered exit status' "$file" | head -n 12 | sed "s/^/  $name: /")")
+    [ "$f" = 0 ] || details+=("$(failure_lines "$file" | head -n 16 | sed "s/^/  $name: /")")
+}
+
+# failure_lines FILE: each "not ok" line of a TAP log with the two "# "
+# lines before it (where KTAP and GLib say why), and the lines that tell
+# of a crash, an exit status or a failed assertion.
+failure_lines() {
+    awk 'function said(l) { if (l != "") print substr(l, 1, 240) }
+         /^ *not ok [0-9]+/ { said(h2); said(h1); print; h1 = h2 = ""; next }
+         /^# EXIT |ERROR:|Bail out|Assertion .* failed|encountered exit status/ {
+             print; h1 = h2 = ""; next }
+         /^ *# / { h2 = h1; h1 = $0; next }
+         { h1 = h2 = "" }' "$1"
 }
 
 # run_unit NAME BDIR SETUP: the unit suite of a meson build of the core

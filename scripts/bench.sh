@@ -10,7 +10,9 @@
 #           pair): ib_write_bw 64 KiB, ib_send_lat 64 B, ibv_rc_pingpong
 #           4 KiB through virtio-rdma (virtio_rdma.ko + provider) vs the same
 #           guests, same machines, on the guest kernel's rxe; rounds
-#           alternate the two (BENCH_GUEST_ROUNDS, default 2)
+#           alternate the two (BENCH_GUEST_ROUNDS, default 2), at each NIC
+#           MTU of BENCH_GUEST_MTUS (default "1500 9000": RoCE MTU 1024
+#           and 4096)
 #   insns   guest instructions per message (bench/guest_insns.py): the same
 #           two guests on a QEMU with TCG plugins (build/qemu-plugins),
 #           counting every instruction each guest executes, for SENDs of
@@ -80,20 +82,22 @@ run_device() {
 # differs (LAB_DRV_AS=rxe: the guests carry virtio-rdma-pci but use rxe).
 run_guests() {
     echo "== guests (tests/lab driver part, vv pair, IPv4)"
-    local r kind res rounds=${BENCH_GUEST_ROUNDS:-2}
+    local r kind mtu res rounds=${BENCH_GUEST_ROUNDS:-2}
     rm -f "$log/guests.txt"
     { bash "$top/tests/lab/setup.sh" && bash "$top/scripts/build-guest.sh"; } \
         >"$log/guests-build.log" 2>&1 ||
         { tail -n 30 "$log/guests-build.log"; echo "bench: guest set-up failed"; return 1; }
-    for r in $(seq "$rounds"); do
-        for kind in rxe vrdma; do
-            res=$log/guests-$kind-$r
-            rm -rf "$res"
-            LAB_DRV_AS=$([ $kind = rxe ] && echo rxe) timeout 1200 \
-                /usr/bin/python3 "$top/tests/lab/lab.py" driver --results "$res" \
-                -k '^driver/vv/v4-(write_bw|send_lat|rc_pingpong)$' >"$res.log" 2>&1
-            grep -E '^(PASS|FAIL) driver/vv/v4-' "$res/results.txt" 2>/dev/null |
-                sed "s/^/$kind $r /" >> "$log/guests.txt"
+    for mtu in ${BENCH_GUEST_MTUS:-1500 9000}; do
+        for r in $(seq "$rounds"); do
+            for kind in rxe vrdma; do
+                res=$log/guests-$kind-$mtu-$r
+                rm -rf "$res"
+                LAB_NIC_MTU=$mtu LAB_DRV_AS=$([ $kind = rxe ] && echo rxe) timeout 1200 \
+                    /usr/bin/python3 "$top/tests/lab/lab.py" driver --results "$res" \
+                    -k '^driver/vv/v4-(write_bw|send_lat|rc_pingpong)$' >"$res.log" 2>&1
+                grep -E '^(PASS|FAIL) driver/vv/v4-' "$res/results.txt" 2>/dev/null |
+                    sed "s/^/$kind $mtu $r /" >> "$log/guests.txt"
+            done
         done
     done
     echo "log: $log/guests.txt"

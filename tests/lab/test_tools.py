@@ -71,7 +71,7 @@ class Figures(unittest.TestCase):
         self.assertEqual(tools.figures(RC_PINGPONG), 'bw=2.21MB/s lat=3715.41us')
 
     def test_bw(self):
-        self.assertEqual(tools.figures(WRITE_BW), 'bw=15.31MB/s rate=0.000245Mpps')
+        self.assertEqual(tools.figures(WRITE_BW), 'bw=15.31MB/s rate=0.000245Mpps mtu=1024')
 
     def test_lat_is_t_typical(self):
         self.assertEqual(tools.figures(WRITE_LAT), 'lat=1003.18us')
@@ -83,6 +83,11 @@ class Figures(unittest.TestCase):
     def test_none(self):
         self.assertEqual(tools.figures("Couldn't connect to 10.77.0.11:18515\n"), '')
         self.assertEqual(tools.figures(''), '')
+
+    def test_mtu_alone_is_no_figure(self):
+        """A tool killed after its header (kill-send_bw) has no figures:
+        its note is what kill-mid said."""
+        self.assertEqual(tools.figures(' Mtu             : 4096[B]\n'), '')
 
 
 class Args(unittest.TestCase):

@@ -2,6 +2,7 @@
 shares (protocol.py), its console in OUT/console.log and QEMU's own output
 in OUT/qemu.log."""
 import hashlib
+import os
 import re
 import subprocess
 import time
@@ -86,8 +87,13 @@ class Guest:
         for fsid, path, tag, ro in shares:
             cmd += ['-fsdev', f'local,id={fsid},path={path},security_model=none{ro},'
                     'multidevs=remap', '-device', f'virtio-9p-pci,fsdev={fsid},mount_tag={tag}']
+        # LAB_NIC_MTU (the benchmark's jumbo runs: 9000 gives RoCE MTU
+        # 4096): eth0 comes up with it (VIRTIO_NET_F_MTU), and our device
+        # and the guest's rxe take their RoCE MTU from it.
+        mtu = os.environ.get('LAB_NIC_MTU')
         cmd += ['-netdev', f'{netdev},id=n0',
                 '-device', f'virtio-net-pci,netdev=n0,mac={mac},addr=04.0'
+                + (f',host_mtu={int(mtu)}' if mtu else '')
                 + (',multifunction=on' if vrdma else '')]
         if vrdma:
             name = hashlib.md5(str(self.out).encode()).hexdigest()[:12]

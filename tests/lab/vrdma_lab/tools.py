@@ -137,14 +137,20 @@ def syscalls(text):
     return calls
 
 
+_PERFTEST_MTU = re.compile(r' *Mtu +: ([0-9]+)\[B\]')
+
+
 def figures(text):
     """The figures in a tool's output TEXT, '' when it has none: the last
     of each kind wins (but NetPIPE's lat: its first line's, the smallest
-    message's)."""
-    bw = rate = lat = None
+    message's); with a figure, the RoCE MTU perftest said it ran at."""
+    bw = rate = lat = mtu = None
     bw_header = lat_header = netpipe = False
     for line in MPI_TAG.sub('', text).splitlines():
         f = line.split()
+        m = _PERFTEST_MTU.match(line)
+        if m:
+            mtu = m.group(1)  # the RoCE MTU perftest's QPs ran at
         m = _NETPIPE.search(line)
         if m:
             bw = '%.2f' % (float(m.group(1)) / 8)
@@ -162,5 +168,6 @@ def figures(text):
         if _LAT_HEADER.search(line):
             lat_header = True
     return ' '.join(s for s in (bw and f'bw={bw}MB/s', rate and f'rate={rate}Mpps',
-                                lat and f'lat={lat}us') if s)
+                                lat and f'lat={lat}us',
+                                (bw or lat) and mtu and f'mtu={mtu}') if s)
 

@@ -234,6 +234,8 @@ typedef struct VrdmaHostOps {
          * spells it ("send_cqn", "attrs.path_mtu"; "request"/"response"
          * for their sizes), a string literal, never NULL; @a is the
          * offending value, @b the bound or object it was checked against.
+         * @cmd is 0 (no command has it) for what the data path refused:
+         * a doorbell, a ring entry, a work request.
          */
         void (*guest_error)(void *opaque, uint8_t cmd, VrdmaErr err,
                             const char *field, uint64_t a, uint64_t b);

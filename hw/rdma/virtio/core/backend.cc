@@ -58,9 +58,9 @@ Status gid_adding(VrdmaCore &c, uint32_t index, const GidEntry &gid)
     return with(c, [&](auto &b) { return b.gid_adding(c, index, gid); });
 }
 
-void qp_to_error(VrdmaCore &c, Qp &qp)
+void qp_error_flush(VrdmaCore &c, Qp &qp)
 {
-    with(c, [&](auto &b) { b.qp_to_error(c, qp); });
+    with(c, [&](auto &b) { b.qp_error_flush(c, qp); });
 }
 
 Status mr_registered(VrdmaCore &c, uint32_t index, Mr &mr)

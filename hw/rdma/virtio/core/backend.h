@@ -39,22 +39,31 @@
  *   mr_deregistered DEREG_MR, before the MR is freed: a host device may
  *                   refuse (the MR then stays, and so does DEREG_MR's
  *                   answer: the error).
- *   post_send/recv  one work request from a QP's send / receive queue.
+ *   post_send/recv  one work request from a QP's send / receive queue,
+ *                   admitted and parsed by the core (admit.h: the ring
+ *                   turn reads and checks it, and completes a flush or
+ *                   an immediate error itself); a send that failed a
+ *                   check comes with its status, to complete in order.
  *   wq_room         how many more a ring QP's queue takes now (rings.cc
  *                   takes no more from the guest's ring).
  *   srq_created     CREATE_SRQ_RING after the checks (a host SRQ), may
  *   srq_destroyed   refuse; DESTROY_SRQ, no QP receives from it.
  *   srq_limit_set   MODIFY_SRQ's limit, before the core stores it.
  *   srq_room        how many SRQ entries the backend takes now from the
- *   post_srq_recv   ring turn (srq.cc), each one checked; 0: it takes
- *                   them by need instead (srq_take -> post_recv).
+ *   post_srq_recv   ring turn (srq.cc), each one checked and parsed
+ *                   (read_recv); 0: it takes them by need instead
+ *                   (srq_take -> admit_recv -> post_recv).
  *   frame_receive   a frame from the paired NIC (soft-RoCE only: another
  *                   backend takes none and @returns false).
  *   mad_receive     a MAD from the host's MAD link for the GSI QP
  *                   (ibverbs only: the soft engine's come as frames).
  *   run, timer      the host's run() call and timer expiry.
- *   qp_to_error     the core found an error of the QP's (a CQ overrun
- *                   the host reported late): to ERR, with the flush.
+ *   qp_error_flush  the QP is now in ERR for an error of its own (the
+ *                   core's qp_enter_error, qp.h, the one writer of that
+ *                   state outside MODIFY_QP, called from the core and
+ *                   from either backend): flush what the backend holds
+ *                   of it (IBA 10.3.1), its host QP's too.  Never for
+ *                   MODIFY_QP to ERR, which is qp_modified.
  *   reset           device reset, after the QPs were freed.
  *   attach, detach  after the core is made, before it is freed: a backend
  *                   that needs the host's event loop starts / stops using
@@ -129,7 +138,7 @@ Status mr_registered(VrdmaCore &c, uint32_t index, Mr &mr);
 void mr_mapped(VrdmaCore &c, Mr &mr);
 void mr_revoked(VrdmaCore &c, Mr &mr);
 Status mr_deregistered(VrdmaCore &c, Mr &mr);
-void qp_to_error(VrdmaCore &c, Qp &qp);
+void qp_error_flush(VrdmaCore &c, Qp &qp);
 void reset(VrdmaCore &c);
 void detach(VrdmaCore &c);
 const VrdmaDpStats &stats(const VrdmaCore &c);

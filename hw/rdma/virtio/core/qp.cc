@@ -435,6 +435,15 @@ void modify_apply(VrdmaCore &c, uint32_t qpn, uint32_t mask,
     }
 }
 
+void qp_enter_error(VrdmaCore &c, Qp &qp)
+{
+    if (qp.state() == VIRTIO_RDMA_QPS_ERR) {
+        return;
+    }
+    qp.attr.qp_state = VIRTIO_RDMA_QPS_ERR;
+    backend::qp_error_flush(c, qp);
+}
+
 Status cmd_query_qp(VrdmaCore &c, const virtio_rdma_cmd_query_qp &req,
                     virtio_rdma_qp_attr &rsp)
 {

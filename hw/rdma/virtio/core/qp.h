@@ -63,6 +63,15 @@ struct Qp {
  */
 void modify_apply(VrdmaCore &c, uint32_t qpn, uint32_t mask,
                   const virtio_rdma_qp_attr &a);
+/*
+ * The QP to ERR for an error of its own, as IBA 10.3.1 has an error take
+ * it there (a request it took failed, a completion of it was lost, its
+ * ring broke, the host device reported it): the one writer of its state
+ * outside MODIFY_QP.  Nothing if it is in ERR already; else the state
+ * changes, then the backend flushes what it holds (backend.h:
+ * qp_error_flush).
+ */
+void qp_enter_error(VrdmaCore &c, Qp &qp);
 Status cmd_create_qp_ring(VrdmaCore &c,
                           const virtio_rdma_cmd_create_qp_ring &req,
                           virtio_rdma_rsp_create_qp_wire &rsp);

@@ -10,7 +10,8 @@
  * per turn is VRDMA_RING_TURN_BUDGET entries over all QPs, at most
  * kQuantum per queue before the next QP's turn.
  *
- * The backend takes at most its window of a queue (wq_room); the rest
+ * Each entry is admitted (admit.h) before the backend sees it.  The
+ * backend takes at most its window of a queue (wq_room); the rest
  * stays in the guest's ring until the backend pulls it (qp_rings_pull),
  * kQuantum a queue at a time, so the device never holds more of a QP than
  * its window however deep the ring.
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "admit.h"
 #include "backend.h"
 #include "core.h"
 #include "srq.h"
@@ -68,7 +70,7 @@ void qp_ring_break(VrdmaCore &c, Qp &qp, const char *why, uint64_t a)
     c.host.guest_error(0, VRDMA_ERR_BAD_ARG, why, a, qp.index);
     qp.rings->broken = true;
     c.ring_sched.remove(qp.index);
-    backend::qp_to_error(c, qp);
+    qp_enter_error(c, qp);
     c.host.async_event(VIRTIO_RDMA_EVENT_QP_FATAL, qp.index);
 }
 
@@ -212,13 +214,17 @@ uint32_t drain(VrdmaCore &c, Qp &qp, bool is_rq, uint32_t max)
                                  : copy_entry<virtio_rdma_sq_req>(w, buf);
         w.ci++;
         n++;
-        with(c, [&](auto &b) {
-            if (is_rq) {
-                b.post_recv(c, qp, buf, len);
-            } else {
-                b.post_send(c, qp, buf, len);
+        if (is_rq) {
+            RecvReq r;
+            if (admit_recv(c, qp, buf, len, r)) {
+                with(c, [&](auto &b) { b.post_recv(c, qp, r); });
             }
-        });
+        } else {
+            SendReq r;
+            if (admit_send(c, qp, buf, len, r)) {
+                with(c, [&](auto &b) { b.post_send(c, qp, r); });
+            }
+        }
     }
     if (n && w.ring.mapped()) {
         w.ring.set_device_idx(w.ci);

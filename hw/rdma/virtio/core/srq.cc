@@ -12,6 +12,7 @@
 
 #include <algorithm>
 
+#include "admit.h"
 #include "backend.h"
 #include "core.h"
 
@@ -100,7 +101,10 @@ void srq_take(VrdmaCore &c, Qp &qp)
     if (!len) {
         return;
     }
-    with(c, [&](auto &b) { b.post_recv(c, qp, buf, len); });
+    RecvReq r;
+    if (admit_recv(c, qp, buf, len, r)) {
+        with(c, [&](auto &b) { b.post_recv(c, qp, r); });
+    }
     /*
      * IBA 10.2.9.3: below the limit once, then disarmed.  (A backend that
      * takes entries eagerly has its host's SRQ count them: srq_limit_set.)
@@ -127,7 +131,14 @@ uint32_t srqs_turn(VrdmaCore &c, uint32_t budget)
             if (!len) {
                 break;
             }
-            with(c, [&](auto &b) { b.post_srq_recv(c, srq, buf, len); });
+            RecvReq r;
+            if (read_recv(buf, len, srq.max_sge, r) !=
+                VIRTIO_RDMA_WC_SUCCESS) {
+                /* next_entry checked the header: the SGEs' sum is too big. */
+                srq_break(c, srq, "srq.entry.length", r.num_sge);
+                continue; /* counted; next_entry finds it broken */
+            }
+            with(c, [&](auto &b) { b.post_srq_recv(c, srq, r); });
         }
         if (!srq.broken && srq.ring.has_work() && srq_room(c, srq)) {
             c.srq_sched.push_back(srqn); /* the others go first */

@@ -63,8 +63,8 @@ bool srq_doorbell(VrdmaCore &c, uint32_t ctx, uint64_t value);
  */
 void srq_break(VrdmaCore &c, Srq &srq, const char *why, uint64_t a);
 /*
- * @qp (on an SRQ) needs a receive: the SRQ's next entry, checked, goes to
- * the backend as @qp's receive (post_recv).  Nothing if the SRQ is empty or
+ * @qp (on an SRQ) needs a receive: the SRQ's next entry, checked, is
+ * admitted as @qp's receive (admit_recv, then the backend's post_recv).  Nothing if the SRQ is empty or
  * broken.  Fires the limit event when it is due.
  */
 void srq_take(VrdmaCore &c, Qp &qp);

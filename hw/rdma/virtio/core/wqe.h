@@ -2,11 +2,11 @@
  * virtio-rdma core: work requests as the driver posts them, read and
  * checked the same way for every backend.
  *
- * The host copied the descriptor's bytes once (data_path.cc).  These read
+ * The ring turn copied the entry's bytes once (rings.cc).  These read
  * them into host order and check them against the QP with no side effect
- * but a trace (rdma-core's rxe provider: validate, then queue); a backend
- * decides only what to do with a request that passed, and completes one
- * that did not with the status given here.  What is checked, and the
+ * but a trace (rdma-core's rxe provider: validate, then queue); admission
+ * (admit.h) runs them, once per request for every backend, and completes
+ * or hands on a request by what they say.  What is checked, and the
  * completion status of a failure:
  *
  *   length below the header, num_sge above the QP's cap, length not exactly
@@ -15,6 +15,7 @@
  *   QPN 1 (also traced: guest_error)                -> LOC_QP_OP_ERR
  *   SGE lengths adding up to more than 2^31, an atomic's local buffer not
  *   8 bytes                                          -> LOC_LEN_ERR
+ *   a UD request's source GID index past the table  -> LOC_QP_OP_ERR
  *
  * Keys are not looked up here: a REG_MR earlier in the same send queue may
  * create the key a later request uses, so a backend checks SGEs when it

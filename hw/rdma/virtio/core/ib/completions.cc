@@ -72,14 +72,14 @@ virtio_rdma_cq_req to_guest(const ibv_wc &wc)
 } // namespace
 
 /*
- * An error completion: the host QP is in ERR now (rxe's and IBA's rule for
- * a completion error), and QUERY_QP must say so before the guest posts
- * again -- posts then flush, as the host does.
+ * An error completion or a QP error event: the host QP is in ERR now
+ * (rxe's and IBA's rule for a completion error), and QUERY_QP must say so
+ * before the guest posts again -- posts then flush, as the host does.
  */
 void Backend::qp_failed(VrdmaCore &c, uint32_t wire_qpn)
 {
     if (Qp *qp = c.qp_by_wire(wire_qpn)) {
-        qp->attr.qp_state = VIRTIO_RDMA_QPS_ERR;
+        qp_enter_error(c, *qp);
     }
 }
 
@@ -147,9 +147,8 @@ void Backend::deliver(VrdmaCore &c, uint32_t cqn, const ibv_wc &wc)
     }
     if (!cq_deliver(c, cqn, to_guest(wc), (wc.opcode & IBV_WC_RECV) != 0,
                     stats)) {
-        Qp *qp = c.qp_by_wire(wc.qp_num);
-        if (qp && qp->attr.qp_state != VIRTIO_RDMA_QPS_ERR) {
-            qp_to_error(c, *qp);
+        if (Qp *qp = c.qp_by_wire(wc.qp_num)) {
+            qp_enter_error(c, *qp);
         }
     }
 }

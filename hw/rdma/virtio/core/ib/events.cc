@@ -30,9 +30,7 @@ constexpr unsigned kAsyncBudget = 32; /* events per turn */
 
 void all_qps_to_error(VrdmaCore &c)
 {
-    c.qps.for_each([](uint32_t, Qp &qp) {
-        qp.attr.qp_state = VIRTIO_RDMA_QPS_ERR;
-    });
+    c.qps.for_each([&c](uint32_t, Qp &qp) { qp_enter_error(c, qp); });
 }
 
 } // namespace
@@ -109,9 +107,8 @@ void Backend::host_cq_overrun(VrdmaCore &c, ibv_cq *h)
     }
     stats.cq_overruns++;
     c.qps.for_each([&](uint32_t, Qp &qp) {
-        if ((qp.send_cqn == cqn || qp.recv_cqn == cqn) &&
-            qp.attr.qp_state != VIRTIO_RDMA_QPS_ERR) {
-            qp_to_error(c, qp);
+        if (qp.send_cqn == cqn || qp.recv_cqn == cqn) {
+            qp_enter_error(c, qp);
         }
     });
 }

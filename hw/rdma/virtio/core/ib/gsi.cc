@@ -5,7 +5,7 @@
  * and routes CM MADs by the GID they arrive on, so guests on one host port
  * share it.
  *
- * Sends: the core's checks (../wqe.h), then one SEND of at most one MAD
+ * Sends: admitted by the core (../admit.h), then one SEND of at most one MAD
  * (256 bytes) to QP1 of the destination, copied out of the guest's buffers
  * and handed to the link; it completes at once (a datagram: a MAD the link
  * cannot take is lost, as on a wire, and the CM retransmits).
@@ -15,9 +15,11 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include <algorithm>
 #include <array>
 #include <cstring>
 
+#include "../admit.h"
 #include "../core.h"
 #include "../mr_access.h"
 #include "../roce/frame.h"
@@ -47,91 +49,76 @@ bool port_has_gid(const VrdmaCore &c, const uint8_t *gid)
 
 } // namespace
 
-void Backend::gsi_send(VrdmaCore &c, Qp &qp, const virtio_rdma_sq_req &h,
-                       const uint8_t *sges, uint8_t status)
+void Backend::gsi_send(VrdmaCore &c, Qp &qp, const SendReq &r)
 {
-    const virtio_rdma_av &av = h.wr.ud.av;
-    std::array<Sge, VRDMA_MAX_SGE> s;
-    uint32_t total = 0;
     VrdmaMad m{};
 
-    /* One MAD, to a peer's QP1: the mux sends nothing else. */
-    if (status == VIRTIO_RDMA_WC_SUCCESS &&
-        (h.opcode != VIRTIO_RDMA_WR_SEND ||
-         (le(h.wr.ud.remote_qpn) & roce::kQpnMask) != kGsiQpn)) {
+    /*
+     * One MAD, to a peer's QP1: the mux sends nothing else.  This status
+     * wins over the core's SGE and address checks (it did before the core
+     * made them).
+     */
+    uint8_t status = r.status;
+    if (r.opcode != VIRTIO_RDMA_WR_SEND || r.remote_qpn != kGsiQpn) {
         status = VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }
-    if (status == VIRTIO_RDMA_WC_SUCCESS &&
-        (!read_sges(sges, h.num_sge, s.data(), &total) ||
-         total > VRDMA_MAD_LEN)) {
+    if (status == VIRTIO_RDMA_WC_SUCCESS && r.length > VRDMA_MAD_LEN) {
         status = VIRTIO_RDMA_WC_LOC_LEN_ERR;
     }
     /* The mux sends from it: a source like any other (port.h). */
-    const GidEntry *src = source_gid(c, av.gid_index);
+    const GidEntry *src = source_gid(c, r.av.gid_index);
     if (status == VIRTIO_RDMA_WC_SUCCESS && !src) {
         status = VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }
     if (status == VIRTIO_RDMA_WC_SUCCESS) {
-        status = sgl_copy(c, qp.pd_index, s.data(), h.num_sge, 0, m.mad, total,
-                          false);
+        status = sgl_copy(c, qp.pd_index, r.sge.s, r.num_sge, 0, m.mad,
+                          r.length, false);
     }
     if (status != VIRTIO_RDMA_WC_SUCCESS) {
         /* Taken by the QP but not executable: an error of the QP's. */
-        qp.attr.qp_state = VIRTIO_RDMA_QPS_ERR;
-        qp_to_error(c, qp);
-        complete_now(c, qp, qp.send_cqn, h.wr_id, VIRTIO_RDMA_WC_SEND, status,
-                     stats);
+        qp_enter_error(c, qp);
+        complete_now(c, qp, qp.send_cqn, r.wr_id, VIRTIO_RDMA_WC_SEND, status);
         return;
     }
-    const uint32_t stf = le(av.sl_tclass_flowlabel);
     std::memcpy(m.local_gid, src->gid.data(), 16);
-    std::memcpy(m.remote_gid, av.dgid, 16);
-    /* sl(31:28) | traffic class(27:20) | flow label(19:0) */
-    m.flow_label = stf & 0xFFFFF;
-    m.tclass = static_cast<uint8_t>(stf >> 20);
-    m.hop_limit = av.hop_limit;
+    std::memcpy(m.remote_gid, r.av.dgid, 16);
+    m.flow_label = r.av.flow_label;
+    m.tclass = r.av.tclass;
+    m.hop_limit = r.av.hop_limit;
     if (c.host.mad_send(m)) {
         mads_sent++;
     } else {
         mads_dropped++;
     }
     if (qp.sq_sig_type == VIRTIO_RDMA_SIGNAL_ALL_WR ||
-        (h.send_flags & VIRTIO_RDMA_SEND_SIGNALED)) {
+        (r.flags & VIRTIO_RDMA_SEND_SIGNALED)) {
         virtio_rdma_cq_req cqe{};
-        cqe.wr_id = h.wr_id;
+        cqe.wr_id = r.wr_id;
         cqe.status = VIRTIO_RDMA_WC_SUCCESS;
         cqe.opcode = VIRTIO_RDMA_WC_SEND;
-        cqe.byte_len = total;
+        cqe.byte_len = r.length;
         cqe.qp_num = qp.wire_qpn;
         cq_deliver(c, qp.send_cqn, cqe, false, stats);
     }
 }
 
-void Backend::gsi_recv(VrdmaCore &c, Qp &qp, const virtio_rdma_rq_req &h,
-                       const uint8_t *sges, uint8_t status)
+void Backend::gsi_recv(VrdmaCore &c, Qp &qp, const RecvReq &r)
 {
     QpState &st = std::get<QpState>(qp.backend);
-    GsiRecv r;
-    uint32_t total = 0;
-    r.wr_id = h.wr_id;
-    r.num_sge = h.num_sge;
-    if (status == VIRTIO_RDMA_WC_SUCCESS &&
-        !read_sges(sges, h.num_sge, r.sge.data(), &total)) {
-        status = VIRTIO_RDMA_WC_LOC_LEN_ERR;
-    }
-    if (status == VIRTIO_RDMA_WC_SUCCESS) {
-        status = sgl_check(c, qp.pd_index, r.sge.data(), r.num_sge, true);
-    }
+    GsiRecv g;
+    g.wr_id = r.wr_id;
+    g.num_sge = r.num_sge;
+    std::copy_n(r.sge.s, r.num_sge, g.sge.begin());
+    uint8_t status = sgl_check(c, qp.pd_index, g.sge.data(), g.num_sge, true);
     if (status == VIRTIO_RDMA_WC_SUCCESS &&
         st.gsi_rq.size() >= qp.cap.max_recv_wr) {
         status = VIRTIO_RDMA_WC_LOC_QP_OP_ERR; /* as a full host queue */
     }
     if (status != VIRTIO_RDMA_WC_SUCCESS) {
-        complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV, status,
-                     stats);
+        complete_now(c, qp, qp.recv_cqn, r.wr_id, VIRTIO_RDMA_WC_RECV, status);
         return;
     }
-    st.gsi_rq.push_back(r);
+    st.gsi_rq.push_back(g);
 }
 
 void Backend::gsi_flush(VrdmaCore &c, Qp &qp, QpState &s, bool complete)
@@ -141,7 +128,7 @@ void Backend::gsi_flush(VrdmaCore &c, Qp &qp, QpState &s, bool complete)
         s.gsi_rq.pop_front();
         if (complete) {
             complete_now(c, qp, qp.recv_cqn, wr_id, VIRTIO_RDMA_WC_RECV,
-                         VIRTIO_RDMA_WC_WR_FLUSH_ERR, stats);
+                         VIRTIO_RDMA_WC_WR_FLUSH_ERR);
         }
     }
 }
@@ -187,9 +174,8 @@ bool Backend::mad_receive(VrdmaCore &c, const VrdmaMad &m)
                           buf.data(), kMadRecvBytes, true);
     if (cqe.status != VIRTIO_RDMA_WC_SUCCESS) {
         /* The buffer was checked when posted; too short is the guest's. */
-        qp->attr.qp_state = VIRTIO_RDMA_QPS_ERR;
         cq_deliver(c, qp->recv_cqn, cqe, true, stats);
-        qp_to_error(c, *qp);
+        qp_enter_error(c, *qp);
         return true;
     }
     cqe.byte_len = kMadRecvBytes;

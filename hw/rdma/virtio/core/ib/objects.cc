@@ -434,15 +434,14 @@ void Backend::qp_destroyed(VrdmaCore &c, Qp &qp)
 }
 
 /*
- * The QP to ERR, as the guest sees it (QUERY_QP) and on the host, which
- * flushes what it holds.  The core calls it for a CQ overrun it learns of
- * late (overrun.cc), when the QP may have nothing outstanding that a host
- * flush would report.
+ * The QP is in ERR (qp_enter_error): the GSI QP's receives are flushed
+ * here, a host QP goes to ERR too and the host flushes what it holds (its
+ * CQEs come through completions.cc).  For a host QP already in ERR (an
+ * error CQE, a QP event) the host call changes nothing.
  */
-void Backend::qp_to_error(VrdmaCore &c, Qp &qp)
+void Backend::qp_error_flush(VrdmaCore &c, Qp &qp)
 {
     QpState *s = std::get_if<QpState>(&qp.backend);
-    qp.attr.qp_state = VIRTIO_RDMA_QPS_ERR;
     if (s && s->gsi) {
         gsi_flush(c, qp, *s, true);
     } else if (s && s->qp) {

@@ -2,8 +2,8 @@
  * virtio-rdma ibverbs backend: work requests posted by the driver, to the
  * host QP.
  *
- * The request is read and checked by the core's rules (../wqe.h) exactly as
- * the soft engine does; then every SGE's lkey must name an MR of the QP's
+ * The request comes read, checked and parsed by the core (../admit.h), as
+ * the soft engine's does; then every SGE's lkey must name an MR of the QP's
  * PD (the core's key, swapped for the host MR's), and the request becomes
  * one ibv_send_wr / ibv_recv_wr.  SGE addresses pass unchanged: a host MR
  * is registered at the guest's IOVA (window.h), or for a DMA MR at the
@@ -27,6 +27,7 @@
 #include <cstring>
 #include <memory>
 
+#include "../admit.h"
 #include "../core.h"
 #include "../wqe.h"
 #include "../wr_opcode.h"
@@ -71,25 +72,9 @@ bool host_opcode(uint32_t opcode)
 
 } // namespace
 
-void complete_now(VrdmaCore &c, Qp &qp, uint32_t cqn, uint64_t wr_id,
-                  uint32_t wc_opcode, uint8_t status, VrdmaDpStats &stats)
+uint8_t Backend::host_sges(VrdmaCore &c, uint32_t pd, const Sge *s,
+                           uint32_t n, ibv_sge *out, uint32_t *bad_lkey) const
 {
-    virtio_rdma_cq_req cqe{};
-    cqe.wr_id = wr_id;
-    cqe.status = status;
-    cqe.opcode = wc_opcode;
-    cqe.qp_num = qp.wire_qpn;
-    cq_deliver(c, cqn, cqe, false, stats);
-}
-
-uint8_t Backend::host_sges(VrdmaCore &c, uint32_t pd, const uint8_t *p,
-                           uint32_t n, ibv_sge *out, uint32_t *total,
-                           uint32_t *bad_lkey) const
-{
-    std::array<Sge, VRDMA_MAX_SGE> s;
-    if (!read_sges(p, n, s.data(), total)) {
-        return VIRTIO_RDMA_WC_LOC_LEN_ERR;
-    }
     for (uint32_t i = 0; i < n; i++) {
         uint32_t lkey;
         if (!host_lkey(c, pd, s[i], &lkey)) {
@@ -103,65 +88,51 @@ uint8_t Backend::host_sges(VrdmaCore &c, uint32_t pd, const uint8_t *p,
     return VIRTIO_RDMA_WC_SUCCESS;
 }
 
-void Backend::post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
+void Backend::post_send(VrdmaCore &c, Qp &qp, const SendReq &r)
 {
-    const auto *p = static_cast<const uint8_t *>(bytes);
-    const auto h = read_header<virtio_rdma_sq_req>(p, len);
-    const WrOpcodeInfo &op = wr_opcode_info(h.opcode);
-    uint8_t status = check_send(c.host, qp.index, qp.cap, qp.type, h, len, op);
-
-    const Admit admit = send_queue_admits(qp.state());
-    if (admit == Admit::kFlush) {
-        complete_now(c, qp, qp.send_cqn, h.wr_id, op.wc_opcode,
-                     VIRTIO_RDMA_WC_WR_FLUSH_ERR, stats);
-        return;
-    }
+    const uint32_t wc_opcode = r.op->wc_opcode;
     QpState *qs = std::get_if<QpState>(&qp.backend);
-    if (admit == Admit::kError || !qs || (!qs->qp && !qs->gsi)) {
-        complete_now(c, qp, qp.send_cqn, h.wr_id, op.wc_opcode,
-                     VIRTIO_RDMA_WC_LOC_QP_OP_ERR, stats);
+    if (!qs || (!qs->qp && !qs->gsi)) {
+        complete_now(c, qp, qp.send_cqn, r.wr_id, wc_opcode,
+                     VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
         return;
     }
     if (qs->gsi) {
-        gsi_send(c, qp, h, p + sizeof(h), status);
+        gsi_send(c, qp, r);
         return;
     }
-    if (status == VIRTIO_RDMA_WC_SUCCESS && !host_opcode(h.opcode)) {
-        status = VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
-    }
+    /*
+     * Whatever the core's later checks said: this status won over them
+     * before the core made them (the header's checks give the same).
+     */
+    uint8_t status = host_opcode(r.opcode) ? r.status
+                                           : uint8_t{VIRTIO_RDMA_WC_LOC_QP_OP_ERR};
     std::array<ibv_sge, VRDMA_MAX_SGE> sg;
-    uint32_t total = 0;
     if (status == VIRTIO_RDMA_WC_SUCCESS) {
-        status = host_sges(c, qp.pd_index, p + sizeof(h), h.num_sge,
-                           sg.data(), &total);
-    }
-    /* An atomic's local buffer is one 64-bit word. */
-    if (status == VIRTIO_RDMA_WC_SUCCESS && op.has(kWrLen8) &&
-        total != sizeof(uint64_t)) {
-        status = VIRTIO_RDMA_WC_LOC_LEN_ERR;
+        status = host_sges(c, qp.pd_index, r.sge.s, r.num_sge, sg.data());
     }
     ibv_send_wr wr{};
     if (status == VIRTIO_RDMA_WC_SUCCESS) {
-        wr.wr_id = h.wr_id;
+        wr.wr_id = r.wr_id;
         wr.sg_list = sg.data();
-        wr.num_sge = static_cast<int>(h.num_sge);
-        wr.opcode = static_cast<ibv_wr_opcode>(h.opcode);
-        wr.send_flags = h.send_flags & kHostSendFlags;
-        if (op.has(kWrImm)) {
-            wr.imm_data = h.ex; /* big-endian as the driver wrote it */
-        } else if (h.opcode == VIRTIO_RDMA_WR_SEND_WITH_INV) {
-            wr.invalidate_rkey = le(h.ex);
+        wr.num_sge = static_cast<int>(r.num_sge);
+        wr.opcode = static_cast<ibv_wr_opcode>(r.opcode);
+        wr.send_flags = r.flags & kHostSendFlags;
+        if (r.op->has(kWrImm)) {
+            wr.imm_data = r.ex; /* big-endian as the driver wrote it */
+        } else if (r.opcode == VIRTIO_RDMA_WR_SEND_WITH_INV) {
+            wr.invalidate_rkey = le(r.ex);
         }
-        switch (op.args) {
+        switch (r.op->args) {
         case WrArgs::kRdma:
-            wr.wr.rdma.remote_addr = le(h.wr.rdma.remote_addr);
-            wr.wr.rdma.rkey = le(h.wr.rdma.rkey);
+            wr.wr.rdma.remote_addr = r.remote_addr;
+            wr.wr.rdma.rkey = r.rkey;
             break;
         case WrArgs::kAtomic:
-            wr.wr.atomic.remote_addr = le(h.wr.atomic.remote_addr);
-            wr.wr.atomic.compare_add = le(h.wr.atomic.compare_add);
-            wr.wr.atomic.swap = le(h.wr.atomic.swap);
-            wr.wr.atomic.rkey = le(h.wr.atomic.rkey);
+            wr.wr.atomic.remote_addr = r.remote_addr;
+            wr.wr.atomic.compare_add = r.compare_add;
+            wr.wr.atomic.swap = r.swap;
+            wr.wr.atomic.rkey = r.rkey;
             break;
         case WrArgs::kReg:
         case WrArgs::kNone:
@@ -169,17 +140,17 @@ void Backend::post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
         }
     }
     if (qp.type == VIRTIO_RDMA_QPT_UD) {
-        HeldSend u{wr, sg, h.wr.ud.av, op.wc_opcode, status};
-        u.wr.wr_id = h.wr_id; /* also for a refused one */
-        u.wr.wr.ud.remote_qpn = le(h.wr.ud.remote_qpn) & roce::kQpnMask;
+        HeldSend u{wr, sg, r.av, wc_opcode, status};
+        u.wr.wr_id = r.wr_id; /* also for a refused one */
+        u.wr.wr.ud.remote_qpn = r.remote_qpn;
         /* The rule for a controlled Q_Key applied here, not by the host. */
         u.wr.wr.ud.remote_qkey =
-            ud_send_qkey(qp.type, qp.attr.qkey, le(h.wr.ud.remote_qkey));
+            ud_send_qkey(qp.type, qp.attr.qkey, r.remote_qkey);
         if (!qs->held.empty()) {
             /* Behind a send whose address handle is being made: in order. */
             if (qs->held.size() >= qp.cap.max_send_wr) {
-                complete_now(c, qp, qp.send_cqn, h.wr_id, op.wc_opcode,
-                             VIRTIO_RDMA_WC_LOC_QP_OP_ERR, stats);
+                complete_now(c, qp, qp.send_cqn, r.wr_id, wc_opcode,
+                             VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
                 return;
             }
             qs->held.push_back(u);
@@ -202,60 +173,45 @@ void Backend::post_send(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
          * of the QP's, as the soft engine's requester makes it: the QP goes
          * to ERR (the host's too, which flushes what it holds).
          */
-        qp.attr.qp_state = VIRTIO_RDMA_QPS_ERR;
-        qp_to_error(c, qp);
-        complete_now(c, qp, qp.send_cqn, h.wr_id, op.wc_opcode, status, stats);
+        qp_enter_error(c, qp);
+        complete_now(c, qp, qp.send_cqn, r.wr_id, wc_opcode, status);
         return;
     }
     ibv_send_wr *bad = nullptr;
     if (ibv_post_send(qs->qp.get(), &wr, &bad)) {
         /* The host's queue is full (more than max_send_wr outstanding). */
-        complete_now(c, qp, qp.send_cqn, h.wr_id, op.wc_opcode,
-                     VIRTIO_RDMA_WC_LOC_QP_OP_ERR, stats);
+        complete_now(c, qp, qp.send_cqn, r.wr_id, wc_opcode,
+                     VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
     }
 }
 
-void Backend::post_recv(VrdmaCore &c, Qp &qp, const void *bytes, size_t len)
+void Backend::post_recv(VrdmaCore &c, Qp &qp, const RecvReq &r)
 {
-    const auto *p = static_cast<const uint8_t *>(bytes);
-    const auto h = read_header<virtio_rdma_rq_req>(p, len);
-    uint8_t status = check_recv(qp.recv_max_sge(), h, len);
-
-    const Admit admit = recv_queue_admits(qp.state());
-    if (admit == Admit::kFlush) {
-        complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
-                     VIRTIO_RDMA_WC_WR_FLUSH_ERR, stats);
-        return;
-    }
     QpState *qs = std::get_if<QpState>(&qp.backend);
-    if (admit == Admit::kError || !qs || (!qs->qp && !qs->gsi)) {
-        complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
-                     VIRTIO_RDMA_WC_LOC_QP_OP_ERR, stats);
+    if (!qs || (!qs->qp && !qs->gsi)) {
+        complete_now(c, qp, qp.recv_cqn, r.wr_id, VIRTIO_RDMA_WC_RECV,
+                     VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
         return;
     }
     if (qs->gsi) {
-        gsi_recv(c, qp, h, p + sizeof(h), status);
+        gsi_recv(c, qp, r);
         return;
     }
     std::array<ibv_sge, VRDMA_MAX_SGE> sg;
-    uint32_t total = 0;
-    if (status == VIRTIO_RDMA_WC_SUCCESS) {
-        status = host_sges(c, qp.pd_index, p + sizeof(h), h.num_sge,
-                           sg.data(), &total);
-    }
+    const uint8_t status =
+        host_sges(c, qp.pd_index, r.sge.s, r.num_sge, sg.data());
     if (status != VIRTIO_RDMA_WC_SUCCESS) {
-        complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV, status,
-                     stats);
+        complete_now(c, qp, qp.recv_cqn, r.wr_id, VIRTIO_RDMA_WC_RECV, status);
         return;
     }
     ibv_recv_wr wr{};
-    wr.wr_id = h.wr_id;
+    wr.wr_id = r.wr_id;
     wr.sg_list = sg.data();
-    wr.num_sge = static_cast<int>(h.num_sge);
+    wr.num_sge = static_cast<int>(r.num_sge);
     ibv_recv_wr *bad = nullptr;
     if (ibv_post_recv(qs->qp.get(), &wr, &bad)) {
-        complete_now(c, qp, qp.recv_cqn, h.wr_id, VIRTIO_RDMA_WC_RECV,
-                     VIRTIO_RDMA_WC_LOC_QP_OP_ERR, stats);
+        complete_now(c, qp, qp.recv_cqn, r.wr_id, VIRTIO_RDMA_WC_RECV,
+                     VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
     }
 }
 
@@ -266,14 +222,13 @@ void Backend::ud_post(VrdmaCore &c, Qp &qp, QpState &s, HeldSend &u,
     if (send_queue_admits(qp.state()) == Admit::kFlush) {
         /* The QP went to ERR while the send waited. */
         complete_now(c, qp, qp.send_cqn, wr_id, u.wc_opcode,
-                     VIRTIO_RDMA_WC_WR_FLUSH_ERR, stats);
+                     VIRTIO_RDMA_WC_WR_FLUSH_ERR);
         return;
     }
     if (status != VIRTIO_RDMA_WC_SUCCESS) {
         /* As for any request the QP took but cannot execute (post_send). */
-        qp.attr.qp_state = VIRTIO_RDMA_QPS_ERR;
-        qp_to_error(c, qp);
-        complete_now(c, qp, qp.send_cqn, wr_id, u.wc_opcode, status, stats);
+        qp_enter_error(c, qp);
+        complete_now(c, qp, qp.send_cqn, wr_id, u.wc_opcode, status);
         return;
     }
     u.wr.sg_list = u.sge.data();
@@ -281,7 +236,7 @@ void Backend::ud_post(VrdmaCore &c, Qp &qp, QpState &s, HeldSend &u,
     ibv_send_wr *bad = nullptr;
     if (ibv_post_send(s.qp.get(), &u.wr, &bad)) {
         complete_now(c, qp, qp.send_cqn, wr_id, u.wc_opcode,
-                     VIRTIO_RDMA_WC_LOC_QP_OP_ERR, stats);
+                     VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
     }
 }
 
@@ -316,10 +271,8 @@ void Backend::release_held(VrdmaCore &c, Qp &qp, QpState &s)
  * or LOC_QP_OP_ERR (the source GID is not in the host's table, the host
  * refused, or max_ah are kept or being made).
  */
-uint8_t Backend::ud_ah(VrdmaCore &c, Qp &qp, const virtio_rdma_av &av,
-                       ibv_ah **out)
+uint8_t Backend::ud_ah(VrdmaCore &c, Qp &qp, const WrAv &av, ibv_ah **out)
 {
-    const uint32_t stf = le(av.sl_tclass_flowlabel);
     /* Checked before the cache: a cached handle outlives no refusal. */
     const GidEntry *src = source_gid(c, av.gid_index);
     if (!src) {
@@ -333,10 +286,9 @@ uint8_t Backend::ud_ah(VrdmaCore &c, Qp &qp, const virtio_rdma_av &av,
     a.is_global = 1;
     std::memcpy(a.grh.dgid.raw, av.dgid, 16);
     a.grh.hop_limit = av.hop_limit;
-    /* sl(31:28) | traffic class(27:20) | flow label(19:0) */
-    a.grh.traffic_class = static_cast<uint8_t>(stf >> 20);
-    a.grh.flow_label = stf & 0xFFFFF;
-    a.sl = static_cast<uint8_t>(stf >> 28);
+    a.grh.traffic_class = av.tclass;
+    a.grh.flow_label = av.flow_label;
+    a.sl = av.sl;
     a.port_num = static_cast<uint8_t>(dev_->port());
     for (const Ah &e : ahs_) {
         if (e.pd == qp.pd_index && e.sgid == src->gid &&

@@ -99,32 +99,23 @@ uint32_t Backend::srq_room(const Srq &srq) const
     return host_srq(srq.index) ? UINT32_MAX : 0;
 }
 
-void Backend::post_srq_recv(VrdmaCore &c, Srq &srq, const void *bytes,
-                            size_t len)
+void Backend::post_srq_recv(VrdmaCore &c, Srq &srq, const RecvReq &r)
 {
     ibv_srq *host = host_srq(srq.index);
     if (!host) {
         return; /* cannot happen: no room without one */
     }
-    const auto *p = static_cast<const uint8_t *>(bytes);
-    const auto h = read_header<virtio_rdma_rq_req>(p, len);
     std::array<ibv_sge, VRDMA_MAX_SGE> sg;
-    uint32_t total = 0;
     uint32_t bad_lkey = 0;
-    const uint8_t status = host_sges(c, srq.pd_index, p + sizeof(h),
-                                     h.num_sge, sg.data(), &total, &bad_lkey);
-    if (status == VIRTIO_RDMA_WC_LOC_PROT_ERR) {
+    if (host_sges(c, srq.pd_index, r.sge.s, r.num_sge, sg.data(),
+                  &bad_lkey) != VIRTIO_RDMA_WC_SUCCESS) {
         srq_break(c, srq, "srq.entry.lkey", bad_lkey);
         return;
     }
-    if (status != VIRTIO_RDMA_WC_SUCCESS) {
-        srq_break(c, srq, "srq.entry.length", h.num_sge);
-        return;
-    }
     ibv_recv_wr wr{};
-    wr.wr_id = h.wr_id;
+    wr.wr_id = r.wr_id;
     wr.sg_list = sg.data();
-    wr.num_sge = static_cast<int>(h.num_sge);
+    wr.num_sge = static_cast<int>(r.num_sge);
     ibv_recv_wr *bad = nullptr;
     if (const int e = ibv_post_srq_recv(host, &wr, &bad)) {
         srq_break(c, srq, "host.post_srq_recv", static_cast<uint64_t>(e));

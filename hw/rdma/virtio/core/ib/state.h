@@ -9,7 +9,8 @@
  *   window.cc       an MR's guest pages as one host virtual range
  *   dma_mr.cc       DMA MRs: guest RAM, registered at its guest-physical
  *                   addresses
- *   post.cc         work requests: the core's checks, then the host's WR
+ *   post.cc         work requests the core admitted (../admit.h), to the
+ *                   host's WRs
  *   srq.cc          SRQs: a host SRQ each, entries posted as announced
  *   completions.cc  the completion channel: host CQEs to the guest's CQs
  *   gsi.cc          the GSI QP: MADs through the host's MAD link (rdmacm-mux)
@@ -35,6 +36,7 @@
 #include <span>
 #include <vector>
 
+#include "../admit.h"
 #include "../errors.h"
 #include "../guest_abi.h"
 #include "../wqe.h"
@@ -78,7 +80,7 @@ struct GsiRecv {
 struct HeldSend {
     ibv_send_wr wr;               /* sg_list set when it is posted */
     std::array<ibv_sge, VRDMA_MAX_SGE> sge;
-    virtio_rdma_av av;
+    WrAv av;
     uint32_t wc_opcode;
     uint8_t status;               /* not SUCCESS: completes with it */
 };
@@ -210,13 +212,6 @@ Status host_refused(int err, const char *field, uint64_t b = 0);
 bool host_gid_index(const VrdmaCore &c, const HostDevice &dev,
                     uint32_t index, uint8_t *out);
 
-/*
- * A completion the device makes itself (post.cc): a request refused before
- * the host saw it, or one of the GSI QP's.
- */
-void complete_now(VrdmaCore &c, Qp &qp, uint32_t cqn, uint64_t wr_id,
-                  uint32_t wc_opcode, uint8_t status, VrdmaDpStats &stats);
-
 class Backend {
 public:
     Backend(std::unique_ptr<HostDevice> dev, const VrdmaLimits &lim);
@@ -249,7 +244,7 @@ public:
                         const virtio_rdma_qp_attr &attrs);
     void qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state, uint32_t mask);
     void qp_destroyed(VrdmaCore &c, Qp &qp);
-    void qp_to_error(VrdmaCore &c, Qp &qp);
+    void qp_error_flush(VrdmaCore &c, Qp &qp);
     /*
      * Without allowed-gids: a GID the host's table holds already is the
      * host's own or another tenant's (objects.cc).
@@ -259,8 +254,8 @@ public:
     void mr_mapped(VrdmaCore &, Mr &) {} /* no fast-reg MR is made */
     void mr_revoked(VrdmaCore &c, Mr &mr);
     Status mr_deregistered(VrdmaCore &c, Mr &mr);
-    void post_send(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
-    void post_recv(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
+    void post_send(VrdmaCore &c, Qp &qp, const SendReq &r);
+    void post_recv(VrdmaCore &c, Qp &qp, const RecvReq &r);
     /*
      * A ring QP's queue is the host QP's, of its depth: everything rung is
      * taken (more than max_*_wr outstanding fails as the host refuses it).
@@ -275,7 +270,7 @@ public:
     void srq_destroyed(VrdmaCore &c, Srq &srq);
     Status srq_limit_set(VrdmaCore &c, Srq &srq, uint32_t limit);
     uint32_t srq_room(const Srq &srq) const;
-    void post_srq_recv(VrdmaCore &c, Srq &srq, const void *wqe, size_t len);
+    void post_srq_recv(VrdmaCore &c, Srq &srq, const RecvReq &r);
     /* A MAD from the MAD link into the GSI QP's next receive (gsi.cc). */
     bool mad_receive(VrdmaCore &c, const VrdmaMad &m);
     /* Frames are the host device's business: none come through the core. */
@@ -345,21 +340,19 @@ private:
     bool host_lkey(VrdmaCore &c, uint32_t pd, const Sge &s,
                    uint32_t *out) const;
     /*
-     * A request's @n SGEs at @p, to the host's, with the MRs of guest PD
-     * @pd (the QP's, or an SRQ's): SUCCESS, LOC_LEN_ERR (too long) or
+     * A request's @n SGEs (admitted: their sum is checked) to the host's,
+     * with the MRs of guest PD @pd (the QP's, or an SRQ's): SUCCESS or
      * LOC_PROT_ERR (an lkey of no MR of the PD, in *bad_lkey if given).
      */
-    uint8_t host_sges(VrdmaCore &c, uint32_t pd, const uint8_t *p,
-                      uint32_t n, ibv_sge *out, uint32_t *total,
-                      uint32_t *bad_lkey = nullptr) const;
+    uint8_t host_sges(VrdmaCore &c, uint32_t pd, const Sge *s, uint32_t n,
+                      ibv_sge *out, uint32_t *bad_lkey = nullptr) const;
     /*
      * The address handle of a UD send's address vector (post.cc): kReady
      * (in *out), kPending (being made: the send waits), or a status.
      */
     static constexpr uint8_t kAhReady = VIRTIO_RDMA_WC_SUCCESS;
     static constexpr uint8_t kAhPending = 0xFF;
-    uint8_t ud_ah(VrdmaCore &c, Qp &qp, const virtio_rdma_av &av,
-                  ibv_ah **out);
+    uint8_t ud_ah(VrdmaCore &c, Qp &qp, const WrAv &av, ibv_ah **out);
     /* A UD send to the host with @ah, or completed with @status (post.cc). */
     void ud_post(VrdmaCore &c, Qp &qp, QpState &s, HeldSend &u,
                  uint8_t status, ibv_ah *ah);
@@ -380,10 +373,8 @@ private:
     /* A job in flight uses host PD @pd (an address handle, a DMA registration). */
     bool pd_in_use(const ibv_pd *pd) const;
     /* The GSI QP's work requests (gsi.cc): MADs through the MAD link. */
-    void gsi_send(VrdmaCore &c, Qp &qp, const virtio_rdma_sq_req &h,
-                  const uint8_t *sges, uint8_t status);
-    void gsi_recv(VrdmaCore &c, Qp &qp, const virtio_rdma_rq_req &h,
-                  const uint8_t *sges, uint8_t status);
+    void gsi_send(VrdmaCore &c, Qp &qp, const SendReq &r);
+    void gsi_recv(VrdmaCore &c, Qp &qp, const RecvReq &r);
     /* Flushes (ERR) or drops (destroy, reset) the receives gsi_recv kept. */
     void gsi_flush(VrdmaCore &c, Qp &qp, QpState &s, bool complete);
     void release_ahs(uint32_t pd);

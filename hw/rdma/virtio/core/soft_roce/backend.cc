@@ -30,9 +30,9 @@ void Engine::qp_destroyed(VrdmaCore &c, Qp &qp)
     qp_destroy(c, qp);
 }
 
-void Engine::qp_to_error(VrdmaCore &c, Qp &qp)
+void Engine::qp_error_flush(VrdmaCore &c, Qp &qp)
 {
-    soft_roce::qp_to_error(c, qp);
+    soft_roce::qp_error_flush(c, qp);
 }
 
 /* The engine reads MRs straight from the core's table (mem.cc). */

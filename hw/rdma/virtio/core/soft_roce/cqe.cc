@@ -85,7 +85,7 @@ void comp_drain(VrdmaCore &c, Qp &qp)
         }
         const bool ok = send_cqe(c, qp, done, done.status);
         if (!ok || done.status != VIRTIO_RDMA_WC_SUCCESS) {
-            qp_to_error(c, qp);
+            qp_enter_error(c, qp);
             return;
         }
     }

@@ -5,7 +5,7 @@
  * backend seam (../backend.h) in backend.cc.
  *
  * The engine follows Linux rxe's split, one file per role:
- *   wqe.cc    work requests posted by the driver (checked by ../wqe.h),
+ *   wqe.cc    work requests posted by the driver (admitted by ../admit.h),
  *             into the rings
  *   mem.cc    LOCAL_INV and REG_MR (SGE <-> guest memory: ../mr_access.h)
  *   cqe.cc    completions, flushes
@@ -84,8 +84,12 @@ void qp_create(VrdmaCore &c, Qp &qp);
 void qp_destroy(VrdmaCore &c, Qp &qp);
 /* After MODIFY_QP applied @mask; the state was @old_state. */
 void qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state, uint32_t mask);
-/* The engine found an error: QP to ERR, flush everything outstanding. */
-void qp_to_error(VrdmaCore &c, Qp &qp);
+/*
+ * The QP went to ERR for an error of its own (the core's qp_enter_error,
+ * which the engine calls when it finds one): everything in flight
+ * forgotten, every outstanding WQE flushed.
+ */
+void qp_error_flush(VrdmaCore &c, Qp &qp);
 /* Bytes per packet of this QP (path MTU capped by the port's). */
 uint32_t qp_mtu(const VrdmaCore &c, const Qp &qp);
 /* Packets of a @bytes message at @mtu (a power of two: no division). */

@@ -11,8 +11,9 @@
  *              PSN and the requester's next PSN; RETRY_CNT / RNR_RETRY
  *              refill the counters; ->RTS starts the requester.
  *   DESTROY_QP outstanding work is dropped without completions.
- *   engine error: qp_to_error() -- the QP goes to ERR as if modified,
- *              with the flush (IBA 10.3.1 "Error" state).
+ *   engine error: the core's qp_enter_error() puts the QP in ERR, then
+ *              qp_error_flush() flushes as for ->ERR (IBA 10.3.1 "Error"
+ *              state).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -83,7 +84,7 @@ void qp_create(VrdmaCore &, Qp &qp)
 {
     QpEngine &e = eng(qp);
     /*
-     * post_send/post_recv refuse a WQE beyond sq_cap / rq_cap, so a ring
+     * admission refuses a WQE beyond sq_cap / rq_cap (wq_room), so a ring
      * of at least that many slots (a power of two, for the mask) never
      * wraps onto a live one.  The queues are the QP's window of the
      * guest's rings (kRingWindow).  CREATE_QP_RING checked max_sge, so the
@@ -164,12 +165,8 @@ void qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state, uint32_t mask)
     }
 }
 
-void qp_to_error(VrdmaCore &c, Qp &qp)
+void qp_error_flush(VrdmaCore &c, Qp &qp)
 {
-    if (qp.state() == VIRTIO_RDMA_QPS_ERR) {
-        return;
-    }
-    qp.attr.qp_state = VIRTIO_RDMA_QPS_ERR;
     clear_transient(qp);
     flush_queues(c, qp);
 }

@@ -238,7 +238,7 @@ bool send_read_resp(VrdmaCore &c, Qp &qp, Res &res, bool *done)
     TxFrame f;
     if (payload && !mr) {
         send_ack(c, qp, kAethNakRemAccessErr, res.cur_psn, eng(qp).resp.msn);
-        qp_to_error(c, qp);
+        qp_enter_error(c, qp);
         return false;
     }
     if (begin(c, qp, opcode, payload, res.cur_psn, &a, &f)) {
@@ -249,7 +249,7 @@ bool send_read_resp(VrdmaCore &c, Qp &qp, Res &res, bool *done)
         if (payload && !mr_read(c, *mr, res.va, f.payload().data(), payload)) {
             send_ack(c, qp, kAethNakRemAccessErr, res.cur_psn,
                      eng(qp).resp.msn);
-            qp_to_error(c, qp);
+            qp_enter_error(c, qp);
             return false;
         }
         tx_finish(c, f, a);
@@ -777,7 +777,7 @@ void resp_receive(VrdmaCore &c, Qp &qp, const Packet &pkt)
         st = step(x, st);
     }
     if (x.fatal) {
-        qp_to_error(c, qp);
+        qp_enter_error(c, qp);
         return;
     }
     unsigned budget = kInlineReplyBudget;

@@ -30,6 +30,8 @@ struct Mr;
 struct Cq;
 struct Srq;
 struct GidEntry;
+struct SendReq;
+struct RecvReq;
 }
 
 namespace vrdma::soft_roce {
@@ -304,15 +306,15 @@ struct Engine {
     }
     void qp_modified(VrdmaCore &c, Qp &qp, uint32_t old_state, uint32_t mask);
     void qp_destroyed(VrdmaCore &c, Qp &qp);
-    void qp_to_error(VrdmaCore &c, Qp &qp);
+    void qp_error_flush(VrdmaCore &c, Qp &qp);
     /* The wire is the guest's own NIC's: the allow-list is all there is. */
     Status gid_adding(VrdmaCore &, uint32_t, const GidEntry &) { return kOk; }
     Status mr_registered(VrdmaCore &c, uint32_t index, Mr &mr);
     void mr_mapped(VrdmaCore &c, Mr &mr);
     void mr_revoked(VrdmaCore &c, Mr &mr);
     Status mr_deregistered(VrdmaCore &c, Mr &mr);
-    void post_send(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
-    void post_recv(VrdmaCore &c, Qp &qp, const void *wqe, size_t len);
+    void post_send(VrdmaCore &c, Qp &qp, const SendReq &r);
+    void post_recv(VrdmaCore &c, Qp &qp, const RecvReq &r);
     uint32_t wq_room(const Qp &qp, bool is_rq) const;
     /*
      * SRQs keep no host state; a QP takes an entry when a message needs it
@@ -323,7 +325,7 @@ struct Engine {
     void srq_destroyed(VrdmaCore &, Srq &) {}
     Status srq_limit_set(VrdmaCore &, Srq &, uint32_t) { return kOk; }
     uint32_t srq_room(const Srq &) const { return 0; }
-    void post_srq_recv(VrdmaCore &, Srq &, const void *, size_t) {}
+    void post_srq_recv(VrdmaCore &, Srq &, const RecvReq &) {}
     bool frame_receive(VrdmaCore &c, std::span<const uint8_t> frame);
     /* The GSI QP's MADs come as frames here: none by the MAD link. */
     bool mad_receive(VrdmaCore &, const VrdmaMad &) { return false; }

@@ -116,7 +116,13 @@ Bytes recv_bytes(uint64_t wr_id, const std::vector<virtio_rdma_sge> &sges)
 
 /* ---- Node ---- */
 
-Node::Node(Wire *w, int id_, const VrdmaLimits &lim_in) : wire(w), id(id_)
+Node::Node(Wire *w, int id_, const VrdmaLimits &lim_in)
+    : Node(w, id_, lim_in, CoreMaker{})
+{
+}
+
+Node::Node(Wire *w, int id_, const VrdmaLimits &lim_in, const CoreMaker &make)
+    : wire(w), id(id_), guest(static_cast<bool>(make))
 {
     mac = {0x02, 0x00, 0x00, 0x00, 0x00, static_cast<uint8_t>(0x0A + id)};
     gid = gid_v4(10, 0, 0, static_cast<uint8_t>(1 + id));
@@ -135,8 +141,15 @@ Node::Node(Wire *w, int id_, const VrdmaLimits &lim_in) : wire(w), id(id_)
     ops.time.kick = h_kick;
     ops.wire.send = h_net_send;
     ops.wire.drop = h_wire_drop;
-    core = vrdma_core_new(&lim, &ops);
-    set_features(kRingFeatures);
+    if (make) {
+        ops.loop.fd_watch = h_fd_watch;
+        core = make(lim, ops);
+    } else {
+        core = vrdma_core_new(&lim, &ops);
+    }
+    if (core) {
+        set_features(kRingFeatures);
+    }
     if (wire) {
         wire->nodes.push_back(this);
     }
@@ -196,6 +209,27 @@ void Node::h_net_send(void *o, const void *frame, size_t len)
 void Node::h_cq_notify(void *o, uint32_t cqn)
 {
     static_cast<Node *>(o)->notifies[cqn]++;
+}
+
+void Node::h_fd_watch(void *o, int fd, void (*ready)(void *ctx), void *ctx)
+{
+    Node *n = static_cast<Node *>(o);
+    if (ready) {
+        n->fd_watches[fd] = FdWatch{ready, ctx};
+    } else {
+        n->fd_watches.erase(fd);
+    }
+}
+
+bool Node::fd_ready(int fd)
+{
+    const auto it = fd_watches.find(fd);
+    if (it == fd_watches.end()) {
+        return false;
+    }
+    it->second.ready(it->second.ctx);
+    collect();
+    return true;
 }
 
 uint64_t Node::h_now(void *o)

@@ -186,6 +186,14 @@ struct Conn {
 class Node {
 public:
     Node(Wire *wire, int id, const VrdmaLimits &lim = dp_limits());
+    /*
+     * A node whose core @make makes (a core on a host device: the guest's
+     * RAM is shared, and the host ops watch fds, see fd_watches); the
+     * core may be refused (nullptr).
+     */
+    using CoreMaker =
+        std::function<VrdmaCore *(const VrdmaLimits &, const VrdmaHostOps &)>;
+    Node(Wire *wire, int id, const VrdmaLimits &lim, const CoreMaker &make);
     ~Node();
     Node(const Node &) = delete;
     Node &operator=(const Node &) = delete;
@@ -317,6 +325,14 @@ public:
     std::vector<Bytes> not_ours; /* frames net_receive gave back */
     std::vector<GuestError> errors; /* guest_error() calls */
     std::vector<AsyncEvent> async_events;
+    /* The fds the core asked the host to watch (loop.fd_watch). */
+    struct FdWatch {
+        void (*ready)(void *ctx);
+        void *ctx;
+    };
+    std::map<int, FdWatch> fd_watches;
+    /* The host's loop saw @fd readable: its watch runs, then the CQs are polled. */
+    bool fd_ready(int fd);
     bool kicked = false;
     bool run_more = false;
     bool turn_more = false; /* the last ring turn left work waiting */
@@ -342,6 +358,8 @@ private:
     static void h_guest_error(void *o, uint8_t cmd, VrdmaErr err,
                               const char *field, uint64_t a, uint64_t b);
     static void h_async_event(void *o, uint32_t type, uint32_t handle);
+    static void h_fd_watch(void *o, int fd, void (*ready)(void *ctx),
+                           void *ctx);
 
     std::map<uint32_t, std::unique_ptr<RingCq>> ring_cqs_;
     std::map<uint32_t, std::unique_ptr<RingQp>> ring_qps_;

@@ -13,7 +13,7 @@
 
 namespace vrdma_test {
 
-FakeGuest::FakeGuest()
+FakeGuest::FakeGuest(bool shared_ram)
     : ops_{.opaque = this,
            .mem = {.map = &FakeGuest::map,
                    .unmap = &FakeGuest::unmap,
@@ -28,14 +28,17 @@ FakeGuest::FakeGuest()
            .wire = {},
            .loop = {},
            .mad = {}},
-      ram0_(zeroed(kRam0.size)), ram1_(zeroed(kRam1.size))
+      ram0_(zeroed(kRam0.size, shared_ram)),
+      ram1_(zeroed(kRam1.size, shared_ram))
 {
 }
 
-FakeGuest::Ram FakeGuest::zeroed(uint64_t size)
+FakeGuest::Ram FakeGuest::zeroed(uint64_t size, bool shared)
 {
     void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                   (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS |
+                       MAP_NORESERVE,
+                   -1, 0);
     if (p == MAP_FAILED) {
         throw std::bad_alloc();
     }

@@ -3,7 +3,9 @@
  *
  * Guest RAM is two ranges with a hole between them (kRam0, kRam1).  map()
  * succeeds only for ranges entirely inside one of them and counts live
- * mappings, so a test can assert that every map was unmapped.  Refusals
+ * mappings, so a test can assert that every map was unmapped.  With
+ * @shared_ram, RAM is a shared mapping, as QEMU's memory backends are for
+ * an ibverbs device (its MR windows are second mappings of guest pages).  Refusals
  * (guest_error) and GID events are recorded.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -59,7 +61,7 @@ public:
     static constexpr Range kRam1 = {4ull << 30, 128ull << 20};
     static constexpr uint64_t kHole = 64ull << 20; /* not RAM */
 
-    FakeGuest();
+    explicit FakeGuest(bool shared_ram = false);
     FakeGuest(const FakeGuest &) = delete;
     FakeGuest &operator=(const FakeGuest &) = delete;
 
@@ -103,7 +105,7 @@ private:
         void operator()(uint8_t *p) const;
     };
     using Ram = std::unique_ptr<uint8_t[], Unmap>;
-    static Ram zeroed(uint64_t size);
+    static Ram zeroed(uint64_t size, bool shared);
 
     VrdmaHostOps ops_;
     Ram ram0_;

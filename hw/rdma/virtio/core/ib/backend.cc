@@ -44,12 +44,12 @@ Backend::Backend(std::unique_ptr<HostDevice> dev, const VrdmaLimits &lim)
 {
     max_map_runs = max_map_count() / 2;
     async_ok_ = async_nonblocking();
-    channel_ = ibv_create_comp_channel(dev_->context());
+    channel_ = verbs().create_comp_channel(dev_->context());
     if (channel_) {
         /* Watched by the host's loop: reading it must never block. */
         const int fl = fcntl(channel_->fd, F_GETFL);
         if (fl < 0 || fcntl(channel_->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-            ibv_destroy_comp_channel(channel_);
+            verbs().destroy_comp_channel(channel_);
             channel_ = nullptr;
         }
     }
@@ -64,7 +64,7 @@ Backend::~Backend()
      * device's context).
      */
     if (channel_) {
-        ibv_destroy_comp_channel(channel_);
+        verbs().destroy_comp_channel(channel_);
     }
 }
 
@@ -96,7 +96,7 @@ void Backend::release_all(VrdmaCore &c)
         }
     }
     for (const Ah &e : ahs_) {
-        ibv_destroy_ah(e.ah);
+        verbs().destroy_ah(e.ah);
     }
     ahs_.clear();
     ah_fails_.clear();
@@ -195,6 +195,7 @@ void async_ready(void *opaque)
 
 void Backend::attach(VrdmaCore &c)
 {
+    attached_ = true;
     c.host.fd_watch(channel_->fd, completion_ready, &c);
     c.host.fd_watch(dev_->context()->async_fd, async_ready, &c);
     c.port.max_msg_sz = std::min(c.port.max_msg_sz, dev_->max_msg_sz());
@@ -202,6 +203,11 @@ void Backend::attach(VrdmaCore &c)
 
 void Backend::detach(VrdmaCore &c)
 {
+    /* A core refused at its start (no channel: core_new) was never attached. */
+    if (!attached_) {
+        return;
+    }
+    attached_ = false;
     c.host.fd_watch(dev_->context()->async_fd, nullptr, nullptr);
     c.host.fd_watch(channel_->fd, nullptr, nullptr);
 }
@@ -218,15 +224,14 @@ extern "C" bool vrdma_core_ib_stats(const VrdmaCore *core, VrdmaIbStats *st)
     return true;
 }
 
-extern "C" VrdmaCore *vrdma_core_new_ibverbs(const VrdmaLimits *lim,
-                                             const VrdmaHostOps *ops,
-                                             const char *ibdev,
-                                             unsigned ibport, char *err,
-                                             size_t errlen)
+VrdmaCore *vrdma::ib::core_new(HostVerbs &verbs, const VrdmaLimits *lim,
+                               const VrdmaHostOps *ops, const char *ibdev,
+                               unsigned ibport, char *err, size_t errlen)
 {
     using vrdma::ib::Backend;
     std::string why;
-    auto dev = vrdma::ib::HostDevice::open(ibdev ? ibdev : "", ibport, &why);
+    auto dev = vrdma::ib::HostDevice::open(verbs, ibdev ? ibdev : "", ibport,
+                                           &why);
     if (!dev) {
         std::snprintf(err, errlen, "%s", why.c_str());
         return nullptr;
@@ -260,4 +265,14 @@ extern "C" VrdmaCore *vrdma_core_new_ibverbs(const VrdmaLimits *lim,
     }
     b.attach(*c);
     return c;
+}
+
+extern "C" VrdmaCore *vrdma_core_new_ibverbs(const VrdmaLimits *lim,
+                                             const VrdmaHostOps *ops,
+                                             const char *ibdev,
+                                             unsigned ibport, char *err,
+                                             size_t errlen)
+{
+    return vrdma::ib::core_new(vrdma::ib::system_verbs(), lim, ops, ibdev,
+                               ibport, err, errlen);
 }

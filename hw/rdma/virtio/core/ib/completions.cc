@@ -88,13 +88,13 @@ bool Backend::completions(VrdmaCore &c)
     for (unsigned n = 0; n < kEventBudget; n++) {
         ibv_cq *cq = nullptr;
         void *ctx = nullptr;
-        if (ibv_get_cq_event(channel_, &cq, &ctx)) {
+        if (verbs().get_cq_event(channel_, &cq, &ctx)) {
             break; /* EAGAIN: none left */
         }
-        ibv_ack_cq_events(cq, 1);
+        verbs().ack_cq_events(cq, 1);
         const auto cqn = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(ctx));
         if (cqn < cqs_.size() && cqs_[cqn] == cq) {
-            ibv_req_notify_cq(cq, 0);
+            verbs().req_notify_cq(cq, 0);
             pending_[cqn] = true;
         }
     }
@@ -118,7 +118,7 @@ bool Backend::poll_pending(VrdmaCore &c, unsigned budget)
             ibv_wc wc[kPollBatch];
             const int want = static_cast<int>(
                 std::min<unsigned>(budget, kPollBatch));
-            const int got = ibv_poll_cq(cqs_[cqn], want, wc);
+            const int got = verbs().poll_cq(cqs_[cqn], want, wc);
             for (int i = 0; i < got; i++) {
                 deliver(c, cqn, wc[i]);
             }
@@ -169,7 +169,7 @@ void Backend::purge_qp_cqes(VrdmaCore &c, uint32_t cqn, uint32_t wire_qpn)
     while (left) {
         ibv_wc wc[kPollBatch];
         const int want = static_cast<int>(std::min<uint64_t>(left, kPollBatch));
-        const int got = ibv_poll_cq(cq, want, wc);
+        const int got = verbs().poll_cq(cq, want, wc);
         for (int i = 0; i < got; i++) {
             if (wc[i].qp_num == wire_qpn) {
                 purged_cqes++;

@@ -127,8 +127,8 @@ int DmaJob::work(void *ctx)
 {
     auto *j = static_cast<DmaJob *>(ctx);
     for (DmaRange &r : j->reg.ranges) {
-        r.mr = ibv_reg_mr_iova2(j->pd, r.host, r.len, r.gpa,
-                                IBV_ACCESS_LOCAL_WRITE);
+        r.mr = std::get<Backend>(j->core->backend).verbs().reg_mr_iova2(
+            j->pd, r.host, r.len, r.gpa, IBV_ACCESS_LOCAL_WRITE);
         if (!r.mr) {
             return errno ? errno : EIO;
         }

@@ -46,7 +46,7 @@ void Backend::async_events(VrdmaCore &c)
 {
     for (unsigned n = 0; n < kAsyncBudget; n++) {
         ibv_async_event ev;
-        if (ibv_get_async_event(dev_->context(), &ev)) {
+        if (verbs().get_async_event(dev_->context(), &ev)) {
             return; /* EAGAIN: none left; level-triggered, so more wake us */
         }
         async_count++;
@@ -87,7 +87,7 @@ void Backend::async_events(VrdmaCore &c)
         default:
             break;
         }
-        ibv_ack_async_event(&ev); /* before the object may be destroyed */
+        verbs().ack_async_event(&ev); /* before the object may be destroyed */
     }
 }
 

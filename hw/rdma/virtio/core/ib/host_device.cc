@@ -28,11 +28,11 @@ uint32_t mtu_bytes(ibv_mtu mtu)
 }
 
 /* "rxe0, mlx5_0" (or "none"): what the user could have meant. */
-std::string device_names(ibv_device **list, int n)
+std::string device_names(HostVerbs &v, ibv_device **list, int n)
 {
     std::string names;
     for (int i = 0; i < n; i++) {
-        names += (i ? ", " : "") + std::string(ibv_get_device_name(list[i]));
+        names += (i ? ", " : "") + std::string(v.get_device_name(list[i]));
     }
     return n ? names : "none";
 }
@@ -48,11 +48,12 @@ void lower(T &v, long long host)
 
 } // namespace
 
-std::unique_ptr<HostDevice> HostDevice::open(const std::string &name,
+std::unique_ptr<HostDevice> HostDevice::open(HostVerbs &v,
+                                             const std::string &name,
                                              unsigned port, std::string *err)
 {
     int n = 0;
-    ibv_device **list = ibv_get_device_list(&n);
+    ibv_device **list = v.get_device_list(&n);
     if (!list) {
         *err = "cannot list the host's RDMA devices: " +
                std::string(std::strerror(errno)) +
@@ -61,25 +62,26 @@ std::unique_ptr<HostDevice> HostDevice::open(const std::string &name,
     }
     ibv_device *dev = nullptr;
     for (int i = 0; i < n && !dev; i++) {
-        if (name == ibv_get_device_name(list[i])) {
+        if (name == v.get_device_name(list[i])) {
             dev = list[i];
         }
     }
     if (!dev) {
         *err = "no host RDMA device '" + name + "' (the host has: " +
-               device_names(list, n) + ")";
-        ibv_free_device_list(list);
+               device_names(v, list, n) + ")";
+        v.free_device_list(list);
         return nullptr;
     }
-    ibv_context *ctx = ibv_open_device(dev);
-    ibv_free_device_list(list);
+    ibv_context *ctx = v.open_device(dev);
+    const int open_err = errno;
+    v.free_device_list(list);
     if (!ctx) {
         *err = "cannot open host RDMA device '" + name + "': " +
-               std::strerror(errno);
+               std::strerror(open_err);
         return nullptr;
     }
-    std::unique_ptr<HostDevice> d(new HostDevice(ctx, port));
-    if (ibv_query_device(ctx, &d->dev_)) {
+    std::unique_ptr<HostDevice> d(new HostDevice(v, ctx, port));
+    if (v.query_device(ctx, &d->dev_)) {
         *err = "cannot query host RDMA device '" + name + "'";
         return nullptr;
     }
@@ -89,7 +91,7 @@ std::unique_ptr<HostDevice> HostDevice::open(const std::string &name,
                std::to_string(d->dev_.phys_port_cnt) + ")";
         return nullptr;
     }
-    if (ibv_query_port(ctx, static_cast<uint8_t>(port), &d->port_attr_)) {
+    if (v.query_port(ctx, static_cast<uint8_t>(port), &d->port_attr_)) {
         *err = "cannot query port " + std::to_string(port) +
                " of host RDMA device '" + name + "'";
         return nullptr;
@@ -105,7 +107,7 @@ std::unique_ptr<HostDevice> HostDevice::open(const std::string &name,
 
 HostDevice::~HostDevice()
 {
-    ibv_close_device(ctx_);
+    verbs_.close_device(ctx_);
 }
 
 void HostDevice::clamp(VrdmaLimits &lim) const
@@ -149,12 +151,13 @@ void HostDevice::describe(VrdmaIbHostInfo &info) const
 {
     info = VrdmaIbHostInfo{};
     std::snprintf(info.ibdev, sizeof(info.ibdev), "%s",
-                  ibv_get_device_name(ctx_->device));
+                  verbs_.get_device_name(ctx_->device));
     std::snprintf(info.fw_ver, sizeof(info.fw_ver), "%s", dev_.fw_ver);
     info.port = port_;
     /* The netdev of the port's GIDs: where the guest's addresses must go. */
     std::vector<ibv_gid_entry> tab(gid_table_len() ? gid_table_len() : 1);
-    const ssize_t got = ibv_query_gid_table(ctx_, tab.data(), tab.size(), 0);
+    const ssize_t got = verbs_.query_gid_table(ctx_, tab.data(), tab.size(),
+                                               0);
     for (ssize_t i = 0; i < got; i++) {
         char name[IF_NAMESIZE];
         if (tab[i].port_num == port_ && tab[i].ndev_ifindex &&
@@ -171,6 +174,20 @@ void HostDevice::describe(VrdmaIbHostInfo &info) const
     info.vendor_part_id = dev_.vendor_part_id;
 }
 
+bool probe(HostVerbs &verbs, const char *ibdev, unsigned ibport,
+           VrdmaLimits *lim, VrdmaIbHostInfo *info, char *err, size_t errlen)
+{
+    std::string why;
+    auto dev = HostDevice::open(verbs, ibdev ? ibdev : "", ibport, &why);
+    if (!dev) {
+        std::snprintf(err, errlen, "%s", why.c_str());
+        return false;
+    }
+    dev->clamp(*lim);
+    dev->describe(*info);
+    return true;
+}
+
 } // namespace vrdma::ib
 
 extern "C" {
@@ -183,15 +200,8 @@ bool vrdma_ibverbs_built(void)
 bool vrdma_ib_probe(const char *ibdev, unsigned ibport, VrdmaLimits *lim,
                     VrdmaIbHostInfo *info, char *err, size_t errlen)
 {
-    std::string why;
-    auto dev = vrdma::ib::HostDevice::open(ibdev ? ibdev : "", ibport, &why);
-    if (!dev) {
-        std::snprintf(err, errlen, "%s", why.c_str());
-        return false;
-    }
-    dev->clamp(*lim);
-    dev->describe(*info);
-    return true;
+    return vrdma::ib::probe(vrdma::ib::system_verbs(), ibdev, ibport, lim,
+                            info, err, errlen);
 }
 
 } // extern "C"

@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "host_verbs.h"
 #include "hw/rdma/virtio-rdma-ibverbs.h"
 
 namespace vrdma::ib {
@@ -25,11 +26,14 @@ namespace vrdma::ib {
 class HostDevice {
 public:
     /*
-     * Opens @name and queries port @port.  @returns the device, or nullptr
+     * Opens @name on @verbs (which must outlive the device; every later
+     * host call goes through it) and queries port @port.  @returns the
+     * device, or nullptr
      * with a message for the user in @err (which devices the host has,
      * which ports the device has, why the port is unusable).
      */
-    static std::unique_ptr<HostDevice> open(const std::string &name,
+    static std::unique_ptr<HostDevice> open(HostVerbs &verbs,
+                                            const std::string &name,
                                             unsigned port, std::string *err);
     ~HostDevice();
     HostDevice(const HostDevice &) = delete;
@@ -43,6 +47,7 @@ public:
     /* What `info rdma` / query-virtio-rdma show of the host side. */
     void describe(VrdmaIbHostInfo &info) const;
 
+    HostVerbs &verbs() const { return verbs_; }
     ibv_context *context() const { return ctx_; }
     unsigned port() const { return port_; }
     uint32_t max_msg_sz() const { return port_attr_.max_msg_sz; }
@@ -52,8 +57,12 @@ public:
     }
 
 private:
-    HostDevice(ibv_context *ctx, unsigned port) : ctx_(ctx), port_(port) {}
+    HostDevice(HostVerbs &verbs, ibv_context *ctx, unsigned port)
+        : verbs_(verbs), ctx_(ctx), port_(port)
+    {
+    }
 
+    HostVerbs &verbs_;
     ibv_context *ctx_;
     unsigned port_;
     ibv_device_attr dev_{};

@@ -89,8 +89,8 @@ const ibv_gid_entry *host_gid_entry(const HostDevice &dev,
 {
     const size_t n = dev.gid_table_len();
     tab.assign(n ? n : 1, ibv_gid_entry{});
-    const ssize_t got = ibv_query_gid_table(dev.context(), tab.data(),
-                                            tab.size(), 0);
+    const ssize_t got = dev.verbs().query_gid_table(dev.context(), tab.data(),
+                                                    tab.size(), 0);
     for (ssize_t i = 0; i < got; i++) {
         const ibv_gid_entry &e = tab[i];
         if (e.port_num == dev.port() &&
@@ -158,7 +158,7 @@ Status Backend::gid_adding(VrdmaCore &c, uint32_t index, const GidEntry &gid)
 
 Status Backend::pd_created(VrdmaCore &, uint32_t index)
 {
-    ibv_pd *pd = ibv_alloc_pd(dev_->context());
+    ibv_pd *pd = verbs().alloc_pd(dev_->context());
     if (!pd) {
         return host_refused(errno, "pdn");
     }
@@ -168,9 +168,9 @@ Status Backend::pd_created(VrdmaCore &, uint32_t index)
 
 void Backend::release_ahs(uint32_t pd)
 {
-    std::erase_if(ahs_, [pd](const Ah &e) {
+    std::erase_if(ahs_, [this, pd](const Ah &e) {
         if (e.pd == pd) {
-            ibv_destroy_ah(e.ah);
+            verbs().destroy_ah(e.ah);
             return true;
         }
         return false;
@@ -203,7 +203,7 @@ void Backend::entomb(ibv_pd *pd)
             j->pd_gone = true;
         }
     }
-    if (pd_in_use(pd) || ibv_dealloc_pd(pd)) {
+    if (pd_in_use(pd) || verbs().dealloc_pd(pd)) {
         tomb_pds_.push_back(pd);
     }
 }
@@ -211,7 +211,7 @@ void Backend::entomb(ibv_pd *pd)
 /* A CQ a QP still holds (a modify job's): destroyed after the job. */
 void Backend::entomb(ibv_cq *cq)
 {
-    if (ibv_destroy_cq(cq)) {
+    if (verbs().destroy_cq(cq)) {
         tomb_cqs_.push_back(cq);
     }
 }
@@ -229,25 +229,26 @@ void Backend::bury(VrdmaCore &c)
         end_host_mr(c, m); /* back in the list if still refused */
     }
     std::erase_if(tomb_srqs_,
-                  [](ibv_srq *srq) { return ibv_destroy_srq(srq) == 0; });
-    std::erase_if(tomb_cqs_, [](ibv_cq *cq) { return ibv_destroy_cq(cq) == 0; });
+                  [this](ibv_srq *srq) { return verbs().destroy_srq(srq) == 0; });
+    std::erase_if(tomb_cqs_,
+                  [this](ibv_cq *cq) { return verbs().destroy_cq(cq) == 0; });
     std::erase_if(tomb_pds_, [this](ibv_pd *pd) {
-        return !pd_in_use(pd) && ibv_dealloc_pd(pd) == 0;
+        return !pd_in_use(pd) && verbs().dealloc_pd(pd) == 0;
     });
 }
 
 Status Backend::cq_created(VrdmaCore &, uint32_t index, Cq &cq)
 {
     /* The CQN rides in cq_context: completions.cc finds the guest's CQ. */
-    ibv_cq *h = ibv_create_cq(dev_->context(), static_cast<int>(cq.cqe),
-                              reinterpret_cast<void *>(uintptr_t{index}),
-                              channel_, 0);
+    ibv_cq *h = verbs().create_cq(dev_->context(), static_cast<int>(cq.cqe),
+                                  reinterpret_cast<void *>(uintptr_t{index}),
+                                  channel_, 0);
     if (!h) {
         return host_refused(errno, "cqe", cq.cqe);
     }
-    if (ibv_req_notify_cq(h, 0)) {
-        const int e = errno;
-        ibv_destroy_cq(h);
+    /* Its errno is what it returns: errno is an earlier call's. */
+    if (const int e = verbs().req_notify_cq(h, 0)) {
+        verbs().destroy_cq(h);
         return host_refused(e, "cqn");
     }
     cqs_[index] = h;
@@ -257,7 +258,7 @@ Status Backend::cq_created(VrdmaCore &, uint32_t index, Cq &cq)
 
 void Backend::cq_destroyed(VrdmaCore &, uint32_t index)
 {
-    ibv_destroy_cq(cqs_[index]);
+    verbs().destroy_cq(cqs_[index]);
     cqs_[index] = nullptr;
     pending_[index] = false;
 }
@@ -299,11 +300,12 @@ Status Backend::qp_created(VrdmaCore &c, Qp &qp)
     }
     ia.qp_type = static_cast<ibv_qp_type>(qp.type);
     ia.sq_sig_all = qp.sq_sig_type == VIRTIO_RDMA_SIGNAL_ALL_WR;
-    ibv_qp *h = ibv_create_qp(pds_[qp.pd_index], &ia);
+    ibv_qp *h = verbs().create_qp(pds_[qp.pd_index], &ia);
     if (!h) {
         return host_refused(errno, "qp_type", qp.type);
     }
-    qp.backend.emplace<QpState>().qp = std::shared_ptr<ibv_qp>(h, HostQpDeleter{});
+    qp.backend.emplace<QpState>().qp = std::shared_ptr<ibv_qp>(
+        h, HostQpDeleter{&verbs()});
     qp.wire_qpn = h->qp_num;
     return kOk;
 }
@@ -378,8 +380,8 @@ Status Backend::qp_modifying(VrdmaCore &c, Qp &qp, uint32_t mask,
         }});
         return kDeferred;
     }
-    if (const int e = ibv_modify_qp(s->qp.get(), &h, static_cast<int>(
-                                                   mask & kHostQpMask))) {
+    if (const int e = verbs().modify_qp(s->qp.get(), &h, static_cast<int>(
+                                                       mask & kHostQpMask))) {
         return host_refused(e, "attr_mask", mask);
     }
     return kOk;
@@ -388,7 +390,8 @@ Status Backend::qp_modifying(VrdmaCore &c, Qp &qp, uint32_t mask,
 int DeferredModify::work(void *ctx)
 {
     auto *m = static_cast<DeferredModify *>(ctx);
-    return ibv_modify_qp(m->qp.get(), &m->attr, m->host_mask);
+    return std::get<Backend>(m->core->backend).verbs().modify_qp(
+        m->qp.get(), &m->attr, m->host_mask);
 }
 
 void DeferredModify::done(void *ctx, int ret)
@@ -447,7 +450,7 @@ void Backend::qp_error_flush(VrdmaCore &c, Qp &qp)
     } else if (s && s->qp) {
         ibv_qp_attr h{};
         h.qp_state = IBV_QPS_ERR;
-        ibv_modify_qp(s->qp.get(), &h, IBV_QP_STATE); /* the host flushes */
+        verbs().modify_qp(s->qp.get(), &h, IBV_QP_STATE); /* the host flushes */
     }
 }
 
@@ -491,8 +494,8 @@ Status Backend::mr_registered(VrdmaCore &c, uint32_t index, Mr &mr)
     /* The window starts at the page of the MR's first byte. */
     void *start = static_cast<uint8_t *>(w.base) +
                   (mr.iova & (VIRTIO_RDMA_PAGE_SIZE - 1));
-    ibv_mr *h = ibv_reg_mr_iova2(pds_[mr.pd_index], start, mr.length,
-                                 mr.iova, mr.access);
+    ibv_mr *h = verbs().reg_mr_iova2(pds_[mr.pd_index], start, mr.length,
+                                     mr.iova, mr.access);
     if (!h) {
         const int e = errno;
         window_unmap(w.base, w.len);
@@ -512,7 +515,7 @@ bool Backend::release_mr(VrdmaCore &c, uint32_t index, bool may_refuse)
     HostMr &m = mrs_[index];
     if (m.mr) {
         /* No peer reaches the pages after this: the rkey is dead. */
-        if (ibv_dereg_mr(m.mr) == 0) {
+        if (verbs().dereg_mr(m.mr) == 0) {
             window_unmap(m.window, m.window_len);
             process_map_runs -= m.runs;
         } else if (may_refuse) {
@@ -532,7 +535,7 @@ bool Backend::release_mr(VrdmaCore &c, uint32_t index, bool may_refuse)
 
 void Backend::end_host_mr(VrdmaCore &c, const TombMr &m)
 {
-    if (ibv_dereg_mr(m.mr)) {
+    if (verbs().dereg_mr(m.mr)) {
         tomb_mrs_.push_back(m);
         return;
     }

@@ -178,7 +178,7 @@ void Backend::post_send(VrdmaCore &c, Qp &qp, const SendReq &r)
         return;
     }
     ibv_send_wr *bad = nullptr;
-    if (ibv_post_send(qs->qp.get(), &wr, &bad)) {
+    if (verbs().post_send(qs->qp.get(), &wr, &bad)) {
         /* The host's queue is full (more than max_send_wr outstanding). */
         complete_now(c, qp, qp.send_cqn, r.wr_id, wc_opcode,
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
@@ -209,7 +209,7 @@ void Backend::post_recv(VrdmaCore &c, Qp &qp, const RecvReq &r)
     wr.sg_list = sg.data();
     wr.num_sge = static_cast<int>(r.num_sge);
     ibv_recv_wr *bad = nullptr;
-    if (ibv_post_recv(qs->qp.get(), &wr, &bad)) {
+    if (verbs().post_recv(qs->qp.get(), &wr, &bad)) {
         complete_now(c, qp, qp.recv_cqn, r.wr_id, VIRTIO_RDMA_WC_RECV,
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
     }
@@ -234,7 +234,7 @@ void Backend::ud_post(VrdmaCore &c, Qp &qp, QpState &s, HeldSend &u,
     u.wr.sg_list = u.sge.data();
     u.wr.wr.ud.ah = ah;
     ibv_send_wr *bad = nullptr;
-    if (ibv_post_send(s.qp.get(), &u.wr, &bad)) {
+    if (verbs().post_send(s.qp.get(), &u.wr, &bad)) {
         complete_now(c, qp, qp.send_cqn, wr_id, u.wc_opcode,
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
     }
@@ -316,7 +316,7 @@ uint8_t Backend::ud_ah(VrdmaCore &c, Qp &qp, const WrAv &av, ibv_ah **out)
         return kAhPending;
     }
     /* A host without a worker thread: here, blocking. */
-    ibv_ah *ah = ibv_create_ah(pds_[qp.pd_index], &a);
+    ibv_ah *ah = verbs().create_ah(pds_[qp.pd_index], &a);
     if (!ah) {
         return VIRTIO_RDMA_WC_LOC_QP_OP_ERR;
     }
@@ -328,7 +328,8 @@ uint8_t Backend::ud_ah(VrdmaCore &c, Qp &qp, const WrAv &av, ibv_ah **out)
 int DeferredAh::work(void *ctx)
 {
     auto *j = static_cast<DeferredAh *>(ctx);
-    j->ah = ibv_create_ah(j->pd, &j->attr);
+    j->ah = std::get<Backend>(j->core->backend).verbs().create_ah(j->pd,
+                                                                 &j->attr);
     return j->ah ? 0 : (errno ? errno : EIO);
 }
 
@@ -359,7 +360,7 @@ void Backend::ah_done(VrdmaCore &c, DeferredAh &j, int ret)
     if (j.pd_gone) {
         /* The PD was destroyed meanwhile (or the device reset). */
         if (j.ah) {
-            ibv_destroy_ah(j.ah);
+            verbs().destroy_ah(j.ah);
         }
         bury(c);
         return;
@@ -384,7 +385,7 @@ void Backend::ah_done(VrdmaCore &c, DeferredAh &j, int ret)
                    std::memcmp(&e.attr, &j.key, sizeof(j.key)) == 0;
         });
         if (dup) {
-            ibv_destroy_ah(j.ah);
+            verbs().destroy_ah(j.ah);
         } else {
             ahs_.push_back(Ah{j.pd_index, j.sgid, j.key, j.ah});
         }

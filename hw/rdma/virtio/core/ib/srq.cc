@@ -35,7 +35,7 @@ Status Backend::srq_created(VrdmaCore &, Srq &srq)
     ia.attr.max_wr = srq.max_wr;
     ia.attr.max_sge = srq.max_sge;
     ia.attr.srq_limit = srq.limit;
-    ibv_srq *h = ibv_create_srq(pds_[srq.pd_index], &ia);
+    ibv_srq *h = verbs().create_srq(pds_[srq.pd_index], &ia);
     if (!h) {
         return host_refused(errno, "max_wr", srq.max_wr);
     }
@@ -43,8 +43,8 @@ Status Backend::srq_created(VrdmaCore &, Srq &srq)
     if (srq.limit) {
         ibv_srq_attr a{};
         a.srq_limit = srq.limit;
-        if (const int e = ibv_modify_srq(h, &a, IBV_SRQ_LIMIT)) {
-            ibv_destroy_srq(h);
+        if (const int e = verbs().modify_srq(h, &a, IBV_SRQ_LIMIT)) {
+            verbs().destroy_srq(h);
             return host_refused(e, "srq_limit", srq.limit);
         }
     }
@@ -55,7 +55,7 @@ Status Backend::srq_created(VrdmaCore &, Srq &srq)
 /* An SRQ a QP still holds (a modify job's, after a reset): after the job. */
 void Backend::entomb(ibv_srq *srq)
 {
-    if (ibv_destroy_srq(srq)) {
+    if (verbs().destroy_srq(srq)) {
         tomb_srqs_.push_back(srq);
     }
 }
@@ -87,7 +87,7 @@ Status Backend::srq_limit_set(VrdmaCore &, Srq &srq, uint32_t limit)
     }
     ibv_srq_attr a{};
     a.srq_limit = limit; /* 0 disarms the host's too */
-    if (const int e = ibv_modify_srq(h, &a, IBV_SRQ_LIMIT)) {
+    if (const int e = verbs().modify_srq(h, &a, IBV_SRQ_LIMIT)) {
         return host_refused(e, "srq_limit", limit);
     }
     return kOk;
@@ -117,7 +117,7 @@ void Backend::post_srq_recv(VrdmaCore &c, Srq &srq, const RecvReq &r)
     wr.sg_list = sg.data();
     wr.num_sge = static_cast<int>(r.num_sge);
     ibv_recv_wr *bad = nullptr;
-    if (const int e = ibv_post_srq_recv(host, &wr, &bad)) {
+    if (const int e = verbs().post_srq_recv(host, &wr, &bad)) {
         srq_break(c, srq, "host.post_srq_recv", static_cast<uint64_t>(e));
     }
 }

@@ -5,6 +5,8 @@
  * object and checks every command first, as for the soft engine.
  *
  * Where the work is:
+ *   host_verbs.h    the seam: every libibverbs call, through verbs()
+ *                   (system_verbs(); the unit tests' fake device)
  *   objects.cc      PDs, CQs, QPs (attributes to the host's), MRs
  *   window.cc       an MR's guest pages as one host virtual range
  *   dma_mr.cc       DMA MRs: guest RAM, registered at its guest-physical
@@ -63,7 +65,8 @@ constexpr bool same_value(A a, B b)
 
 /* Destroys a host QP (the host flushes nothing to us after this). */
 struct HostQpDeleter {
-    void operator()(ibv_qp *qp) const { ibv_destroy_qp(qp); }
+    HostVerbs *verbs;
+    void operator()(ibv_qp *qp) const { verbs->destroy_qp(qp); }
 };
 
 /* A receive posted to the GSI QP, waiting for a MAD from the mux (gsi.cc). */
@@ -315,6 +318,11 @@ public:
     std::optional<QueuedJob> queued_;
 
     const HostDevice &device() const { return *dev_; }
+    /*
+     * Every host call goes through this (host_verbs.h); fixed at
+     * construction, so the worker thread's jobs reach it too.
+     */
+    HostVerbs &verbs() const { return dev_->verbs(); }
     void host_stats(const VrdmaCore &c, VrdmaIbStats &st) const;
 
 private:
@@ -416,6 +424,7 @@ private:
     std::unique_ptr<HostDevice> dev_;
     ibv_comp_channel *channel_ = nullptr;
     bool async_ok_ = false;
+    bool attached_ = false;       /* its fds watched (attach to detach) */
     std::vector<ibv_pd *> pds_;   /* by guest PD index */
     std::vector<ibv_cq *> cqs_;   /* by guest CQN */
     std::vector<ibv_srq *> srqs_; /* by guest SRQN (slot 0 unused) */

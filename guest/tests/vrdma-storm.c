@@ -6,8 +6,8 @@
  * deregisters a large buffer in a loop, the slowest command a guest can
  * ask of the device.  The driver must neither spin while it waits nor give
  * up on the queue: every process finishes without an error, the askers
- * slept for their answers (a voluntary context switch for at least every
- * other query: a driver that spins has next to none), and a control command
+ * slept for their answers (a voluntary context switch for at least one
+ * query in 8: a driver that spins has next to none), and a control command
  * after the storm still works.  The kernel log is the caller's to judge
  * (lockup and RCU stall reports).  TAP output; exit status 1 if any case
  * failed.
@@ -202,7 +202,13 @@ int main(int argc, char **argv)
 	       "%d askers: %ld queries (longest %.0f ms); %ld reg_mr of %zu MiB (longest %.0f ms)%s%s",
 	       askers, queries, ask_max, regs, mr_len >> 20, reg_max,
 	       why[0] ? "; " : "", why);
-	result(queries && sleeps >= queries / 2, "askers-slept",
+	/*
+	 * An answer that is in before the asker waits costs no sleep, and how
+	 * often that happens is the host's timing: seen 0.27 to 0.81 switches
+	 * per query on the sleeping driver (6.12 and 6.1, one CI run), 0.017
+	 * on the driver that spun.
+	 */
+	result(queries && sleeps >= queries / 8, "askers-slept",
 	       "%ld voluntary context switches in %ld queries", sleeps, queries);
 
 	ctx = open_dev();

@@ -47,6 +47,21 @@ TEST_F(IbAsyncEvents, QpFatalPutsTheQpInError)
     EXPECT_EQ(ib_stats(*a).async_events, 1u);
 }
 
+TEST_F(IbAsyncEvents, HostQpAndCqErrorsAreTheGuestsEventsOnce)
+{
+    verbs.qp_event(*host, IBV_EVENT_QP_FATAL);
+    verbs.qp_event(*host, IBV_EVENT_QP_REQ_ERR);
+    host_async(*a, ctx_a);
+    ASSERT_EQ(a->async_events.size(), 1u) << "one per QP";
+    EXPECT_EQ(a->async_events[0].type, uint32_t{VIRTIO_RDMA_EVENT_QP_FATAL});
+    EXPECT_EQ(a->async_events[0].handle, qpn) << "the guest's index";
+    verbs.cq_event(*verbs.cq(host->qp.send_cq), IBV_EVENT_CQ_ERR);
+    host_async(*a, ctx_a);
+    ASSERT_EQ(a->async_events.size(), 2u);
+    EXPECT_EQ(a->async_events[1].type, uint32_t{VIRTIO_RDMA_EVENT_CQ_ERR});
+    EXPECT_EQ(a->async_events[1].handle, cq);
+}
+
 TEST_F(IbAsyncEvents, PortStateFollowsTheHostsPort)
 {
     EXPECT_EQ(port_state(), uint32_t{VIRTIO_RDMA_PORT_ACTIVE});

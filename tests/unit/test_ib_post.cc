@@ -2,7 +2,7 @@
  * The ibverbs backend's work requests: posted to the host QP with the
  * host's lkeys for the guest's (an lkey of no MR of the QP's PD never
  * reaches the host: LOC_PROT_ERR), and a host refusal completes the
- * request with LOC_QP_OP_ERR.
+ * request with LOC_QP_OP_ERR and puts the QP in ERR.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -124,7 +124,7 @@ TEST_F(IbPost, UnknownLkeyOnARecvIsALocalProtectionError)
     EXPECT_EQ(c.opcode, uint32_t{VIRTIO_RDMA_WC_RECV});
 }
 
-TEST_F(IbPost, RefusedHostPostCompletesWithAnOperationError)
+TEST_F(IbPost, RefusedHostSendIsAnErrorCompletionOfTheQp)
 {
     verbs.refuse(Verb::kPostSend, ENOMEM);
     a->post_send(qpn, SendWr{}
@@ -136,15 +136,33 @@ TEST_F(IbPost, RefusedHostPostCompletesWithAnOperationError)
     const virtio_rdma_cq_req c = a->pop_cqe(cq);
     EXPECT_EQ(c.wr_id, 0x31u);
     EXPECT_EQ(c.status, uint32_t{VIRTIO_RDMA_WC_LOC_QP_OP_ERR});
-    /* The next one goes (the refusal was the host's, once). */
+    /* The QP took it and cannot execute it: as any failed request, ERR. */
+    EXPECT_EQ(a->qp_state(qpn), uint32_t{VIRTIO_RDMA_QPS_ERR});
+    EXPECT_EQ(host->qp.state, IBV_QPS_ERR) << "the host flushes the rest";
+    /* The next one flushes: no later request overtakes the failed one. */
     a->post_send(qpn, SendWr{}.op(VIRTIO_RDMA_WR_SEND).id(0x32).sge(
                           buf.addr, 16, buf.lkey));
-    EXPECT_EQ(host->sends.size(), 1u);
+    EXPECT_TRUE(host->sends.empty());
+    ASSERT_EQ(a->cq_size(cq), 1u);
+    EXPECT_EQ(a->pop_cqe(cq).status, uint32_t{VIRTIO_RDMA_WC_WR_FLUSH_ERR});
+}
 
+TEST_F(IbPost, RefusedHostRecvIsAnErrorCompletionOfTheQp)
+{
     verbs.refuse(Verb::kPostRecv, ENOMEM);
     a->post_recv(qpn, 0x41, {{buf.addr, 64, buf.lkey}});
+    EXPECT_TRUE(host->recvs.empty());
     ASSERT_EQ(a->cq_size(cq), 1u);
-    EXPECT_EQ(a->pop_cqe(cq).status, uint32_t{VIRTIO_RDMA_WC_LOC_QP_OP_ERR});
+    const virtio_rdma_cq_req c = a->pop_cqe(cq);
+    EXPECT_EQ(c.wr_id, 0x41u);
+    EXPECT_EQ(c.status, uint32_t{VIRTIO_RDMA_WC_LOC_QP_OP_ERR});
+    EXPECT_EQ(c.opcode, uint32_t{VIRTIO_RDMA_WC_RECV});
+    EXPECT_EQ(a->qp_state(qpn), uint32_t{VIRTIO_RDMA_QPS_ERR});
+    EXPECT_EQ(host->qp.state, IBV_QPS_ERR);
+    a->post_recv(qpn, 0x42, {{buf.addr, 64, buf.lkey}});
+    EXPECT_TRUE(host->recvs.empty());
+    ASSERT_EQ(a->cq_size(cq), 1u);
+    EXPECT_EQ(a->pop_cqe(cq).status, uint32_t{VIRTIO_RDMA_WC_WR_FLUSH_ERR});
 }
 
 TEST_F(IbPost, FastRegistrationIsNotForTheHost)

@@ -4,12 +4,12 @@
  *
  * The guest's asynchronous events are few (VIRTIO_RDMA_F_RINGS: the
  * spec's "Async events"), so most become the state the guest can query:
- *   QP fatal, request / access error   the QP is in ERR (QUERY_QP); the
- *                                      host flushes its work
+ *   QP fatal, request / access error   the QP is in ERR (QUERY_QP), one
+ *                                      QP_FATAL; the host flushes its work
  *   port error / port active           QUERY_PORT says DOWN / ACTIVE
  *   device fatal                       every QP in ERR, the port DOWN
  *   CQ error (the host CQ overran)     every QP completing to the CQ in
- *                                      ERR, a CQ overrun counted
+ *                                      ERR, a CQ overrun counted, CQ_ERR
  *   SRQ limit reached                  the guest's SRQ_LIMIT, disarmed
  *   SRQ error                          the SRQ broken: SRQ_ERR (srq.cc)
  * The rest (last WQE reached, GID change, ...) are counted only: GIDs are
@@ -54,7 +54,7 @@ void Backend::async_events(VrdmaCore &c)
         case IBV_EVENT_QP_FATAL:
         case IBV_EVENT_QP_REQ_ERR:
         case IBV_EVENT_QP_ACCESS_ERR:
-            qp_failed(c, ev.element.qp->qp_num);
+            host_qp_fatal(c, ev.element.qp->qp_num);
             break;
         case IBV_EVENT_PORT_ERR:
             if (static_cast<unsigned>(ev.element.port_num) == dev_->port()) {
@@ -92,6 +92,22 @@ void Backend::async_events(VrdmaCore &c)
 }
 
 /*
+ * A host QP's own error: the guest's QP to ERR and one QP_FATAL by its
+ * queue index, as a broken ring gives (rings.cc).  One already in ERR
+ * (an earlier event, an error CQE, MODIFY_QP) gets no second event: the
+ * guest knows, and the host may report one failure more than once.
+ */
+void Backend::host_qp_fatal(VrdmaCore &c, uint32_t wire_qpn)
+{
+    Qp *qp = c.qp_by_wire(wire_qpn);
+    if (!qp || qp->state() == VIRTIO_RDMA_QPS_ERR) {
+        return; /* a destroyed QP's, or known already */
+    }
+    qp_enter_error(c, *qp);
+    c.host.async_event(VIRTIO_RDMA_EVENT_QP_FATAL, qp->index);
+}
+
+/*
  * The host CQ overran before we polled it (rxe drops the CQE and lets the
  * QP go on): a completion is lost, of which QP is unknown, so every QP
  * completing to that CQ goes to ERR, host QP included, as a guest CQ
@@ -106,6 +122,8 @@ void Backend::host_cq_overrun(VrdmaCore &c, ibv_cq *h)
         return; /* a CQ of a destroyed guest CQ (the graveyard's) */
     }
     stats.cq_overruns++;
+    /* The guest's CQ overran, as far as it can tell: its event, by the CQN. */
+    c.host.async_event(VIRTIO_RDMA_EVENT_CQ_ERR, cqn);
     c.qps.for_each([&](uint32_t, Qp &qp) {
         if (qp.send_cqn == cqn || qp.recv_cqn == cqn) {
             qp_enter_error(c, qp);

@@ -12,8 +12,9 @@
  *
  * A request refused here completes at once with its status (as the soft
  * engine's immediate errors do), ahead of work the host still holds; one
- * the QP took (RTS, SQD) but cannot execute also puts the QP in ERR, as an
- * error completion does, and the host then flushes the rest.  UD
+ * the QP took (RTS, SQD) but cannot execute -- a failed check, or the
+ * host refusing the post -- also puts the QP in ERR, as an error
+ * completion does, and the host then flushes the rest.  UD
  * requests reach the host through an address handle per destination, kept
  * per PD (at most max_ah; one more destination is refused).  Making one
  * resolves the destination's MAC, which can take a second: it is made on
@@ -179,7 +180,13 @@ void Backend::post_send(VrdmaCore &c, Qp &qp, const SendReq &r)
     }
     ibv_send_wr *bad = nullptr;
     if (verbs().post_send(qs->qp.get(), &wr, &bad)) {
-        /* The host's queue is full (more than max_send_wr outstanding). */
+        /*
+         * The host's queue is full (more than max_send_wr outstanding) or
+         * its QP failed: the ring entry is taken, so this is an error
+         * completion of a request the QP took, as for a failed check --
+         * left in RTS, later requests would run past the lost one.
+         */
+        qp_enter_error(c, qp);
         complete_now(c, qp, qp.send_cqn, r.wr_id, wc_opcode,
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
     }
@@ -210,6 +217,8 @@ void Backend::post_recv(VrdmaCore &c, Qp &qp, const RecvReq &r)
     wr.num_sge = static_cast<int>(r.num_sge);
     ibv_recv_wr *bad = nullptr;
     if (verbs().post_recv(qs->qp.get(), &wr, &bad)) {
+        /* As a refused send (post_send): the QP took it, so ERR. */
+        qp_enter_error(c, qp);
         complete_now(c, qp, qp.recv_cqn, r.wr_id, VIRTIO_RDMA_WC_RECV,
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
     }
@@ -235,6 +244,7 @@ void Backend::ud_post(VrdmaCore &c, Qp &qp, QpState &s, HeldSend &u,
     u.wr.wr.ud.ah = ah;
     ibv_send_wr *bad = nullptr;
     if (verbs().post_send(s.qp.get(), &u.wr, &bad)) {
+        qp_enter_error(c, qp); /* as in post_send */
         complete_now(c, qp, qp.send_cqn, wr_id, u.wc_opcode,
                      VIRTIO_RDMA_WC_LOC_QP_OP_ERR);
     }

@@ -413,6 +413,8 @@ private:
      */
     void purge_qp_cqes(VrdmaCore &c, uint32_t cqn, uint32_t wire_qpn);
     void qp_failed(VrdmaCore &c, uint32_t wire_qpn);
+    /* Host QP @wire_qpn failed (IBV_EVENT_QP_FATAL, ...): events.cc. */
+    void host_qp_fatal(VrdmaCore &c, uint32_t wire_qpn);
     /* The host CQ @h overran (IBV_EVENT_CQ_ERR): events.cc. */
     void host_cq_overrun(VrdmaCore &c, ibv_cq *h);
     /* Host SRQ @h's limit was reached, or it failed (srq.cc). */
